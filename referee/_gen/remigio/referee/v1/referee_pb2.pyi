@@ -1,0 +1,316 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class JokerLimit(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    JOKER_LIMIT_UNSPECIFIED: _ClassVar[JokerLimit]
+    JOKER_LIMIT_UNLIMITED: _ClassVar[JokerLimit]
+    JOKER_LIMIT_NO_MORE_THAN_NATURALS: _ClassVar[JokerLimit]
+    JOKER_LIMIT_ONE_PER_GROUP: _ClassVar[JokerLimit]
+
+class Engine(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    ENGINE_UNSPECIFIED: _ClassVar[Engine]
+    ENGINE_CPSAT: _ClassVar[Engine]
+    ENGINE_SEARCH: _ClassVar[Engine]
+    ENGINE_AUDIT: _ClassVar[Engine]
+
+class CloseKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    CLOSE_KIND_UNSPECIFIED: _ClassVar[CloseKind]
+    CLOSE_KIND_REMIGIO: _ClassVar[CloseKind]
+    CLOSE_KIND_STRAIGHT_FLUSH_CLEAN: _ClassVar[CloseKind]
+    CLOSE_KIND_STRAIGHT_FLUSH: _ClassVar[CloseKind]
+    CLOSE_KIND_COLOR_CLEAN: _ClassVar[CloseKind]
+    CLOSE_KIND_COLOR: _ClassVar[CloseKind]
+    CLOSE_KIND_LINKED_CLEAN: _ClassVar[CloseKind]
+    CLOSE_KIND_LINKED: _ClassVar[CloseKind]
+
+class ScoringMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    SCORING_MODE_UNSPECIFIED: _ClassVar[ScoringMode]
+    SCORING_MODE_HEAD_TO_HEAD: _ClassVar[ScoringMode]
+    SCORING_MODE_POOL: _ClassVar[ScoringMode]
+    SCORING_MODE_ELIMINATION: _ClassVar[ScoringMode]
+
+class GroupKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    GROUP_KIND_UNSPECIFIED: _ClassVar[GroupKind]
+    GROUP_KIND_SAME_RANK: _ClassVar[GroupKind]
+    GROUP_KIND_RUN: _ClassVar[GroupKind]
+    GROUP_KIND_JOKERS_ONLY: _ClassVar[GroupKind]
+
+class Verdict(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    VERDICT_UNSPECIFIED: _ClassVar[Verdict]
+    VERDICT_CONFIRMED: _ClassVar[Verdict]
+    VERDICT_WRONG: _ClassVar[Verdict]
+    VERDICT_INVALID: _ClassVar[Verdict]
+    VERDICT_VALID_NOT_BEST: _ClassVar[Verdict]
+    VERDICT_BEST: _ClassVar[Verdict]
+JOKER_LIMIT_UNSPECIFIED: JokerLimit
+JOKER_LIMIT_UNLIMITED: JokerLimit
+JOKER_LIMIT_NO_MORE_THAN_NATURALS: JokerLimit
+JOKER_LIMIT_ONE_PER_GROUP: JokerLimit
+ENGINE_UNSPECIFIED: Engine
+ENGINE_CPSAT: Engine
+ENGINE_SEARCH: Engine
+ENGINE_AUDIT: Engine
+CLOSE_KIND_UNSPECIFIED: CloseKind
+CLOSE_KIND_REMIGIO: CloseKind
+CLOSE_KIND_STRAIGHT_FLUSH_CLEAN: CloseKind
+CLOSE_KIND_STRAIGHT_FLUSH: CloseKind
+CLOSE_KIND_COLOR_CLEAN: CloseKind
+CLOSE_KIND_COLOR: CloseKind
+CLOSE_KIND_LINKED_CLEAN: CloseKind
+CLOSE_KIND_LINKED: CloseKind
+SCORING_MODE_UNSPECIFIED: ScoringMode
+SCORING_MODE_HEAD_TO_HEAD: ScoringMode
+SCORING_MODE_POOL: ScoringMode
+SCORING_MODE_ELIMINATION: ScoringMode
+GROUP_KIND_UNSPECIFIED: GroupKind
+GROUP_KIND_SAME_RANK: GroupKind
+GROUP_KIND_RUN: GroupKind
+GROUP_KIND_JOKERS_ONLY: GroupKind
+VERDICT_UNSPECIFIED: Verdict
+VERDICT_CONFIRMED: Verdict
+VERDICT_WRONG: Verdict
+VERDICT_INVALID: Verdict
+VERDICT_VALID_NOT_BEST: Verdict
+VERDICT_BEST: Verdict
+
+class Multiplier(_message.Message):
+    __slots__ = ("kind", "multiplier")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    MULTIPLIER_FIELD_NUMBER: _ClassVar[int]
+    kind: CloseKind
+    multiplier: int
+    def __init__(self, kind: _Optional[_Union[CloseKind, str]] = ..., multiplier: _Optional[int] = ...) -> None: ...
+
+class ScoringOptions(_message.Message):
+    __slots__ = ("mode", "start_score", "target", "close_bonus", "limit")
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    START_SCORE_FIELD_NUMBER: _ClassVar[int]
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    CLOSE_BONUS_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    mode: ScoringMode
+    start_score: int
+    target: int
+    close_bonus: int
+    limit: int
+    def __init__(self, mode: _Optional[_Union[ScoringMode, str]] = ..., start_score: _Optional[int] = ..., target: _Optional[int] = ..., close_bonus: _Optional[int] = ..., limit: _Optional[int] = ...) -> None: ...
+
+class RuleOptions(_message.Message):
+    __slots__ = ("decks", "joker_points", "wrap_runs", "joker_limit", "multipliers", "engine", "scoring")
+    DECKS_FIELD_NUMBER: _ClassVar[int]
+    JOKER_POINTS_FIELD_NUMBER: _ClassVar[int]
+    WRAP_RUNS_FIELD_NUMBER: _ClassVar[int]
+    JOKER_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    MULTIPLIERS_FIELD_NUMBER: _ClassVar[int]
+    ENGINE_FIELD_NUMBER: _ClassVar[int]
+    SCORING_FIELD_NUMBER: _ClassVar[int]
+    decks: int
+    joker_points: int
+    wrap_runs: bool
+    joker_limit: JokerLimit
+    multipliers: _containers.RepeatedCompositeFieldContainer[Multiplier]
+    engine: Engine
+    scoring: ScoringOptions
+    def __init__(self, decks: _Optional[int] = ..., joker_points: _Optional[int] = ..., wrap_runs: _Optional[bool] = ..., joker_limit: _Optional[_Union[JokerLimit, str]] = ..., multipliers: _Optional[_Iterable[_Union[Multiplier, _Mapping]]] = ..., engine: _Optional[_Union[Engine, str]] = ..., scoring: _Optional[_Union[ScoringOptions, _Mapping]] = ...) -> None: ...
+
+class Group(_message.Message):
+    __slots__ = ("kind", "cards", "stands_for")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    CARDS_FIELD_NUMBER: _ClassVar[int]
+    STANDS_FOR_FIELD_NUMBER: _ClassVar[int]
+    kind: GroupKind
+    cards: _containers.RepeatedScalarFieldContainer[str]
+    stands_for: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, kind: _Optional[_Union[GroupKind, str]] = ..., cards: _Optional[_Iterable[str]] = ..., stands_for: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class Linking(_message.Message):
+    __slots__ = ("groups", "unlinked", "points")
+    GROUPS_FIELD_NUMBER: _ClassVar[int]
+    UNLINKED_FIELD_NUMBER: _ClassVar[int]
+    POINTS_FIELD_NUMBER: _ClassVar[int]
+    groups: _containers.RepeatedCompositeFieldContainer[Group]
+    unlinked: _containers.RepeatedScalarFieldContainer[str]
+    points: int
+    def __init__(self, groups: _Optional[_Iterable[_Union[Group, _Mapping]]] = ..., unlinked: _Optional[_Iterable[str]] = ..., points: _Optional[int] = ...) -> None: ...
+
+class Close(_message.Message):
+    __slots__ = ("valid", "kind", "multiplier", "discard", "groups", "reason")
+    VALID_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    MULTIPLIER_FIELD_NUMBER: _ClassVar[int]
+    DISCARD_FIELD_NUMBER: _ClassVar[int]
+    GROUPS_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    valid: bool
+    kind: CloseKind
+    multiplier: int
+    discard: str
+    groups: _containers.RepeatedCompositeFieldContainer[Group]
+    reason: str
+    def __init__(self, valid: _Optional[bool] = ..., kind: _Optional[_Union[CloseKind, str]] = ..., multiplier: _Optional[int] = ..., discard: _Optional[str] = ..., groups: _Optional[_Iterable[_Union[Group, _Mapping]]] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class ClaimedGroup(_message.Message):
+    __slots__ = ("cards",)
+    CARDS_FIELD_NUMBER: _ClassVar[int]
+    cards: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, cards: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ClaimVerdict(_message.Message):
+    __slots__ = ("field", "verdict", "claimed", "expected", "reason")
+    FIELD_FIELD_NUMBER: _ClassVar[int]
+    VERDICT_FIELD_NUMBER: _ClassVar[int]
+    CLAIMED_FIELD_NUMBER: _ClassVar[int]
+    EXPECTED_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    field: str
+    verdict: Verdict
+    claimed: str
+    expected: str
+    reason: str
+    def __init__(self, field: _Optional[str] = ..., verdict: _Optional[_Union[Verdict, str]] = ..., claimed: _Optional[str] = ..., expected: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class SolveHandRequest(_message.Message):
+    __slots__ = ("cards", "rules")
+    CARDS_FIELD_NUMBER: _ClassVar[int]
+    RULES_FIELD_NUMBER: _ClassVar[int]
+    cards: _containers.RepeatedScalarFieldContainer[str]
+    rules: RuleOptions
+    def __init__(self, cards: _Optional[_Iterable[str]] = ..., rules: _Optional[_Union[RuleOptions, _Mapping]] = ...) -> None: ...
+
+class SolveHandResponse(_message.Message):
+    __slots__ = ("linking",)
+    LINKING_FIELD_NUMBER: _ClassVar[int]
+    linking: Linking
+    def __init__(self, linking: _Optional[_Union[Linking, _Mapping]] = ...) -> None: ...
+
+class CheckCloseRequest(_message.Message):
+    __slots__ = ("cards", "discard", "rules", "claimed_kind", "claimed_multiplier")
+    CARDS_FIELD_NUMBER: _ClassVar[int]
+    DISCARD_FIELD_NUMBER: _ClassVar[int]
+    RULES_FIELD_NUMBER: _ClassVar[int]
+    CLAIMED_KIND_FIELD_NUMBER: _ClassVar[int]
+    CLAIMED_MULTIPLIER_FIELD_NUMBER: _ClassVar[int]
+    cards: _containers.RepeatedScalarFieldContainer[str]
+    discard: str
+    rules: RuleOptions
+    claimed_kind: CloseKind
+    claimed_multiplier: int
+    def __init__(self, cards: _Optional[_Iterable[str]] = ..., discard: _Optional[str] = ..., rules: _Optional[_Union[RuleOptions, _Mapping]] = ..., claimed_kind: _Optional[_Union[CloseKind, str]] = ..., claimed_multiplier: _Optional[int] = ...) -> None: ...
+
+class CheckCloseResponse(_message.Message):
+    __slots__ = ("close", "claims")
+    CLOSE_FIELD_NUMBER: _ClassVar[int]
+    CLAIMS_FIELD_NUMBER: _ClassVar[int]
+    close: Close
+    claims: _containers.RepeatedCompositeFieldContainer[ClaimVerdict]
+    def __init__(self, close: _Optional[_Union[Close, _Mapping]] = ..., claims: _Optional[_Iterable[_Union[ClaimVerdict, _Mapping]]] = ...) -> None: ...
+
+class Pile(_message.Message):
+    __slots__ = ("cards",)
+    CARDS_FIELD_NUMBER: _ClassVar[int]
+    cards: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, cards: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class Player(_message.Message):
+    __slots__ = ("name", "cards", "score")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    CARDS_FIELD_NUMBER: _ClassVar[int]
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    cards: _containers.RepeatedScalarFieldContainer[str]
+    score: int
+    def __init__(self, name: _Optional[str] = ..., cards: _Optional[_Iterable[str]] = ..., score: _Optional[int] = ...) -> None: ...
+
+class Deal(_message.Message):
+    __slots__ = ("players", "closer", "discard", "discard_pile", "stock", "eliminated")
+    PLAYERS_FIELD_NUMBER: _ClassVar[int]
+    CLOSER_FIELD_NUMBER: _ClassVar[int]
+    DISCARD_FIELD_NUMBER: _ClassVar[int]
+    DISCARD_PILE_FIELD_NUMBER: _ClassVar[int]
+    STOCK_FIELD_NUMBER: _ClassVar[int]
+    ELIMINATED_FIELD_NUMBER: _ClassVar[int]
+    players: _containers.RepeatedCompositeFieldContainer[Player]
+    closer: int
+    discard: str
+    discard_pile: Pile
+    stock: Pile
+    eliminated: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, players: _Optional[_Iterable[_Union[Player, _Mapping]]] = ..., closer: _Optional[int] = ..., discard: _Optional[str] = ..., discard_pile: _Optional[_Union[Pile, _Mapping]] = ..., stock: _Optional[_Union[Pile, _Mapping]] = ..., eliminated: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class PlayerClaim(_message.Message):
+    __slots__ = ("player", "groups", "points", "score_change", "new_score")
+    PLAYER_FIELD_NUMBER: _ClassVar[int]
+    GROUPS_FIELD_NUMBER: _ClassVar[int]
+    POINTS_FIELD_NUMBER: _ClassVar[int]
+    SCORE_CHANGE_FIELD_NUMBER: _ClassVar[int]
+    NEW_SCORE_FIELD_NUMBER: _ClassVar[int]
+    player: int
+    groups: _containers.RepeatedCompositeFieldContainer[ClaimedGroup]
+    points: int
+    score_change: int
+    new_score: int
+    def __init__(self, player: _Optional[int] = ..., groups: _Optional[_Iterable[_Union[ClaimedGroup, _Mapping]]] = ..., points: _Optional[int] = ..., score_change: _Optional[int] = ..., new_score: _Optional[int] = ...) -> None: ...
+
+class DealClaims(_message.Message):
+    __slots__ = ("players", "close_kind", "multiplier")
+    PLAYERS_FIELD_NUMBER: _ClassVar[int]
+    CLOSE_KIND_FIELD_NUMBER: _ClassVar[int]
+    MULTIPLIER_FIELD_NUMBER: _ClassVar[int]
+    players: _containers.RepeatedCompositeFieldContainer[PlayerClaim]
+    close_kind: CloseKind
+    multiplier: int
+    def __init__(self, players: _Optional[_Iterable[_Union[PlayerClaim, _Mapping]]] = ..., close_kind: _Optional[_Union[CloseKind, str]] = ..., multiplier: _Optional[int] = ...) -> None: ...
+
+class ScoreDealRequest(_message.Message):
+    __slots__ = ("deal", "rules", "claims")
+    DEAL_FIELD_NUMBER: _ClassVar[int]
+    RULES_FIELD_NUMBER: _ClassVar[int]
+    CLAIMS_FIELD_NUMBER: _ClassVar[int]
+    deal: Deal
+    rules: RuleOptions
+    claims: DealClaims
+    def __init__(self, deal: _Optional[_Union[Deal, _Mapping]] = ..., rules: _Optional[_Union[RuleOptions, _Mapping]] = ..., claims: _Optional[_Union[DealClaims, _Mapping]] = ...) -> None: ...
+
+class PlayerResult(_message.Message):
+    __slots__ = ("name", "closer", "linking", "points", "score_change", "score", "eliminated")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    CLOSER_FIELD_NUMBER: _ClassVar[int]
+    LINKING_FIELD_NUMBER: _ClassVar[int]
+    POINTS_FIELD_NUMBER: _ClassVar[int]
+    SCORE_CHANGE_FIELD_NUMBER: _ClassVar[int]
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    ELIMINATED_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    closer: bool
+    linking: Linking
+    points: int
+    score_change: int
+    score: int
+    eliminated: bool
+    def __init__(self, name: _Optional[str] = ..., closer: _Optional[bool] = ..., linking: _Optional[_Union[Linking, _Mapping]] = ..., points: _Optional[int] = ..., score_change: _Optional[int] = ..., score: _Optional[int] = ..., eliminated: _Optional[bool] = ...) -> None: ...
+
+class ScoreDealResponse(_message.Message):
+    __slots__ = ("close", "players", "match_over", "winner", "claims")
+    CLOSE_FIELD_NUMBER: _ClassVar[int]
+    PLAYERS_FIELD_NUMBER: _ClassVar[int]
+    MATCH_OVER_FIELD_NUMBER: _ClassVar[int]
+    WINNER_FIELD_NUMBER: _ClassVar[int]
+    CLAIMS_FIELD_NUMBER: _ClassVar[int]
+    close: Close
+    players: _containers.RepeatedCompositeFieldContainer[PlayerResult]
+    match_over: bool
+    winner: str
+    claims: _containers.RepeatedCompositeFieldContainer[ClaimVerdict]
+    def __init__(self, close: _Optional[_Union[Close, _Mapping]] = ..., players: _Optional[_Iterable[_Union[PlayerResult, _Mapping]]] = ..., match_over: _Optional[bool] = ..., winner: _Optional[str] = ..., claims: _Optional[_Iterable[_Union[ClaimVerdict, _Mapping]]] = ...) -> None: ...
