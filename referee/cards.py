@@ -1,0 +1,159 @@
+"""Cards of the Remigio deck: ranks, suits, jokers, and the notation of the rule book (§1)."""
+
+from __future__ import annotations
+
+import enum
+from collections import Counter
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from referee.errors import InvalidCardError
+
+
+class Suit(enum.Enum):
+    """The four suits, in the referee's canonical order."""
+
+    CLUBS = "C"
+    DIAMONDS = "D"
+    HEARTS = "H"
+    SPADES = "S"
+
+    @property
+    def symbol(self) -> str:
+        """The suit's symbol, for readable output."""
+        return _SYMBOLS[self]
+
+    @property
+    def order(self) -> int:
+        """Position in the canonical order C, D, H, S."""
+        return _SUIT_ORDER[self]
+
+
+_SYMBOLS = {Suit.CLUBS: "♣", Suit.DIAMONDS: "♦", Suit.HEARTS: "♥", Suit.SPADES: "♠"}
+_SUIT_ORDER = {suit: i for i, suit in enumerate(Suit)}
+SUITS: tuple[Suit, ...] = tuple(Suit)
+
+ACE, JACK, QUEEN, KING = 1, 11, 12, 13
+RANKS: tuple[int, ...] = tuple(range(ACE, KING + 1))
+_RANK_CODES = {1: "A", 11: "J", 12: "Q", 13: "K"}
+_RANK_BY_CODE = {**{str(r): r for r in range(2, 11)}, "T": 10, "A": 1, "J": 11, "Q": 12, "K": 13}
+_SUIT_BY_CODE = {
+    **{s.value: s for s in Suit},
+    **{sym: s for s, sym in _SYMBOLS.items()},
+    # The outlined heart and diamond are the symbols most keyboards type.
+    "♡": Suit.HEARTS,
+    "♢": Suit.DIAMONDS,
+    "♤": Suit.SPADES,
+    "♧": Suit.CLUBS,
+}
+JOKER_CODE = "JK"
+
+
+def rank_code(rank: int) -> str:
+    """The notation of a rank: A, 2-10, J, Q, K."""
+    return _RANK_CODES.get(rank, str(rank))
+
+
+@dataclass(frozen=True, slots=True, order=False)
+class Card:
+    """A natural card (rank and suit) or a joker (neither)."""
+
+    rank: int | None
+    suit: Suit | None
+
+    @classmethod
+    def parse(cls, code: str, field: str = "card") -> "Card":
+        """Parse a card code such as ``AH``, ``10s``, ``T♠`` or ``JK``; raise naming ``field``."""
+        if not isinstance(code, str):
+            raise InvalidCardError(field, code, "a card must be a string")
+        text = code.strip().replace("\ufe0f", "").upper()
+        if text == JOKER_CODE:
+            return JOKER
+        if len(text) < 2:
+            raise InvalidCardError(field, code, "not a card code")
+        rank = _RANK_BY_CODE.get(text[:-1])
+        suit = _SUIT_BY_CODE.get(text[-1])
+        if rank is None or suit is None:
+            raise InvalidCardError(field, code, "not a card code (rank A 2-10 J Q K, suit C D H S, or JK)")
+        return cls(rank, suit)
+
+    @property
+    def is_joker(self) -> bool:
+        """True for a joker."""
+        return self.rank is None
+
+    @property
+    def index(self) -> int:
+        """Canonical position: clubs A..K, diamonds, hearts, spades, then the joker (52)."""
+        if self.rank is None or self.suit is None:
+            return 52
+        return self.suit.order * 13 + self.rank - 1
+
+    def points(self, joker_points: int) -> int:
+        """Points of this card when left unlinked: ace 1, 2-10 face value, J Q K 10."""
+        if self.rank is None:
+            return joker_points
+        return min(self.rank, 10)
+
+    def code(self) -> str:
+        """The canonical notation: ``AH``, ``10S``, ``JK``."""
+        if self.rank is None or self.suit is None:
+            return JOKER_CODE
+        return rank_code(self.rank) + self.suit.value
+
+    def pretty(self) -> str:
+        """The card with its suit symbol, for people: ``A♥``, ``10♠``, ``JK``."""
+        if self.rank is None or self.suit is None:
+            return JOKER_CODE
+        return rank_code(self.rank) + self.suit.symbol
+
+    def __lt__(self, other: "Card") -> bool:
+        return self.index < other.index
+
+    def __str__(self) -> str:
+        return self.code()
+
+    def __repr__(self) -> str:
+        return f"Card.parse({self.code()!r})"
+
+
+JOKER = Card(None, None)
+NATURALS: tuple[Card, ...] = tuple(Card(rank, suit) for suit in SUITS for rank in RANKS)
+CARD_BY_INDEX: tuple[Card, ...] = NATURALS + (JOKER,)
+
+
+def parse_cards(codes: Iterable[str], field: str = "cards") -> tuple[Card, ...]:
+    """Parse card codes in order; an error names ``field[i]`` and the bad code."""
+    return tuple(Card.parse(code, f"{field}[{i}]") for i, code in enumerate(codes))
+
+
+def sort_cards(cards: Iterable[Card]) -> tuple[Card, ...]:
+    """The cards in canonical order, which makes every answer independent of input order."""
+    return tuple(sorted(cards, key=lambda c: c.index))
+
+
+def format_cards(cards: Iterable[Card]) -> str:
+    """Card codes separated by spaces."""
+    return " ".join(card.code() for card in cards)
+
+
+def deck(decks: int = 2) -> tuple[Card, ...]:
+    """The whole deck: every natural card ``decks`` times and ``2 × decks`` jokers."""
+    return tuple(card for card in NATURALS for _ in range(decks)) + (JOKER,) * (2 * decks)
+
+
+def copies_allowed(card: Card, decks: int) -> int:
+    """How many copies of ``card`` the deck holds."""
+    return 2 * decks if card.is_joker else decks
+
+
+def check_copies(cards: Sequence[tuple[str, Card]], decks: int) -> None:
+    """Raise naming the first field whose card exceeds the copies the deck holds."""
+    seen: Counter[Card] = Counter()
+    for field, card in cards:
+        seen[card] += 1
+        if seen[card] > copies_allowed(card, decks):
+            what = "jokers" if card.is_joker else f"copies of {card.code()}"
+            raise InvalidCardError(
+                field, card.code(), f"more {what} than the deck holds ({copies_allowed(card, decks)} with {decks} decks)"
+            )

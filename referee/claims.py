@@ -1,0 +1,134 @@
+"""Claims in, verdicts out (RULES §7): a client's claimed linking, kind, points or scores, judged."""
+
+from __future__ import annotations
+
+import enum
+from collections import Counter
+from dataclasses import dataclass
+from typing import Sequence
+
+from referee.cards import Card, format_cards
+from referee.closing import Close
+from referee.errors import InvalidDealError
+from referee.groups import NotAGroup, judge_group
+from referee.linking import Linking
+from referee.rules import CloseKind, RuleSet
+from referee.scoring import DealResult
+
+
+class Verdict(enum.Enum):
+    """The answer to one claim."""
+
+    CONFIRMED = "CONFIRMED"
+    WRONG = "WRONG"
+    INVALID = "INVALID"
+    VALID_NOT_BEST = "VALID_NOT_BEST"
+    BEST = "BEST"
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimVerdict:
+    """The referee's answer to one claim, with the claimed and the right value as text."""
+
+    field: str
+    verdict: Verdict
+    claimed: str
+    expected: str
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PlayerClaim:
+    """What a client claims of one player's outcome; None means no claim."""
+
+    player: int
+    groups: tuple[tuple[Card, ...], ...] | None = None
+    points: int | None = None
+    score_change: int | None = None
+    new_score: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DealClaims:
+    """What a client claims of a whole deal."""
+
+    players: tuple[PlayerClaim, ...] = ()
+    close_kind: CloseKind | None = None
+    multiplier: int | None = None
+
+
+def judge_value(field: str, claimed: object, actual: object) -> ClaimVerdict:
+    """CONFIRMED when the claimed value is the actual one, WRONG with the right value otherwise."""
+    verdict = Verdict.CONFIRMED if claimed == actual else Verdict.WRONG
+    return ClaimVerdict(field, verdict, _text(claimed), _text(actual))
+
+
+def judge_linking(
+    field: str, hand: Sequence[Card], claimed: Sequence[Sequence[Card]], best: Linking, rules: RuleSet
+) -> ClaimVerdict:
+    """INVALID (which group, why), VALID_NOT_BEST (claimed vs best points) or BEST."""
+    left = Counter(hand)
+    for g, group in enumerate(claimed):
+        shown = format_cards(group)
+        judged = judge_group(group, rules)
+        if isinstance(judged, NotAGroup):
+            return ClaimVerdict(field, Verdict.INVALID, shown, str(best.points), f"group {g} ({shown}): {judged.reason}")
+        left.subtract(group)
+        short = sorted((card for card, n in left.items() if n < 0), key=lambda c: c.index)
+        if short:
+            return ClaimVerdict(
+                field, Verdict.INVALID, shown, str(best.points),
+                f"group {g} ({shown}) uses {short[0].code()} more often than the hand holds it",
+            )
+    points = sum(card.points(rules.joker_points) * n for card, n in left.items())
+    if points == best.points:
+        return ClaimVerdict(field, Verdict.BEST, str(points), str(best.points))
+    return ClaimVerdict(
+        field, Verdict.VALID_NOT_BEST, str(points), str(best.points),
+        f"the claimed linking leaves {points} points; the best leaves {best.points}",
+    )
+
+
+def judge_close_claims(
+    close: Close,
+    kind: CloseKind | None,
+    multiplier: int | None,
+    kind_field: str = "claimed_kind",
+    multiplier_field: str = "claimed_multiplier",
+) -> list[ClaimVerdict]:
+    """Verdicts on a claimed close kind and multiplier (None: not claimed)."""
+    verdicts = []
+    if kind is not None:
+        verdicts.append(judge_value(kind_field, kind, close.kind))
+    if multiplier is not None:
+        verdicts.append(judge_value(multiplier_field, multiplier, close.multiplier))
+    return verdicts
+
+
+def judge_deal_claims(claims: DealClaims, result: DealResult, hands: Sequence[Sequence[Card]], rules: RuleSet) -> list[ClaimVerdict]:
+    """Verdicts on every claim of a deal, in the order the claims came."""
+    verdicts = judge_close_claims(
+        result.close, claims.close_kind, claims.multiplier, "claims.close_kind", "claims.multiplier"
+    )
+    for c, claim in enumerate(claims.players):
+        at = f"claims.players[{c}]"
+        if not 0 <= claim.player < len(result.players):
+            raise InvalidDealError(f"{at}.player", claim.player, f"no such player (0 to {len(result.players) - 1})")
+        player = result.players[claim.player]
+        if claim.groups is not None:
+            verdicts.append(judge_linking(f"{at}.groups", hands[claim.player], claim.groups, player.linking, rules))
+        if claim.points is not None:
+            verdicts.append(judge_value(f"{at}.points", claim.points, player.points))
+        if claim.score_change is not None:
+            verdicts.append(judge_value(f"{at}.score_change", claim.score_change, player.score_change))
+        if claim.new_score is not None:
+            verdicts.append(judge_value(f"{at}.new_score", claim.new_score, player.score))
+    return verdicts
+
+
+def _text(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, enum.Enum):
+        return str(value.value)
+    return str(value)

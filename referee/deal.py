@@ -1,0 +1,72 @@
+"""An end-of-deal state and its checks (RULES §6): player counts, card counts, the deck."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from referee.cards import Card, check_copies, deck
+from referee.errors import InvalidDealError
+from referee.rules import RuleSet
+
+MIN_PLAYERS, MAX_PLAYERS = 2, 10
+HAND = 10
+
+
+@dataclass(frozen=True, slots=True)
+class PlayerHand:
+    """A player at the end of a deal: name, cards shown, match score before the deal (None: start)."""
+
+    name: str
+    cards: tuple[Card, ...]
+    score: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Deal:
+    """An end-of-deal state: the hands, who closed, the close discard, optionally the piles."""
+
+    players: tuple[PlayerHand, ...]
+    closer: int
+    discard: Card
+    discard_pile: tuple[Card, ...] | None = None
+    stock: tuple[Card, ...] | None = None
+    eliminated: tuple[str, ...] = ()
+
+    @property
+    def closer_hand(self) -> PlayerHand:
+        """The closer's hand (10 shown cards)."""
+        return self.players[self.closer]
+
+
+def check_deal(deal: Deal, rules: RuleSet) -> None:
+    """Raise naming the field and value when the deal breaks RULES §6; return quietly otherwise."""
+    players = deal.players
+    if not MIN_PLAYERS <= len(players) <= MAX_PLAYERS:
+        raise InvalidDealError("deal.players", len(players), f"a deal has {MIN_PLAYERS} to {MAX_PLAYERS} players")
+    if not 0 <= deal.closer < len(players):
+        raise InvalidDealError("deal.closer", deal.closer, f"the closer must be a player index 0 to {len(players) - 1}")
+    names: dict[str, int] = {}
+    out = set(deal.eliminated)
+    for i, player in enumerate(players):
+        if player.name in names:
+            raise InvalidDealError(f"deal.players[{i}].name", player.name, f"the same name as players[{names[player.name]}]")
+        names[player.name] = i
+        if player.name in out:
+            raise InvalidDealError(f"deal.players[{i}].name", player.name, "this player is already out of the match")
+        if len(player.cards) != HAND:
+            raise InvalidDealError(f"deal.players[{i}].cards", len(player.cards), f"every player shows exactly {HAND} cards")
+    placed: list[tuple[str, Card]] = []
+    for i, player in enumerate(players):
+        placed += [(f"deal.players[{i}].cards[{j}]", card) for j, card in enumerate(player.cards)]
+    placed.append(("deal.discard", deal.discard))
+    for name, pile in (("discard_pile", deal.discard_pile), ("stock", deal.stock)):
+        placed += [(f"deal.{name}.cards[{k}]", card) for k, card in enumerate(pile or ())]
+    check_copies(placed, rules.decks)
+    if deal.discard_pile is not None and deal.stock is not None:
+        missing = Counter(deck(rules.decks)) - Counter(card for _, card in placed)
+        if missing:
+            card = min(missing, key=lambda c: c.index)
+            raise InvalidDealError(
+                "deal.stock", card.code(), f"{sum(missing.values())} cards of the deck are missing, among them this one"
+            )

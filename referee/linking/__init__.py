@@ -1,0 +1,13 @@
+"""Best linking of a hand (RULES §3): the groups that leave the fewest points unlinked.
+
+Every engine returns the same canonical answer: among the linkings with the fewest unlinked
+points, the one whose groups, each a sorted tuple of card indices and listed in that order, come
+first lexicographically (see ``Linking.rank``). So the answer depends only on the multiset of cards and the rules.
+"""
+
+from __future__ import annotations
+
+from referee.linking.base import Linking, LinkingEngine, linking_from_parts
+from referee.linking.dispatch import best_linking, engine_for
+
+__all__ = ["Linking", "LinkingEngine", "best_linking", "engine_for", "linking_from_parts"]

@@ -1,0 +1,57 @@
+"""The linking value and the small interface every engine implements."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Iterable, Protocol, Sequence
+
+from referee.cards import CARD_BY_INDEX, Card, sort_cards
+from referee.groups import Group, judge_group
+from referee.rules import RuleSet
+
+
+@dataclass(frozen=True, slots=True)
+class Linking:
+    """Groups (canonical order) plus the unlinked cards and their points."""
+
+    groups: tuple[Group, ...]
+    unlinked: tuple[Card, ...]
+    points: int
+
+    @property
+    def rank(self) -> tuple[int, tuple[tuple[int, ...], ...]]:
+        """The tie-break order: fewest points, then the groups' card indices, lexicographically."""
+        return (self.points, tuple(g.key for g in self.groups))
+
+    @property
+    def fully_linked(self) -> bool:
+        """True when no card is left over."""
+        return not self.unlinked
+
+
+class LinkingEngine(Protocol):
+    """An exact engine: the canonical best linking of a hand of canonically sorted cards."""
+
+    name: str
+
+    def best_linking(self, cards: tuple[Card, ...], rules: RuleSet) -> Linking:
+        """The canonical best linking of ``cards`` (sorted canonically) under ``rules``."""
+        ...
+
+
+def linking_from_parts(cards: Sequence[Card], parts: Iterable[Sequence[int]], rules: RuleSet) -> Linking:
+    """Build the linking whose groups are ``parts`` (card indices); the rest of ``cards`` is unlinked."""
+    left = Counter(c.index for c in cards)
+    groups: list[Group] = []
+    for part in parts:
+        judged = judge_group((CARD_BY_INDEX[i] for i in part), rules)
+        if not isinstance(judged, Group):
+            raise AssertionError(f"engine produced a non-group {part}: {judged.reason}")
+        groups.append(judged)
+        left.subtract(part)
+    if any(n < 0 for n in left.values()):
+        raise AssertionError("engine used a card the hand does not hold")
+    unlinked = sort_cards(CARD_BY_INDEX[i] for i, n in left.items() for _ in range(n))
+    groups.sort(key=lambda g: g.key)
+    return Linking(tuple(groups), unlinked, sum(c.points(rules.joker_points) for c in unlinked))

@@ -1,0 +1,35 @@
+"""Choosing the engine a rule set names, and the checks every hand passes first."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Iterable
+
+from referee.cards import Card, check_copies, sort_cards
+from referee.errors import InvalidCardError
+from referee.linking.base import Linking, LinkingEngine
+from referee.linking.cpsat import CpSatEngine
+from referee.rules import RuleSet
+
+MAX_HAND = 11
+
+_ENGINES: dict[str, LinkingEngine] = {"cpsat": CpSatEngine()}
+
+
+def engine_for(rules: RuleSet) -> LinkingEngine:
+    """The engine ``rules.engine`` names."""
+    return _ENGINES[rules.engine]
+
+
+def best_linking(cards: Iterable[Card], rules: RuleSet, field: str = "cards") -> Linking:
+    """The canonical best linking of a hand of 1 to 11 cards under ``rules``."""
+    hand = tuple(cards)
+    if not 1 <= len(hand) <= MAX_HAND:
+        raise InvalidCardError(field, len(hand), f"a hand holds 1 to {MAX_HAND} cards")
+    check_copies([(f"{field}[{i}]", card) for i, card in enumerate(hand)], rules.decks)
+    return _cached(sort_cards(hand), rules)
+
+
+@lru_cache(maxsize=4096)
+def _cached(hand: tuple[Card, ...], rules: RuleSet) -> Linking:
+    return _ENGINES[rules.engine].best_linking(hand, rules)

@@ -1,0 +1,144 @@
+"""The rule set: every option of the rule book with its default (RULES §1-§5)."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Mapping
+
+from referee.errors import InvalidOptionError
+
+
+class JokerLimit(enum.Enum):
+    """How many jokers a group may hold (RULES §2)."""
+
+    UNLIMITED = "UNLIMITED"
+    NO_MORE_THAN_NATURALS = "NO_MORE_THAN_NATURALS"
+    ONE_PER_GROUP = "ONE_PER_GROUP"
+
+    def allows(self, naturals: int, jokers: int) -> bool:
+        """True when a group of ``naturals`` natural cards may hold ``jokers`` jokers."""
+        if self is JokerLimit.NO_MORE_THAN_NATURALS:
+            return jokers <= naturals
+        if self is JokerLimit.ONE_PER_GROUP:
+            return jokers <= 1
+        return True
+
+
+class CloseKind(enum.Enum):
+    """The kinds of close, from the highest default multiplier down (RULES §4)."""
+
+    REMIGIO = "REMIGIO"
+    STRAIGHT_FLUSH_CLEAN = "STRAIGHT_FLUSH_CLEAN"
+    STRAIGHT_FLUSH = "STRAIGHT_FLUSH"
+    COLOR_CLEAN = "COLOR_CLEAN"
+    COLOR = "COLOR"
+    LINKED_CLEAN = "LINKED_CLEAN"
+    LINKED = "LINKED"
+
+
+DEFAULT_MULTIPLIERS: Mapping[CloseKind, int] = MappingProxyType(
+    {
+        CloseKind.REMIGIO: 10,
+        CloseKind.STRAIGHT_FLUSH_CLEAN: 6,
+        CloseKind.STRAIGHT_FLUSH: 5,
+        CloseKind.COLOR_CLEAN: 4,
+        CloseKind.COLOR: 3,
+        CloseKind.LINKED_CLEAN: 2,
+        CloseKind.LINKED: 1,
+    }
+)
+
+
+class ScoringMode(enum.Enum):
+    """How a deal is scored and a match progresses (RULES §5)."""
+
+    HEAD_TO_HEAD = "HEAD_TO_HEAD"
+    POOL = "POOL"
+    ELIMINATION = "ELIMINATION"
+
+
+@dataclass(frozen=True, slots=True)
+class ScoringRules:
+    """A scoring mode with its parameters; ``None`` means the mode's default."""
+
+    mode: ScoringMode | None = None
+    start_score: int | None = None
+    target: int | None = None
+    close_bonus: int | None = None
+    limit: int | None = None
+
+    def resolved(self, players: int) -> "ScoringRules":
+        """The same rules with the mode chosen (2 players: HEAD_TO_HEAD, else POOL) and every default filled in."""
+        mode = self.mode or (ScoringMode.HEAD_TO_HEAD if players == 2 else ScoringMode.POOL)
+        defaults = _SCORING_DEFAULTS[mode]
+        return ScoringRules(
+            mode=mode,
+            start_score=defaults["start_score"] if self.start_score is None else self.start_score,
+            target=defaults["target"] if self.target is None else self.target,
+            close_bonus=defaults["close_bonus"] if self.close_bonus is None else self.close_bonus,
+            limit=defaults["limit"] if self.limit is None else self.limit,
+        )
+
+
+_SCORING_DEFAULTS: dict[ScoringMode, dict[str, int]] = {
+    ScoringMode.HEAD_TO_HEAD: {"start_score": 0, "target": 150, "close_bonus": 0, "limit": 0},
+    ScoringMode.POOL: {"start_score": 200, "target": 500, "close_bonus": 40, "limit": 0},
+    ScoringMode.ELIMINATION: {"start_score": 0, "target": 0, "close_bonus": 0, "limit": 100},
+}
+
+ENGINES = ("cpsat", "search", "audit")
+
+
+@dataclass(frozen=True, slots=True)
+class RuleSet:
+    """Every rule option of the rule book; the defaults are the seeds' rules."""
+
+    decks: int = 2
+    joker_points: int = 20
+    wrap_runs: bool = False
+    joker_limit: JokerLimit = JokerLimit.UNLIMITED
+    multipliers: Mapping[CloseKind, int] = field(default_factory=lambda: DEFAULT_MULTIPLIERS)
+    scoring: ScoringRules = ScoringRules()
+    engine: str = "cpsat"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.decks, int) or not 1 <= self.decks <= 4:
+            raise InvalidOptionError("rules.decks", self.decks, "decks must be 1 to 4")
+        if not isinstance(self.joker_points, int) or not 0 <= self.joker_points <= 1000:
+            raise InvalidOptionError("rules.joker_points", self.joker_points, "joker points must be 0 to 1000")
+        if self.engine not in ENGINES:
+            raise InvalidOptionError("rules.engine", self.engine, f"engine must be one of {', '.join(ENGINES)}")
+        table = dict(DEFAULT_MULTIPLIERS)
+        for kind, value in dict(self.multipliers).items():
+            if not isinstance(kind, CloseKind):
+                raise InvalidOptionError("rules.multipliers", kind, "unknown close kind")
+            if not isinstance(value, int) or not 0 < value <= 1000:
+                raise InvalidOptionError(f"rules.multipliers[{kind.value}]", value, "a multiplier must be 1 to 1000")
+            table[kind] = value
+        # Frozen: the table is completed with defaults once, so lookups never miss.
+        object.__setattr__(self, "multipliers", MappingProxyType(table))
+        for name in ("start_score", "target", "close_bonus", "limit"):
+            value = getattr(self.scoring, name)
+            if value is not None and (not isinstance(value, int) or abs(value) > 10**9):
+                raise InvalidOptionError(f"rules.scoring.{name}", value, "must be an integer of at most 10^9")
+
+    def __hash__(self) -> int:
+        return hash((self.decks, self.joker_points, self.wrap_runs, self.joker_limit,
+                     tuple(self.multipliers.items()), self.scoring, self.engine))
+
+    def multiplier(self, kind: CloseKind) -> int:
+        """The multiplier of a close kind under this rule set."""
+        return self.multipliers[kind]
+
+    def with_options(self, **changes: object) -> "RuleSet":
+        """A copy with some options changed."""
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+    def linking_key(self) -> tuple[int, int, bool, JokerLimit]:
+        """The options that change a best linking, for caches keyed on rules."""
+        return (self.decks, self.joker_points, self.wrap_runs, self.joker_limit)
+
+
+DEFAULT_RULES = RuleSet()
