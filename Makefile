@@ -1,0 +1,72 @@
+# Everything runs from a local virtual environment (.venv) and local npm tools (.tools), so a
+# fresh machine needs only python3 (with venv and pip) and node/npm.
+
+PYTHON      ?= python3
+VENV        := .venv
+BIN         := $(VENV)/bin
+VENV_STAMP  := $(VENV)/.installed
+TOOLS       := .tools
+BUF_VERSION := 1.75.0
+BUF         := $(TOOLS)/node_modules/.bin/buf
+BUF_STAMP   := $(TOOLS)/.buf-$(BUF_VERSION)
+HOST        ?= 127.0.0.1
+PORT        ?= 50051
+IMAGE       ?= remigio-referee:latest
+PYTEST_ARGS ?=
+
+.DEFAULT_GOAL := help
+
+.PHONY: help venv .venv buf serve test lint protos bench docker clean distclean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
+
+# Re-installed whenever pyproject.toml changes.
+$(VENV_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@
+
+venv .venv: $(VENV_STAMP) ## create .venv and install the project with its dev extra
+
+$(BUF_STAMP):
+	npm install --prefix $(TOOLS) --no-audit --no-fund --loglevel=error @bufbuild/buf@$(BUF_VERSION)
+	$(BUF) --version
+	touch $@
+
+buf: $(BUF_STAMP) ## install buf into .tools
+
+serve: $(VENV_STAMP) ## run the referee on HOST:PORT (default 127.0.0.1:50051)
+	$(BIN)/remigio-referee serve --host $(HOST) --port $(PORT)
+
+test: $(VENV_STAMP) $(BUF_STAMP) ## run the tests (slow ones deselected)
+	$(BIN)/python -m pytest -q -ra $(PYTEST_ARGS)
+
+lint: $(VENV_STAMP) $(BUF_STAMP) ## buf lint and format check, stale generated code, hadolint
+	$(BUF) lint
+	$(BUF) format --diff --exit-code
+	$(BIN)/python scripts/gen_protos.py --check
+	$(BIN)/hadolint --failure-threshold warning Dockerfile
+
+protos: $(VENV_STAMP) ## regenerate referee/_gen/ from protos/
+	$(BIN)/python scripts/gen_protos.py
+
+bench: $(VENV_STAMP) ## run every bench/bench_*.py
+	@set -e; found=0; \
+	for script in bench/bench_*.py; do \
+		[ -e "$$script" ] || continue; found=1; \
+		echo "== $$script"; $(BIN)/python "$$script"; \
+	done; \
+	[ $$found -eq 1 ] || echo "no benchmarks in bench/ yet"
+
+docker: ## build the container image (needs a Docker engine)
+	docker build -t $(IMAGE) .
+
+clean: ## remove build output and caches
+	rm -rf build dist *.egg-info .pytest_cache .hypothesis
+	find . -path ./$(VENV) -prune -o -path ./$(TOOLS) -prune -o \
+		-name __pycache__ -type d -prune -exec rm -rf {} +
+
+distclean: clean ## also remove .venv and .tools
+	rm -rf $(VENV) $(TOOLS)

