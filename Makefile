@@ -19,7 +19,7 @@ PYTEST_ARGS ?=
 .PHONY: help venv .venv buf serve test lint protos bench docker clean distclean
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
+	@grep -E '^[a-z][a-z .-]*:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
 
 # Re-installed whenever pyproject.toml changes.
 $(VENV_STAMP): pyproject.toml
