@@ -1,0 +1,266 @@
+"""The ``remigio-referee`` command: solve hands, check closes, score deals, serve, batch.
+
+Every subcommand builds the same request message the service takes, calls the same handler,
+and prints the reply: readable by default, protobuf's JSON mapping with ``--json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, Iterable, Sequence, TextIO
+
+from google.protobuf import json_format
+from google.protobuf.message import Message
+
+from referee import __version__
+from referee.errors import RefereeError
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+
+JOKER_LIMITS = ("UNLIMITED", "NO_MORE_THAN_NATURALS", "ONE_PER_GROUP")
+ENGINES = ("cpsat", "search", "audit")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        return int(args.run(args))
+    except RefereeError as error:
+        print(f"remigio-referee: error: {error}", file=sys.stderr)
+        return EXIT_ERROR
+    except BrokenPipeError:
+        return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every subcommand."""
+    parser = argparse.ArgumentParser(prog="remigio-referee", description="Referee for the card game Remigio.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    solve = commands.add_parser("solve", help="best linking of a hand (cards, or one hand per line on stdin)")
+    solve.add_argument("cards", nargs="*", metavar="CARD")
+    _add_rule_flags(solve)
+    solve.set_defaults(run=_run_solve)
+
+    close = commands.add_parser("close", help="verdict on a close: 11 cards, or 10 with --discard")
+    close.add_argument("cards", nargs="+", metavar="CARD")
+    close.add_argument("--discard", metavar="CARD", help="the face-down discard, when 10 cards are given")
+    _add_rule_flags(close)
+    close.set_defaults(run=_run_close)
+
+    score = commands.add_parser("score", help="score an end-of-deal state (ScoreDealRequest JSON; - for stdin)")
+    score.add_argument("file", metavar="FILE")
+    _add_rule_flags(score)
+    score.set_defaults(run=_run_score)
+
+    serve = commands.add_parser("serve", help="serve the gRPC API")
+    from referee.service.server import add_arguments, run
+
+    add_arguments(serve)
+    serve.set_defaults(run=run)
+
+    try:
+        from referee.batch import add_arguments as add_batch_arguments, run as run_batch
+    except ImportError:
+        pass
+    else:
+        batch = commands.add_parser("batch", help="judge a file of dispute cases (JSON lines)")
+        add_batch_arguments(batch)
+        _add_rule_flags(batch, json_flag=False)
+        batch.set_defaults(run=run_batch)
+    return parser
+
+
+def _add_rule_flags(parser: argparse.ArgumentParser, json_flag: bool = True) -> None:
+    if json_flag:
+        parser.add_argument("--json", action="store_true", help="one JSON object per answer (protobuf JSON mapping)")
+    rules = parser.add_argument_group("rule options (unset: the rule book's defaults)")
+    rules.add_argument("--decks", type=int, help="decks in play (default 2)")
+    rules.add_argument("--joker-points", type=int, help="points of an unlinked joker (default 20)")
+    rules.add_argument("--joker-limit", type=str.upper, choices=JOKER_LIMITS, help="jokers a group may hold")
+    rules.add_argument("--wrap-runs", action="store_true", default=None, help="allow runs to wrap (K-A-2)")
+    rules.add_argument("--engine", choices=ENGINES, help="linking engine (default cpsat)")
+
+
+def rule_options(args: argparse.Namespace, into: Any) -> None:
+    """Copy the rule flags that were given into a RuleOptions message."""
+    from referee._gen.remigio.referee.v1 import referee_pb2 as pb
+
+    if args.decks is not None:
+        into.decks = args.decks
+    if args.joker_points is not None:
+        into.joker_points = args.joker_points
+    if args.wrap_runs:
+        into.wrap_runs = True
+    if args.joker_limit:
+        into.joker_limit = pb.JokerLimit.Value(f"JOKER_LIMIT_{args.joker_limit}")
+    if args.engine:
+        into.engine = pb.Engine.Value(f"ENGINE_{args.engine.upper()}")
+
+
+def to_json(message: Message) -> dict[str, Any]:
+    """A message as protobuf's JSON mapping, every field present, proto field names."""
+    return json_format.MessageToDict(
+        message, always_print_fields_with_no_presence=True, preserving_proto_field_name=True
+    )
+
+
+def _dump(obj: object, out: TextIO) -> None:
+    out.write(json.dumps(obj, ensure_ascii=False) + "\n")
+    out.flush()
+
+
+def _error_object(error: RefereeError) -> dict[str, Any]:
+    return {"error": {"field": error.field, "value": str(error.value), "message": error.message}}
+
+
+def _run_solve(args: argparse.Namespace) -> int:
+    from referee._gen.remigio.referee.v1 import referee_pb2 as pb
+    from referee.service.convert import solve_hand
+
+    def answer(cards: Iterable[str]) -> Message:
+        request = pb.SolveHandRequest(cards=list(cards))
+        rule_options(args, request.rules)
+        return solve_hand(request).linking
+
+    if args.cards:
+        linking = answer(args.cards)
+        _dump(to_json(linking), sys.stdout) if args.json else print(format_linking(linking))
+        return EXIT_OK
+    status = EXIT_OK
+    for number, line in enumerate(sys.stdin, start=1):
+        cards = line.split()
+        if not cards:
+            continue
+        try:
+            linking = answer(cards)
+        except RefereeError as error:
+            status = EXIT_ERROR
+            if args.json:
+                _dump({"line": number, **_error_object(error)}, sys.stdout)
+            else:
+                print(f"line {number}: error: {error}", flush=True)
+            continue
+        if args.json:
+            _dump(to_json(linking), sys.stdout)
+        else:
+            print(format_linking(linking).replace("\n", "  |  "), flush=True)
+    return status
+
+
+def _run_close(args: argparse.Namespace) -> int:
+    from referee._gen.remigio.referee.v1 import referee_pb2 as pb
+    from referee.service.convert import check_close
+
+    request = pb.CheckCloseRequest(cards=args.cards, discard=args.discard or "")
+    rule_options(args, request.rules)
+    close = check_close(request).close
+    if args.json:
+        shown = to_json(close)
+        if not close.valid:
+            shown["kind"] = ""  # an invalid close has no kind
+        _dump(shown, sys.stdout)
+    else:
+        print(format_close(close))
+    return EXIT_OK
+
+
+def _run_score(args: argparse.Namespace) -> int:
+    from referee._gen.remigio.referee.v1 import referee_pb2 as pb
+    from referee.service.convert import score_deal
+
+    text = sys.stdin.read() if args.file == "-" else _read(args.file)
+    request = pb.ScoreDealRequest()
+    try:
+        json_format.Parse(text, request)
+    except json_format.ParseError as error:
+        raise RefereeError(args.file, text[:60], f"not a ScoreDealRequest in protobuf JSON: {error}") from None
+    rule_options(args, request.rules)
+    response = score_deal(request)
+    if args.json:
+        _dump(to_json(response), sys.stdout)
+    else:
+        print(format_deal(response))
+    return EXIT_OK
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except OSError as error:
+        raise RefereeError("FILE", path, error.strerror or "cannot read") from None
+
+
+# Readable output ---------------------------------------------------------------------------
+
+
+def pretty(code: str) -> str:
+    """A card code with its suit symbol."""
+    symbols = {"C": "♣", "D": "♦", "H": "♥", "S": "♠"}
+    return code if code == "JK" or not code else code[:-1] + symbols.get(code[-1], code[-1])
+
+
+def _cards(codes: Iterable[str]) -> str:
+    return " ".join(pretty(code) for code in codes)
+
+
+def _group_line(group: Any) -> str:
+    from referee._gen.remigio.referee.v1 import referee_pb2 as pb
+
+    kind = pb.GroupKind.Name(group.kind).removeprefix("GROUP_KIND_").lower().replace("_", " ")
+    stands = [f"{pretty(s) or '?'}" for c, s in zip(group.cards, group.stands_for) if c == "JK"]
+    joker_note = f"  (JK as {', '.join(stands)})" if stands else ""
+    return f"  {_cards(group.cards):<32} {kind}{joker_note}"
+
+
+def format_linking(linking: Any) -> str:
+    """A linking for people: one group per line, then the unlinked cards and points."""
+    lines = [_group_line(group) for group in linking.groups] or ["  (no group)"]
+    loose = _cards(linking.unlinked) or "none"
+    lines.append(f"  unlinked: {loose}   points: {linking.points}")
+    return "\n".join(lines)
+
+
+def format_close(close: Any) -> str:
+    """A close verdict for people."""
+    from referee._gen.remigio.referee.v1 import referee_pb2 as pb
+
+    if close.valid:
+        kind = pb.CloseKind.Name(close.kind).removeprefix("CLOSE_KIND_")
+        head = f"valid close: {kind} ×{close.multiplier}, discard {pretty(close.discard)}"
+    else:
+        head = f"no valid close: {close.reason}"
+    body = [_group_line(group) for group in close.groups]
+    return "\n".join([head, *body])
+
+
+def format_deal(response: Any) -> str:
+    """A scored deal for people: the close, then one block per player."""
+    from referee._gen.remigio.referee.v1 import referee_pb2 as pb
+
+    lines = [format_close(response.close), ""]
+    for player in response.players:
+        role = "closer" if player.closer else f"{player.points} points"
+        out = "  OUT" if player.eliminated else ""
+        lines.append(f"{player.name}: {role}, change {player.score_change:+d}, score {player.score}{out}")
+        if not player.closer:
+            lines.append(format_linking(player.linking))
+    if response.match_over:
+        lines.append(f"match over: {response.winner} wins")
+    for claim in response.claims:
+        verdict = pb.Verdict.Name(claim.verdict).removeprefix("VERDICT_")
+        lines.append(f"claim {claim.field}: {verdict} (claimed {claim.claimed}, referee {claim.expected}) {claim.reason}".rstrip())
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
