@@ -54,6 +54,15 @@ class Verdict(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     VERDICT_INVALID: _ClassVar[Verdict]
     VERDICT_VALID_NOT_BEST: _ClassVar[Verdict]
     VERDICT_BEST: _ClassVar[Verdict]
+
+class DisputeOutcome(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    DISPUTE_OUTCOME_UNSPECIFIED: _ClassVar[DisputeOutcome]
+    DISPUTE_OUTCOME_CONFIRMED: _ClassVar[DisputeOutcome]
+    DISPUTE_OUTCOME_WRONG: _ClassVar[DisputeOutcome]
+    DISPUTE_OUTCOME_INVALID: _ClassVar[DisputeOutcome]
+    DISPUTE_OUTCOME_MALFORMED: _ClassVar[DisputeOutcome]
+    DISPUTE_OUTCOME_NO_CLAIM: _ClassVar[DisputeOutcome]
 JOKER_LIMIT_UNSPECIFIED: JokerLimit
 JOKER_LIMIT_UNLIMITED: JokerLimit
 JOKER_LIMIT_NO_MORE_THAN_NATURALS: JokerLimit
@@ -84,6 +93,12 @@ VERDICT_WRONG: Verdict
 VERDICT_INVALID: Verdict
 VERDICT_VALID_NOT_BEST: Verdict
 VERDICT_BEST: Verdict
+DISPUTE_OUTCOME_UNSPECIFIED: DisputeOutcome
+DISPUTE_OUTCOME_CONFIRMED: DisputeOutcome
+DISPUTE_OUTCOME_WRONG: DisputeOutcome
+DISPUTE_OUTCOME_INVALID: DisputeOutcome
+DISPUTE_OUTCOME_MALFORMED: DisputeOutcome
+DISPUTE_OUTCOME_NO_CLAIM: DisputeOutcome
 
 class Multiplier(_message.Message):
     __slots__ = ("kind", "multiplier")
@@ -314,3 +329,55 @@ class ScoreDealResponse(_message.Message):
     winner: str
     claims: _containers.RepeatedCompositeFieldContainer[ClaimVerdict]
     def __init__(self, close: _Optional[_Union[Close, _Mapping]] = ..., players: _Optional[_Iterable[_Union[PlayerResult, _Mapping]]] = ..., match_over: _Optional[bool] = ..., winner: _Optional[str] = ..., claims: _Optional[_Iterable[_Union[ClaimVerdict, _Mapping]]] = ...) -> None: ...
+
+class HandDispute(_message.Message):
+    __slots__ = ("cards", "rules", "claimed_groups", "claimed_points")
+    CARDS_FIELD_NUMBER: _ClassVar[int]
+    RULES_FIELD_NUMBER: _ClassVar[int]
+    CLAIMED_GROUPS_FIELD_NUMBER: _ClassVar[int]
+    CLAIMED_POINTS_FIELD_NUMBER: _ClassVar[int]
+    cards: _containers.RepeatedScalarFieldContainer[str]
+    rules: RuleOptions
+    claimed_groups: _containers.RepeatedCompositeFieldContainer[ClaimedGroup]
+    claimed_points: int
+    def __init__(self, cards: _Optional[_Iterable[str]] = ..., rules: _Optional[_Union[RuleOptions, _Mapping]] = ..., claimed_groups: _Optional[_Iterable[_Union[ClaimedGroup, _Mapping]]] = ..., claimed_points: _Optional[int] = ...) -> None: ...
+
+class CheckDisputesRequest(_message.Message):
+    __slots__ = ("id", "hand", "close", "deal")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    HAND_FIELD_NUMBER: _ClassVar[int]
+    CLOSE_FIELD_NUMBER: _ClassVar[int]
+    DEAL_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    hand: HandDispute
+    close: CheckCloseRequest
+    deal: ScoreDealRequest
+    def __init__(self, id: _Optional[str] = ..., hand: _Optional[_Union[HandDispute, _Mapping]] = ..., close: _Optional[_Union[CheckCloseRequest, _Mapping]] = ..., deal: _Optional[_Union[ScoreDealRequest, _Mapping]] = ...) -> None: ...
+
+class CaseError(_message.Message):
+    __slots__ = ("field", "value", "message")
+    FIELD_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    field: str
+    value: str
+    message: str
+    def __init__(self, field: _Optional[str] = ..., value: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
+
+class CheckDisputesResponse(_message.Message):
+    __slots__ = ("id", "outcome", "claims", "hand", "close", "deal", "error")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    CLAIMS_FIELD_NUMBER: _ClassVar[int]
+    HAND_FIELD_NUMBER: _ClassVar[int]
+    CLOSE_FIELD_NUMBER: _ClassVar[int]
+    DEAL_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    outcome: DisputeOutcome
+    claims: _containers.RepeatedCompositeFieldContainer[ClaimVerdict]
+    hand: Linking
+    close: Close
+    deal: ScoreDealResponse
+    error: CaseError
+    def __init__(self, id: _Optional[str] = ..., outcome: _Optional[_Union[DisputeOutcome, str]] = ..., claims: _Optional[_Iterable[_Union[ClaimVerdict, _Mapping]]] = ..., hand: _Optional[_Union[Linking, _Mapping]] = ..., close: _Optional[_Union[Close, _Mapping]] = ..., deal: _Optional[_Union[ScoreDealResponse, _Mapping]] = ..., error: _Optional[_Union[CaseError, _Mapping]] = ...) -> None: ...

@@ -50,6 +50,11 @@ class RefereeServiceStub:
                 request_serializer=remigio_dot_referee_dot_v1_dot_referee__pb2.ScoreDealRequest.SerializeToString,
                 response_deserializer=remigio_dot_referee_dot_v1_dot_referee__pb2.ScoreDealResponse.FromString,
                 _registered_method=True)
+        self.CheckDisputes = channel.stream_stream(
+                '/remigio.referee.v1.RefereeService/CheckDisputes',
+                request_serializer=remigio_dot_referee_dot_v1_dot_referee__pb2.CheckDisputesRequest.SerializeToString,
+                response_deserializer=remigio_dot_referee_dot_v1_dot_referee__pb2.CheckDisputesResponse.FromString,
+                _registered_method=True)
 
 
 class RefereeServiceServicer:
@@ -73,8 +78,15 @@ class RefereeServiceServicer:
 
     def ScoreDeal(self, request, context):
         """Scores an end-of-deal state, updates the match and answers the caller's claims about it.
-        Reserved for the batch work: CheckDisputes, a bidirectional stream of DisputeCase in and
-        DisputeVerdict out. Do not reuse the name for anything else.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CheckDisputes(self, request_iterator, context):
+        """Judges dispute cases in bulk: a stream of cases in, a stream of verdicts out, one verdict
+        per case and in the order of the cases. A malformed case gets a MALFORMED verdict and the
+        stream goes on. Flow-controlled: the server reads ahead a bounded number of cases.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -97,6 +109,11 @@ def add_RefereeServiceServicer_to_server(servicer, server):
                     servicer.ScoreDeal,
                     request_deserializer=remigio_dot_referee_dot_v1_dot_referee__pb2.ScoreDealRequest.FromString,
                     response_serializer=remigio_dot_referee_dot_v1_dot_referee__pb2.ScoreDealResponse.SerializeToString,
+            ),
+            'CheckDisputes': grpc.stream_stream_rpc_method_handler(
+                    servicer.CheckDisputes,
+                    request_deserializer=remigio_dot_referee_dot_v1_dot_referee__pb2.CheckDisputesRequest.FromString,
+                    response_serializer=remigio_dot_referee_dot_v1_dot_referee__pb2.CheckDisputesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -181,6 +198,33 @@ class RefereeService:
             '/remigio.referee.v1.RefereeService/ScoreDeal',
             remigio_dot_referee_dot_v1_dot_referee__pb2.ScoreDealRequest.SerializeToString,
             remigio_dot_referee_dot_v1_dot_referee__pb2.ScoreDealResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CheckDisputes(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/remigio.referee.v1.RefereeService/CheckDisputes',
+            remigio_dot_referee_dot_v1_dot_referee__pb2.CheckDisputesRequest.SerializeToString,
+            remigio_dot_referee_dot_v1_dot_referee__pb2.CheckDisputesResponse.FromString,
             options,
             channel_credentials,
             insecure,
