@@ -1,8 +1,8 @@
 """Hand generators shared by the benchmarks.
 
 Every generator takes a seed (or a ``random.Random``), a count and a hand size, and returns
-that many hands, each a tuple of cards in canonical order that the deck can hold (two decks by
-default: every natural card at most twice, at most four jokers). Same seed, same hands.
+that many distinct hands, each a tuple of cards in canonical order that the deck can hold (two
+decks: every natural card at most twice, at most four jokers). Same seed, same hands.
 
 Families:
 
@@ -29,6 +29,22 @@ DECKS = 2
 
 def _rng(seed: int | random.Random) -> random.Random:
     return seed if isinstance(seed, random.Random) else random.Random(seed)
+
+
+def _distinct(count: int, make: Callable[[], Hand]) -> list[Hand]:
+    """``count`` distinct hands from ``make`` (a repeated hand would only time a cache)."""
+    hands: list[Hand] = []
+    seen: set[Hand] = set()
+    tries = 0
+    while len(hands) < count:
+        tries += 1
+        if tries > 100 * count + 1000:
+            raise ValueError(f"could not make {count} distinct hands")
+        hand = make()
+        if hand not in seen:
+            seen.add(hand)
+            hands.append(hand)
+    return hands
 
 
 def _checked(hand: Sequence[Card], size: int) -> Hand:
@@ -63,11 +79,12 @@ def random_deals(seed: int | random.Random, count: int, size: int = 10) -> list[
     """``count`` hands of ``size`` cards, each the top of a freshly shuffled 108-card deck."""
     rng = _rng(seed)
     cards = list(deck(DECKS))
-    hands = []
-    for _ in range(count):
+
+    def make() -> Hand:
         rng.shuffle(cards)
-        hands.append(_checked(cards[:size], size))
-    return hands
+        return _checked(cards[:size], size)
+
+    return _distinct(count, make)
 
 
 def _real_group(rng: random.Random, pool: _Pool, room: int) -> list[Card] | None:
@@ -93,8 +110,8 @@ def _real_group(rng: random.Random, pool: _Pool, room: int) -> list[Card] | None
 def end_of_deal(seed: int | random.Random, count: int, size: int = 10) -> list[Hand]:
     """``count`` hands of ``size`` cards: two or three real groups, then loose random cards."""
     rng = _rng(seed)
-    hands = []
-    for _ in range(count):
+
+    def make() -> Hand:
         pool = _Pool(rng)
         hand: list[Card] = []
         wanted = rng.randint(2, 3)
@@ -108,8 +125,9 @@ def end_of_deal(seed: int | random.Random, count: int, size: int = 10) -> list[H
                 hand += pool.take(group)
                 made += 1
         hand += pool.draw(size - len(hand))
-        hands.append(_checked(hand, size))
-    return hands
+        return _checked(hand, size)
+
+    return _distinct(count, make)
 
 
 def _adversarial_naturals(rng: random.Random, n: int) -> list[Card]:
@@ -168,7 +186,7 @@ def adversarial(seed: int | random.Random, count: int, size: int = 10) -> list[H
     """``count`` hands of ``size`` cards: the four jokers and densely overlapping naturals."""
     rng = _rng(seed)
     jokers = 2 * DECKS
-    return [_checked([JOKER] * jokers + _adversarial_naturals(rng, size - jokers), size) for _ in range(count)]
+    return _distinct(count, lambda: _checked([JOKER] * jokers + _adversarial_naturals(rng, size - jokers), size))
 
 
 FAMILIES: dict[str, Generator] = {

@@ -14,6 +14,11 @@ hand of
 - best close of 11 cards through ``referee.closing.best_close`` (which goes through the cached
   ``best_linking``; the cache is cleared before every hand, never inside one),
 
+each hand timed cold: the ``functools`` caches an engine's own module keeps (the search engine
+memoises whole hands and components) are cleared before every hand too, unless
+``--keep-engine-caches`` asks for the steady state of a long-running server. The hands of a family
+are distinct, so a repeated hand never times a cache hit either.
+
 the ratio cpsat/search of the medians, and the targets of the issue next to the figures. The
 hands come from fixed seeds, so two runs time the same hands. When two or more engines run, their
 answers are compared hand by hand; a disagreement is printed and makes the exit status 1 (a
@@ -100,13 +105,39 @@ def default_engines() -> list[str]:
     return ["cpsat", "search"] if "search" in dispatch._ENGINES else ["cpsat"]
 
 
+def engine_caches(engine_name: str) -> list[tuple[str, Callable[[], None]]]:
+    """The ``functools`` caches at the top level of the engine's own module: (name, cache_clear)."""
+    module = sys.modules[type(dispatch._ENGINES[engine_name]).__module__]
+    found = []
+    for attr, value in sorted(vars(module).items()):
+        clear = getattr(value, "cache_clear", None)
+        if callable(clear) and getattr(value, "__module__", None) == module.__name__:
+            found.append((f"{module.__name__.rsplit('.', 1)[-1]}.{attr}", clear))
+    return found
+
+
+KEEP_ENGINE_CACHES = False
+
+
+def _clear_engine_caches(engine_name: str) -> Callable[[], None]:
+    clears = [] if KEEP_ENGINE_CACHES else [clear for _, clear in engine_caches(engine_name)]
+
+    def clear_all() -> None:
+        for clear in clears:
+            clear()
+
+    return clear_all
+
+
 def time_links(engine_name: str, hands: Sequence[Hand], figures: Figures) -> None:
     """Best linking of every hand, the engine object called directly."""
     engine = dispatch._ENGINES[engine_name]
     rules = RuleSet(engine=engine_name)
     clock = time.perf_counter_ns
+    clear_engine = _clear_engine_caches(engine_name)
     for hand in hands:
         cards = sort_cards(hand)
+        clear_engine()
         start = clock()
         linking = engine.best_linking(cards, rules)
         figures.link_ns.append(clock() - start)
@@ -118,8 +149,10 @@ def time_closes(engine_name: str, hands: Sequence[Hand], figures: Figures) -> No
     rules = RuleSet(engine=engine_name)
     clock = time.perf_counter_ns
     clear = dispatch._cached.cache_clear
+    clear_engine = _clear_engine_caches(engine_name)
     for hand in hands:
         clear()
+        clear_engine()
         start = clock()
         close = best_close(hand, rules)
         figures.close_ns.append(clock() - start)
@@ -196,6 +229,11 @@ def report(results: dict[str, dict[str, Figures]], engines: Sequence[str], count
         f"engines: {', '.join(engines)} (available: {', '.join(available_engines())}); "
         f"{count} hands per family and task; seed {SEED}; times per hand in ms"
     )
+    for name in engines:
+        caches = ", ".join(cache for cache, _ in engine_caches(name))
+        if caches:
+            how = "kept across hands" if KEEP_ENGINE_CACHES else "cleared before every hand"
+            out.append(f"{name} engine caches ({caches}): {how}")
     out.append("")
     header = f"{'family':<14}{'engine':<8}{'link med':>10}{'link p99':>10}{'link max':>10}" \
              f"{'close med':>11}{'close p99':>11}{'close max':>11}"
@@ -286,6 +324,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--engines",
         help="comma-separated engines (default: cpsat,search when search is registered, else cpsat)",
     )
+    parser.add_argument(
+        "--keep-engine-caches",
+        action="store_true",
+        help="keep the engines' own caches across hands (a long-running server's steady state)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     args = parser.parse_args(argv)
     if args.engines:
@@ -303,7 +346,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    global KEEP_ENGINE_CACHES
     args = parse_args(argv)
+    KEEP_ENGINE_CACHES = args.keep_engine_caches
     started = time.perf_counter()
 
     def progress(message: str) -> None:
