@@ -74,14 +74,12 @@ def build_parser() -> argparse.ArgumentParser:
     else:
         batch = commands.add_parser("batch", help="judge a file of dispute cases (JSON lines)")
         add_batch_arguments(batch)
-        _add_rule_flags(batch, json_flag=False)
         batch.set_defaults(run=run_batch)
     return parser
 
 
-def _add_rule_flags(parser: argparse.ArgumentParser, json_flag: bool = True) -> None:
-    if json_flag:
-        parser.add_argument("--json", action="store_true", help="one JSON object per answer (protobuf JSON mapping)")
+def _add_rule_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="one JSON object per answer (protobuf JSON mapping)")
     rules = parser.add_argument_group("rule options (unset: the rule book's defaults)")
     rules.add_argument("--decks", type=int, help="decks in play (default 2)")
     rules.add_argument("--joker-points", type=int, help="points of an unlinked joker (default 20)")

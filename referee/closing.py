@@ -7,11 +7,12 @@ from typing import Sequence
 
 from referee.cards import Card, check_copies, sort_cards
 from referee.errors import InvalidCardError
-from referee.groups import is_run, is_same_rank
+from referee.groups import Group, is_run, is_same_rank, judge_group
 from referee.linking import Linking, best_linking
 from referee.rules import CloseKind, RuleSet
 
 SHOWN = 10
+_ONE_GROUP = (CloseKind.REMIGIO, CloseKind.STRAIGHT_FLUSH_CLEAN, CloseKind.STRAIGHT_FLUSH)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +61,11 @@ def _judge(shown: tuple[Card, ...], discard: Card, rules: RuleSet) -> Close:
         return Close(False, None, 0, discard, shown, linking, reason)
     # The highest multiplier wins; on a tie (an overridden table) the kind listed first.
     kind = max(kinds, key=lambda k: (rules.multiplier(k), -list(CloseKind).index(k)))
+    if kind in _ONE_GROUP:
+        # A Remigio or a straight flush is shown as the one group it is, not split up.
+        whole = judge_group(shown, rules)
+        assert isinstance(whole, Group)
+        linking = Linking((whole,), (), 0)
     return Close(True, kind, rules.multiplier(kind), discard, shown, linking)
 
 

@@ -1,0 +1,309 @@
+"""``remigio-referee batch``: judge a file of dispute cases, locally or on referee servers.
+
+One case per input line (protobuf JSON of ``CheckDisputesRequest``), one verdict per output line
+(protobuf JSON of ``CheckDisputesResponse``), in the order of the cases. Each verdict is written
+and flushed as soon as it is known, so ``--resume`` can skip the ids already written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import multiprocessing
+import os
+import socket
+import sys
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Iterable, Iterator, TextIO
+
+from google.protobuf import json_format
+
+EXIT_OK = 0
+EXIT_MALFORMED = 3  # every case was judged, some were MALFORMED
+EXIT_UNREACHABLE = 4  # a server could not be reached or failed; what was done is kept
+
+WINDOW_PER_JOB = 256  # cases in flight per job: bounds memory whatever the input's size
+STREAM_CHUNK = 128  # cases per CheckDisputes call when sending to servers
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    """One input line with its number (from 1)."""
+
+    number: int
+    text: str
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of the ``batch`` subcommand."""
+    parser.add_argument("input", metavar="IN.jsonl", help="cases, one JSON object per line (- for stdin)")
+    parser.add_argument("-o", "--output", default="-", metavar="OUT.jsonl", help="verdicts (default - for stdout)")
+    parser.add_argument("--target", help="host:port[,host:port...] of referee servers (round-robin); none: judge locally")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="local processes, or concurrent streams")
+    parser.add_argument("--resume", action="store_true", help="skip the cases whose ids the output already holds")
+    parser.add_argument("--engine", choices=("cpsat", "search", "audit"), help="engine for cases that name none")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Judge every case of the input; return the documented exit status."""
+    if args.jobs < 1:
+        print("remigio-referee batch: --jobs must be at least 1", file=sys.stderr)
+        return 2
+    done = _resume_ids(args.output) if args.resume else set()
+    total = _count_lines(args.input)
+    source = sys.stdin if args.input == "-" else open(args.input, encoding="utf-8")
+    if args.output == "-":
+        sink: TextIO = sys.stdout
+    else:
+        sink = open(args.output, "a" if args.resume else "w", encoding="utf-8")
+    lines = (
+        line
+        for line in (Line(n, text) for n, text in enumerate(source, start=1))
+        if line.text.strip() and _line_id(line) not in done
+    )
+    progress = Progress(total - len(done) if total is not None else None, enabled=sys.stderr.isatty())
+    counts: Counter[str] = Counter()
+    status = EXIT_OK
+    try:
+        verdicts = _remote(lines, args) if args.target else _local(lines, args)
+        for verdict in verdicts:
+            sink.write(verdict + "\n")
+            sink.flush()
+            counts[_outcome_of(verdict)] += 1
+            progress.step()
+    except _Unreachable as error:
+        print(f"\nremigio-referee batch: {error}", file=sys.stderr)
+        status = EXIT_UNREACHABLE
+    finally:
+        progress.close()
+        if sink is not sys.stdout:
+            sink.close()
+        if source is not sys.stdin:
+            source.close()
+    _summary(counts, progress.elapsed, skipped=len(done))
+    if status == EXIT_OK and counts["MALFORMED"]:
+        status = EXIT_MALFORMED
+    return status
+
+
+# Reading cases -----------------------------------------------------------------------------
+
+
+def _line_id(line: Line) -> str:
+    """The id of a case line: its ``id`` field, or ``line:N`` when it has none or cannot be read."""
+    try:
+        value = json.loads(line.text)
+    except ValueError:
+        return f"line:{line.number}"
+    case_id = value.get("id") if isinstance(value, dict) else None
+    return case_id if isinstance(case_id, str) and case_id else f"line:{line.number}"
+
+
+def judge_line(line: Line, engine: str | None = None) -> str:
+    """The verdict on one input line, as one JSON line; never raises for bad input."""
+    from referee.service.disputes import judge_case, malformed
+
+    case_or_error = parse_case(line, engine)
+    if isinstance(case_or_error, str):
+        return case_or_error
+    return verdict_json(judge_case(case_or_error))
+
+
+def parse_case(line: Line, engine: str | None = None) -> "object | str":
+    """The case message of a line, or (when it cannot be read) its MALFORMED verdict as JSON."""
+    from referee._gen.remigio.referee.v1 import referee_pb2 as pb
+    from referee.service.disputes import malformed
+
+    case = pb.CheckDisputesRequest()
+    try:
+        json_format.Parse(line.text, case)
+    except (json_format.ParseError, ValueError) as error:
+        return verdict_json(malformed(_line_id(line), "line", line.text.strip()[:80], f"not a case in protobuf JSON: {error}"))
+    if not case.id:
+        case.id = f"line:{line.number}"
+    if engine:
+        kind = case.WhichOneof("dispute")
+        rules = getattr(case, kind).rules if kind else None
+        if rules is not None and not rules.engine:
+            rules.engine = pb.Engine.Value(f"ENGINE_{engine.upper()}")
+    return case
+
+
+def verdict_json(verdict: object) -> str:
+    """A verdict as one line of protobuf JSON (proto field names, every field present)."""
+    from referee.cli import to_json
+
+    return json.dumps(to_json(verdict), ensure_ascii=False, separators=(",", ":"))  # type: ignore[arg-type]
+
+
+def _outcome_of(verdict: str) -> str:
+    return str(json.loads(verdict).get("outcome", "")).removeprefix("DISPUTE_OUTCOME_")
+
+
+# Judging locally -------------------------------------------------------------------------
+
+
+def _judge_for_pool(item: tuple[Line, str | None]) -> str:
+    return judge_line(*item)
+
+
+def _windows(lines: Iterable[Line], size: int) -> Iterator[list[Line]]:
+    window: list[Line] = []
+    for line in lines:
+        window.append(line)
+        if len(window) == size:
+            yield window
+            window = []
+    if window:
+        yield window
+
+
+def _local(lines: Iterable[Line], args: argparse.Namespace) -> Iterator[str]:
+    if args.jobs == 1:
+        for line in lines:
+            yield judge_line(line, args.engine)
+        return
+    context = multiprocessing.get_context("fork")
+    with context.Pool(args.jobs) as pool:
+        # A bounded window keeps memory flat however many cases the input holds.
+        for window in _windows(lines, args.jobs * WINDOW_PER_JOB):
+            yield from pool.imap(_judge_for_pool, [(line, args.engine) for line in window], chunksize=16)
+
+
+# Judging on servers ------------------------------------------------------------------------
+
+
+class _Unreachable(Exception):
+    pass
+
+
+def channel_target(targets: str) -> str:
+    """A gRPC target for one or more host:port, as ``ipv4:`` addresses for round-robin."""
+    addresses = []
+    for item in targets.split(","):
+        host, _, port = item.strip().rpartition(":")
+        if not host or not port.isdigit():
+            raise _Unreachable(f"bad --target entry {item!r} (want host:port)")
+        addresses.append(f"{socket.gethostbyname(host)}:{port}")
+    return "ipv4:" + ",".join(addresses)
+
+
+def _remote(lines: Iterable[Line], args: argparse.Namespace) -> Iterator[str]:
+    import grpc
+
+    from referee._gen.remigio.referee.v1 import referee_pb2_grpc
+
+    try:
+        target = channel_target(args.target)
+    except OSError as error:
+        raise _Unreachable(f"cannot resolve {args.target}: {error}") from None
+    options = [("grpc.lb_policy_name", "round_robin"), ("grpc.max_receive_message_length", 64 << 20)]
+    with grpc.insecure_channel(target, options=options) as channel:
+        try:
+            grpc.channel_ready_future(channel).result(timeout=10)
+        except grpc.FutureTimeoutError:
+            raise _Unreachable(f"no referee server answers at {args.target}") from None
+        stub = referee_pb2_grpc.RefereeServiceStub(channel)
+
+        def send(chunk: list[Line]) -> list[str]:
+            parsed = [parse_case(line, args.engine) for line in chunk]
+            cases = [case for case in parsed if not isinstance(case, str)]
+            answers = iter(stub.CheckDisputes(iter(cases), timeout=600))
+            # Lines that could not be read keep their place among the server's verdicts.
+            return [case if isinstance(case, str) else verdict_json(next(answers)) for case in parsed]
+
+        with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+            try:
+                # One call per chunk: round-robin spreads calls, not the messages of one stream.
+                for window in _windows(lines, args.jobs * STREAM_CHUNK):
+                    chunks = [window[i : i + STREAM_CHUNK] for i in range(0, len(window), STREAM_CHUNK)]
+                    for answers in pool.map(send, chunks):
+                        yield from answers
+            except grpc.RpcError as error:
+                raise _Unreachable(f"the server failed: {error.code().name}: {error.details()}") from None
+
+
+# Resume, progress, summary -----------------------------------------------------------------
+
+
+def _resume_ids(path: str) -> set[str]:
+    """Ids already in the output; a last line cut short by a crash is removed first."""
+    if path == "-" or not os.path.exists(path):
+        return set()
+    with open(path, "rb+") as handle:
+        data = handle.read()
+        end = data.rfind(b"\n") + 1
+        if end != len(data):
+            handle.truncate(end)
+    ids = set()
+    for raw in data[:end].splitlines():
+        try:
+            ids.add(json.loads(raw)["id"])
+        except (ValueError, KeyError, TypeError):
+            continue
+    return ids
+
+
+def _count_lines(path: str) -> int | None:
+    if path == "-":
+        return None
+    with open(path, "rb") as handle:
+        return sum(1 for raw in handle if raw.strip())
+
+
+class Progress:
+    """A one-line progress bar on a terminal (cases/s, ETA); silent otherwise."""
+
+    def __init__(self, total: int | None, enabled: bool) -> None:
+        self.total = total
+        self.enabled = enabled
+        self.done = 0
+        self.start = time.monotonic()
+        self._shown = 0.0
+
+    @property
+    def elapsed(self) -> float:
+        """Seconds since the start."""
+        return time.monotonic() - self.start
+
+    def step(self) -> None:
+        """Count one more verdict; redraw at most ten times a second."""
+        self.done += 1
+        now = time.monotonic()
+        if self.enabled and now - self._shown >= 0.1:
+            self._shown = now
+            self._draw()
+
+    def _draw(self) -> None:
+        rate = self.done / max(self.elapsed, 1e-9)
+        if self.total:
+            eta = (self.total - self.done) / rate if rate else 0
+            filled = int(30 * self.done / self.total)
+            text = f"[{'#' * filled}{'.' * (30 - filled)}] {self.done}/{self.total}  {rate:,.0f} cases/s  ETA {eta:,.0f}s"
+        else:
+            text = f"{self.done} cases  {rate:,.0f} cases/s"
+        sys.stderr.write("\r" + text)
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        """End the bar's line."""
+        if self.enabled and self.done:
+            self._draw()
+            sys.stderr.write("\n")
+
+
+def _summary(counts: Counter[str], seconds: float, skipped: int) -> None:
+    total = sum(counts.values())
+    out = io.StringIO()
+    out.write(f"{'outcome':<12}{'cases':>10}\n")
+    for name in ("CONFIRMED", "WRONG", "INVALID", "NO_CLAIM", "MALFORMED"):
+        out.write(f"{name:<12}{counts[name]:>10}\n")
+    out.write(f"{'total':<12}{total:>10}\n")
+    if skipped:
+        out.write(f"{'resumed':<12}{skipped:>10}  (already in the output)\n")
+    out.write(f"time {seconds:.2f} s, {total / max(seconds, 1e-9):,.0f} cases/s\n")
+    sys.stderr.write(out.getvalue())

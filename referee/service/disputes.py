@@ -1,0 +1,81 @@
+"""Judging one dispute case (the CheckDisputes stream and ``remigio-referee batch``)."""
+
+from __future__ import annotations
+
+from referee._gen.remigio.referee.v1 import referee_pb2 as pb
+from referee.cards import parse_cards
+from referee.claims import Verdict, judge_linking, judge_value
+from referee.errors import RefereeError
+from referee.linking import best_linking
+from referee.service import convert
+
+_WRONG = {pb.VERDICT_WRONG, pb.VERDICT_VALID_NOT_BEST}
+
+
+def judge_case(case: pb.CheckDisputesRequest) -> pb.CheckDisputesResponse:
+    """The verdict on one case; a case that cannot be judged is MALFORMED, never an exception."""
+    verdict = pb.CheckDisputesResponse(id=case.id)
+    kind = case.WhichOneof("dispute")
+    try:
+        if kind == "hand":
+            claims = _judge_hand(case.hand, verdict)
+        elif kind == "close":
+            reply = convert.check_close(case.close)
+            verdict.close.CopyFrom(reply.close)
+            claims = list(reply.claims)
+        elif kind == "deal":
+            reply = convert.score_deal(case.deal)
+            verdict.deal.CopyFrom(reply)
+            claims = list(reply.claims)
+        else:
+            raise RefereeError("dispute", "", "a case holds one of hand, close or deal")
+    except RefereeError as error:
+        field = f"{kind}.{error.field}" if kind and error.field else error.field
+        return pb.CheckDisputesResponse(
+            id=case.id,
+            outcome=pb.DISPUTE_OUTCOME_MALFORMED,
+            error=pb.CaseError(field=field, value=str(error.value), message=error.message),
+        )
+    verdict.claims.extend(claims)
+    verdict.outcome = outcome(claims)
+    return verdict
+
+
+def outcome(claims: list[pb.ClaimVerdict]) -> int:
+    """The case's outcome: INVALID beats WRONG beats CONFIRMED; no claim is NO_CLAIM."""
+    verdicts = {claim.verdict for claim in claims}
+    if not verdicts:
+        return pb.DISPUTE_OUTCOME_NO_CLAIM
+    if pb.VERDICT_INVALID in verdicts:
+        return pb.DISPUTE_OUTCOME_INVALID
+    if verdicts & _WRONG:
+        return pb.DISPUTE_OUTCOME_WRONG
+    return pb.DISPUTE_OUTCOME_CONFIRMED
+
+
+def malformed(case_id: str, field: str, value: str, message: str) -> pb.CheckDisputesResponse:
+    """A MALFORMED verdict for a case that could not even be read."""
+    return pb.CheckDisputesResponse(
+        id=case_id,
+        outcome=pb.DISPUTE_OUTCOME_MALFORMED,
+        error=pb.CaseError(field=field, value=value, message=message),
+    )
+
+
+def _judge_hand(hand: pb.HandDispute, verdict: pb.CheckDisputesResponse) -> list[pb.ClaimVerdict]:
+    rules = convert.rules_from_proto(hand.rules)
+    cards = parse_cards(hand.cards)
+    best = best_linking(cards, rules)
+    verdict.hand.CopyFrom(convert.linking_to_proto(best))
+    found = []
+    if hand.claimed_groups:
+        groups = tuple(
+            parse_cards(group.cards, f"claimed_groups[{g}].cards") for g, group in enumerate(hand.claimed_groups)
+        )
+        found.append(judge_linking("claimed_groups", cards, groups, best, rules))
+    if hand.HasField("claimed_points"):
+        found.append(judge_value("claimed_points", hand.claimed_points, best.points))
+    return [convert.claim_to_proto(claim) for claim in found]
+
+
+__all__ = ["judge_case", "malformed", "outcome", "Verdict"]
