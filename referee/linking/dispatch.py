@@ -8,12 +8,19 @@ from typing import Iterable
 from referee.cards import Card, check_copies, sort_cards
 from referee.errors import InvalidCardError
 from referee.linking.base import Linking, LinkingEngine
+from referee.linking.audit import AuditEngine
 from referee.linking.cpsat import CpSatEngine
+from referee.linking.search import SearchEngine
 from referee.rules import RuleSet
 
 MAX_HAND = 11
 
-_ENGINES: dict[str, LinkingEngine] = {"cpsat": CpSatEngine()}
+# "audit" runs "cpsat" and "search" on every hand and raises EngineDisagreementError when they differ.
+_ENGINES: dict[str, LinkingEngine] = {
+    "cpsat": CpSatEngine(),
+    "search": SearchEngine(),
+    "audit": AuditEngine(),
+}
 
 
 def engine_for(rules: RuleSet) -> LinkingEngine:
