@@ -1,0 +1,81 @@
+"""The one place where an exception becomes a gRPC status.
+
+- ``RefereeError`` (a malformed request): INVALID_ARGUMENT, with a ``google.rpc.BadRequest`` whose
+  field violation names the field path and quotes the value.
+- ``SolverError``: DEADLINE_EXCEEDED when the time cap was hit, INTERNAL otherwise.
+- ``DeadlineExceeded`` (raised by the servicer): DEADLINE_EXCEEDED.
+- Anything else: INTERNAL with a generic message carrying the request id; the traceback goes to
+  the log under that id and never to the client.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Sequence
+
+import grpc
+from google.protobuf import any_pb2
+from google.rpc import code_pb2, error_details_pb2, status_pb2
+from grpc_status import rpc_status
+
+from referee.errors import RefereeError, SolverError
+
+log = logging.getLogger("referee.service")
+
+Metadata = Sequence[tuple[str, "str | bytes"]]
+
+# CP-SAT answers UNKNOWN or FEASIBLE when a time limit stopped it before a proof.
+_TIME_LIMIT_STATUS = re.compile(r"\((UNKNOWN|FEASIBLE)\)")
+
+
+class DeadlineExceeded(Exception):
+    """The call ran out of time (the client's deadline or the server's solve cap)."""
+
+
+class _Status(grpc.Status):
+    """A concrete grpc.Status (the interface is abstract)."""
+
+    def __init__(self, code: grpc.StatusCode, details: str, trailing_metadata: Metadata) -> None:
+        self.code = code
+        self.details = details
+        self.trailing_metadata = tuple(trailing_metadata)
+
+
+def status_for(error: BaseException, request_id: str, *, time_cap_hit: bool = False) -> grpc.Status:
+    """The status to end a call with for ``error``; ``time_cap_hit`` says the call's time ran out."""
+    if isinstance(error, RefereeError):
+        return invalid_argument(error)
+    if isinstance(error, DeadlineExceeded):
+        return _plain(code_pb2.DEADLINE_EXCEEDED, str(error))
+    if isinstance(error, SolverError):
+        if time_cap_hit or _TIME_LIMIT_STATUS.search(str(error)):
+            return _plain(code_pb2.DEADLINE_EXCEEDED, "the solver ran out of time before proving an answer")
+        log.error("solver error (request id %s)", request_id, exc_info=error)
+        return _plain(code_pb2.INTERNAL, f"internal error (request id {request_id})")
+    log.error("unexpected error (request id %s)", request_id, exc_info=error)
+    return _plain(code_pb2.INTERNAL, f"internal error (request id {request_id})")
+
+
+def invalid_argument(error: RefereeError) -> grpc.Status:
+    """INVALID_ARGUMENT with a BadRequest field violation naming the field and quoting the value."""
+    violation = error_details_pb2.BadRequest.FieldViolation(
+        field=error.field, description=f"{error.message} (value: {error.value!r})"
+    )
+    detail = any_pb2.Any()
+    detail.Pack(error_details_pb2.BadRequest(field_violations=[violation]))
+    return rpc_status.to_status(
+        status_pb2.Status(code=code_pb2.INVALID_ARGUMENT, message=str(error), details=[detail])
+    )
+
+
+def _plain(code: int, message: str) -> grpc.Status:
+    return rpc_status.to_status(status_pb2.Status(code=code, message=message))
+
+
+def with_metadata(status: grpc.Status, metadata: Metadata) -> grpc.Status:
+    """The same status with more trailing metadata (abort_with_status replaces what was set before)."""
+    return _Status(status.code, status.details, tuple(status.trailing_metadata or ()) + tuple(metadata))
+
+
+__all__ = ["DeadlineExceeded", "invalid_argument", "status_for", "with_metadata"]
