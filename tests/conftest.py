@@ -1,0 +1,39 @@
+"""Shared fixtures: one real referee server on 127.0.0.1 (port 0) for the session, and stubs to it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import grpc
+import pytest
+
+from referee._gen.remigio.referee.v1 import referee_pb2_grpc
+from referee.service.server import create_server
+
+
+@pytest.fixture(scope="session")
+def server_address() -> Iterator[str]:
+    """The address of an in-process server, started once for the session and drained at the end."""
+    # A generous solve cap: on a busy test machine a heavy call must not trip the 5 s default.
+    server, port, health_servicer = create_server(
+        "127.0.0.1:0", max_workers=16, max_concurrent_rpcs=128, solve_cap_seconds=60
+    )
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        health_servicer.enter_graceful_shutdown()
+        server.stop(grace=1).wait(5)
+
+
+@pytest.fixture(scope="session")
+def channel(server_address: str) -> Iterator[grpc.Channel]:
+    """A channel to the session's server, ready before the first test uses it."""
+    with grpc.insecure_channel(server_address) as chan:
+        grpc.channel_ready_future(chan).result(timeout=10)
+        yield chan
+
+
+@pytest.fixture(scope="session")
+def stub(channel: grpc.Channel) -> referee_pb2_grpc.RefereeServiceStub:
+    """A RefereeService stub on the session's channel."""
+    return referee_pb2_grpc.RefereeServiceStub(channel)

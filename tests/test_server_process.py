@@ -1,0 +1,202 @@
+"""The server as a real process: ``python -m referee.service.server`` on a free port.
+
+SIGTERM under load drains cleanly (calls in flight succeed, new calls are refused, exit 0), and
+``--workers 2`` serves from two processes. Every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import queue
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from referee._gen.remigio.referee.v1 import referee_pb2 as pb
+from referee._gen.remigio.referee.v1 import referee_pb2_grpc
+
+pytestmark = [pytest.mark.timeout(90), pytest.mark.skipif(sys.platform != "linux", reason="signals and SO_REUSEPORT")]
+
+ROOT = Path(__file__).resolve().parent.parent
+SERVICE = "remigio.referee.v1.RefereeService"
+LISTENING = re.compile(r"listening on (\S+):(\d+) \(pid (\d+)\)")
+WORKERS = re.compile(r"workers on (\S+):(\d+) \(parent pid (\d+)\)")
+_fresh_joker_points = itertools.count(500)
+
+
+class ServerProcess:
+    """A server subprocess whose stderr is read by a thread, line by line, into a queue."""
+
+    def __init__(self, *args: str) -> None:
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        for name in ("REMIGIO_HOST", "REMIGIO_PORT", "REMIGIO_WORKERS", "REMIGIO_LOG_FORMAT"):
+            env.pop(name, None)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "referee.service.server", "--host", "127.0.0.1", *args],
+            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        )
+        self.lines: list[str] = []
+        self._queue: queue.Queue[str] = queue.Queue()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.lines.append(line.rstrip("\n"))
+            self._queue.put(line.rstrip("\n"))
+
+    def wait_for(self, pattern: re.Pattern[str], timeout: float = 30) -> re.Match[str]:
+        """The first stderr line (from now on) matching ``pattern``; fail after ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or self.proc.poll() is not None and self._queue.empty():
+                raise AssertionError(f"no line matching {pattern.pattern!r}; stderr so far:\n" + "\n".join(self.lines))
+            try:
+                line = self._queue.get(timeout=min(left, 0.5))
+            except queue.Empty:
+                continue
+            if found := pattern.search(line):
+                return found
+
+    def stop(self) -> None:
+        """Kill the process if a test left it running."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+        self._reader.join(timeout=5)
+
+
+@pytest.fixture
+def launch() -> Iterator:  # type: ignore[type-arg]
+    started: list[ServerProcess] = []
+
+    def start(*args: str) -> ServerProcess:
+        server = ServerProcess(*args)
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+def heavy_close() -> pb.CheckCloseRequest:
+    """A close the CP-SAT engine takes a noticeable time over (0.3-1.5 s); fresh joker points defeat the cache."""
+    return pb.CheckCloseRequest(
+        cards="7H 7H 7S 7S 7D 7D 7C 7C JK JK JK".split(), rules=pb.RuleOptions(joker_points=next(_fresh_joker_points), engine=pb.ENGINE_CPSAT)
+    )
+
+
+def test_sigterm_under_load_drains_and_exits_0(launch) -> None:
+    server = launch("--port", "0", "--grace", "20", "--solve-cap", "60", "--log-format", "json")
+    found = server.wait_for(LISTENING)
+    address = f"127.0.0.1:{found.group(2)}"
+    with grpc.insecure_channel(address) as chan:
+        grpc.channel_ready_future(chan).result(timeout=10)
+        stub = referee_pb2_grpc.RefereeServiceStub(chan)
+        health = health_pb2_grpc.HealthStub(chan)
+        assert health.Check(health_pb2.HealthCheckRequest(service=SERVICE), timeout=5).status == health_pb2.HealthCheckResponse.SERVING
+        watch = health.Watch(health_pb2.HealthCheckRequest(service=SERVICE), timeout=30)
+        assert next(watch).status == health_pb2.HealthCheckResponse.SERVING
+
+        # Light load all along, from a thread: every call either succeeds or is refused.
+        outcomes: list[grpc.StatusCode] = []
+        stop_load = threading.Event()
+
+        def load() -> None:
+            while not stop_load.is_set():
+                try:
+                    stub.SolveHand(pb.SolveHandRequest(cards="AH 2H 3H 5C 5D 5S KS KD 9C 4D".split()), timeout=10)
+                    outcomes.append(grpc.StatusCode.OK)
+                except grpc.RpcError as error:
+                    outcomes.append(error.code())
+                time.sleep(0.005)
+
+        loader = threading.Thread(target=load, daemon=True)
+        loader.start()
+        try:
+            in_flight = [stub.CheckClose.future(heavy_close(), timeout=30) for _ in range(4)]
+            time.sleep(0.3)  # the heavy calls are on the server, being solved
+            assert not all(call.done() for call in in_flight)
+            server.proc.send_signal(signal.SIGTERM)
+
+            # Draining: health turns NOT_SERVING, new calls are refused without being handled ...
+            assert next(watch).status == health_pb2.HealthCheckResponse.NOT_SERVING
+            watch.cancel()
+            refused = _refused_call(address)
+
+            # ... and the calls in flight finish with their answers.
+            for call in in_flight:
+                reply = call.result(timeout=30)
+                assert reply.close.kind == pb.CLOSE_KIND_REMIGIO and reply.close.multiplier == 10
+        finally:
+            stop_load.set()
+            loader.join(timeout=15)
+    assert server.proc.wait(timeout=30) == 0
+    assert grpc.StatusCode.OK in outcomes
+    # Refused calls: UNAVAILABLE, or CANCELLED when one arrives just as the server shuts its door.
+    assert set(outcomes) <= {grpc.StatusCode.OK, grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED}, set(outcomes)
+
+    # One JSON line per call: method, status code, duration, request id.
+    server.stop()
+    calls = [json.loads(line) for line in server.lines if line.startswith("{") and '"method"' in line]
+    assert sum(1 for c in calls if c["method"] == "CheckClose" and c["code"] == "OK") == 4
+    assert all({"method", "code", "duration_ms", "request_id"} <= c.keys() for c in calls)
+    assert refused not in {c["request_id"] for c in calls}
+
+
+def _refused_call(address: str) -> str:
+    """Call a draining server on a fresh channel until it refuses; the refused call's request id."""
+    for attempt in range(50):
+        request_id = f"after-sigterm-{attempt}"
+        with grpc.insecure_channel(address) as fresh:
+            try:
+                referee_pb2_grpc.RefereeServiceStub(fresh).SolveHand(
+                    pb.SolveHandRequest(cards=["AH"]), metadata=(("x-request-id", request_id),), timeout=2
+                )
+            except grpc.RpcError as error:
+                # Refused at the door: no listener (UNAVAILABLE), or shut out as it came in (CANCELLED).
+                assert error.code() in {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED}, error
+                return request_id
+        time.sleep(0.05)
+    raise AssertionError("the draining server kept taking new calls")
+
+
+def test_two_workers_serve_from_two_processes(launch) -> None:
+    server = launch("--port", "0", "--workers", "2", "--grace", "2")
+    parent = server.wait_for(WORKERS)
+    address = f"127.0.0.1:{parent.group(2)}"
+    worker_pids = {server.wait_for(LISTENING).group(3), server.wait_for(LISTENING).group(3)}
+    assert len(worker_pids) == 2 and parent.group(3) not in worker_pids
+
+    seen: set[str] = set()
+    for _ in range(100):
+        # A fresh channel is a fresh connection, which the kernel may hand to either process.
+        with grpc.insecure_channel(address) as chan:
+            reply, call = referee_pb2_grpc.RefereeServiceStub(chan).SolveHand.with_call(
+                pb.SolveHandRequest(cards="QS KS AS 2S 3S 4S 7H 7D 7C 9D".split()), timeout=10, wait_for_ready=True
+            )
+        assert reply.linking.points == 9
+        seen.add(dict(call.trailing_metadata())["x-referee-pid"])
+        if len(seen) >= 2:
+            break
+    assert seen == worker_pids
+
+    server.proc.send_signal(signal.SIGTERM)
+    assert server.proc.wait(timeout=30) == 0
+    for pid in worker_pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(int(pid), 0)

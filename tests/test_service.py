@@ -1,0 +1,547 @@
+"""The gRPC service against a real server on 127.0.0.1 (port 0): answers, errors, limits, load.
+
+Expected answers come from the domain called directly (``best_linking``, ``best_close``,
+``score_deal``) and from the worked examples of RULES §8; the service must agree byte for byte.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent import futures
+
+import grpc
+import pytest
+from google.rpc import code_pb2, error_details_pb2
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+from grpc_status import rpc_status
+
+from referee import closing, scoring
+from referee._gen.remigio.referee.v1 import referee_pb2 as pb
+from referee._gen.remigio.referee.v1 import referee_pb2_grpc
+from referee.cards import Card, deck, parse_cards
+from referee.deal import Deal, PlayerHand
+from referee.errors import SolverError
+from referee.linking import best_linking
+from referee.rules import RuleSet
+from referee.service import convert
+from referee.service.server import SERVICE_NAME, create_server
+from referee.service.status import status_for
+
+pytestmark = pytest.mark.timeout(60)
+
+RULES = RuleSet()
+# Every heavy call gets joker points of its own, so the linking cache never answers it.
+_fresh_joker_points = itertools.count(300)
+
+
+def heavy_close() -> pb.CheckCloseRequest:
+    """A close that takes the CP-SAT engine a noticeable time (0.3-1.5 s): 8 sevens and 3 jokers.
+
+    The engine is named, since the tests of deadlines and limits need a call that lasts.
+    """
+    return pb.CheckCloseRequest(
+        cards="7H 7H 7S 7S 7D 7D 7C 7C JK JK JK".split(), rules=pb.RuleOptions(joker_points=next(_fresh_joker_points), engine=pb.ENGINE_CPSAT)
+    )
+
+
+def groups_of(linking: pb.Linking | pb.Close) -> list[list[str]]:
+    """The groups as sorted lists of codes, in a stable order, for comparing with the rule book."""
+    return sorted(sorted(group.cards) for group in linking.groups)
+
+
+def _run_stub(address: str) -> tuple[grpc.Channel, referee_pb2_grpc.RefereeServiceStub]:
+    chan = grpc.insecure_channel(address)
+    grpc.channel_ready_future(chan).result(timeout=10)
+    return chan, referee_pb2_grpc.RefereeServiceStub(chan)
+
+
+@pytest.fixture
+def own_server() -> Iterator[Callable[..., str]]:
+    """A factory of extra servers with their own limits, each stopped after the test."""
+    started = []
+
+    def make(**kwargs: object) -> str:
+        kwargs.setdefault("solve_cap_seconds", 60)
+        server, port, health_servicer = create_server("127.0.0.1:0", **kwargs)  # type: ignore[arg-type]
+        started.append(server)
+        return f"127.0.0.1:{port}"
+
+    yield make
+    for server in started:
+        server.stop(grace=0).wait(5)
+
+
+# RULES §8 ---------------------------------------------------------------------------------------
+
+HANDS = [
+    ("AH 2H 3H 5C 5D 5S KS KD 9C 4D", [["2H", "3H", "AH"], ["5C", "5D", "5S"]], ["9C", "4D", "KD", "KS"], 33),
+    ("AH 2H 3H 5C 5D 5S KS KD 9C JK", [["2H", "3H", "AH"], ["5C", "5D", "5S"], ["JK", "KD", "KS"]], ["9C"], 9),
+    ("QS KS AS 2S 3S 4S 7H 7D 7C 9D", [["2S", "3S", "4S"], ["7C", "7D", "7H"], ["AS", "KS", "QS"]], ["9D"], 9),
+    ("2C 2C 9D 9D 4S 7H KH KH QC JK", [["JK", "KH", "KH"]], ["2C", "2C", "QC", "9D", "9D", "7H", "4S"], 43),
+    ("JK JK 5H 9C KD QS 2D 6S 8H 3C", [["5H", "8H", "JK", "JK"]], ["3C", "9C", "2D", "KD", "6S", "QS"], 40),
+]
+
+CLOSES = [
+    ("3H 4H 5H 6H JK 8H 9H 10H JH QH 2C", "2C", pb.CLOSE_KIND_STRAIGHT_FLUSH, 5),
+    ("7H 7H 7S 7S 7D 7D 7C 7C JK JK KD", "KD", pb.CLOSE_KIND_REMIGIO, 10),
+    ("AH 2H 3H 5H 7H 8H 9H JH QH KH 4C", "4C", pb.CLOSE_KIND_COLOR_CLEAN, 4),
+    ("AH 2H 3H 4H 5H 6H 7H 8H 9H 10H KC", "KC", pb.CLOSE_KIND_STRAIGHT_FLUSH_CLEAN, 6),
+]
+
+CLOSER_LINKED_CLEAN = "2S 3S 4S 6D 6C 6H 9C 10C JC QC"
+OTHER_33 = "AH 2H 3H 5C 5D 5S KS KD 9C 4D"
+
+
+def base_deal() -> pb.ScoreDealRequest:
+    """RULES §8's HEAD_TO_HEAD example: the closer LINKED_CLEAN, the other hand 33 points."""
+    return pb.ScoreDealRequest(
+        deal=pb.Deal(
+            players=[
+                pb.Player(name="ana", cards=CLOSER_LINKED_CLEAN.split()),
+                pb.Player(name="bob", cards=OTHER_33.split()),
+            ],
+            closer=0,
+            discard="KH",
+        )
+    )
+
+
+@pytest.mark.parametrize("hand, groups, unlinked, points", HANDS)
+def test_solve_hand_on_the_rule_book_examples(stub, hand, groups, unlinked, points) -> None:
+    reply = stub.SolveHand(pb.SolveHandRequest(cards=hand.split()), timeout=10)
+    assert reply.linking.points == points
+    assert groups_of(reply.linking) == groups
+    assert list(reply.linking.unlinked) == unlinked
+    domain = best_linking(parse_cards(hand.split()), RULES)
+    assert reply == pb.SolveHandResponse(linking=convert.linking_to_proto(domain))
+    assert reply.linking.points == domain.points
+
+
+def test_solve_hand_is_order_free_and_canonical(stub) -> None:
+    cards = "jk jk 5h 9c kd qs 2d 6s 8h 3c".split()
+    first = stub.SolveHand(pb.SolveHandRequest(cards=cards), timeout=10)
+    shuffled = cards[::-1]
+    second = stub.SolveHand(pb.SolveHandRequest(cards=shuffled), timeout=10)
+    assert first.SerializeToString() == second.SerializeToString()
+    run = next(group for group in first.linking.groups if group.kind == pb.GROUP_KIND_RUN)
+    assert list(run.cards) == ["5H", "JK", "JK", "8H"]
+    assert list(run.stands_for) == ["5H", "6H", "7H", "8H"]
+
+
+@pytest.mark.parametrize("cards, discard, kind, multiplier", CLOSES)
+def test_check_close_of_11_cards_on_the_rule_book_examples(stub, cards, discard, kind, multiplier) -> None:
+    reply = stub.CheckClose(pb.CheckCloseRequest(cards=cards.split()), timeout=10)
+    assert (reply.close.valid, reply.close.discard, reply.close.kind, reply.close.multiplier) == (True, discard, kind, multiplier)
+    domain = closing.best_close(parse_cards(cards.split()), RULES)
+    assert reply.close == convert.close_to_proto(domain)
+    assert not reply.claims
+
+
+@pytest.mark.parametrize("cards, discard, kind, multiplier", CLOSES)
+def test_check_close_of_10_cards_and_a_discard(stub, cards, discard, kind, multiplier) -> None:
+    shown = cards.split()
+    shown.remove(discard)
+    reply = stub.CheckClose(
+        pb.CheckCloseRequest(cards=shown, discard=discard, claimed_kind=kind, claimed_multiplier=multiplier + 1), timeout=10
+    )
+    assert (reply.close.valid, reply.close.kind, reply.close.multiplier) == (True, kind, multiplier)
+    domain = closing.check_close(parse_cards(shown), Card.parse(discard), RULES)
+    assert reply.close == convert.close_to_proto(domain)
+    assert [(c.field, c.verdict) for c in reply.claims] == [
+        ("claimed_kind", pb.VERDICT_CONFIRMED),
+        ("claimed_multiplier", pb.VERDICT_WRONG),
+    ]
+    assert reply.claims[1].expected == str(multiplier)
+
+
+def test_an_invalid_close_is_an_ok_reply(stub) -> None:
+    reply = stub.CheckClose(
+        pb.CheckCloseRequest(cards=OTHER_33.split(), discard="QD", claimed_kind=pb.CLOSE_KIND_UNSPECIFIED), timeout=10
+    )
+    assert not reply.close.valid
+    assert reply.close.kind == pb.CLOSE_KIND_UNSPECIFIED and reply.close.multiplier == 0
+    assert "neither linked nor of one suit" in reply.close.reason
+    assert [(c.field, c.verdict) for c in reply.claims] == [("claimed_kind", pb.VERDICT_CONFIRMED)]
+
+
+def test_score_deal_head_to_head_example(stub) -> None:
+    request = base_deal()
+    request.claims.close_kind = pb.CLOSE_KIND_LINKED_CLEAN
+    request.claims.players.add(player=1, points=33, score_change=0)
+    request.claims.players.add(player=0, score_change=60, groups=[pb.ClaimedGroup(cards=["2S", "3S", "4S"])])
+    reply = stub.ScoreDeal(request, timeout=10)
+    assert reply.close.kind == pb.CLOSE_KIND_LINKED_CLEAN and reply.close.multiplier == 2
+    assert [(p.name, p.closer, p.points, p.score_change, p.score) for p in reply.players] == [
+        ("ana", True, 0, 66, 66),
+        ("bob", False, 33, 0, 0),
+    ]
+    assert not reply.match_over and reply.winner == ""
+    assert [(c.field, c.verdict) for c in reply.claims] == [
+        ("claims.close_kind", pb.VERDICT_CONFIRMED),
+        ("claims.players[0].points", pb.VERDICT_CONFIRMED),
+        ("claims.players[0].score_change", pb.VERDICT_CONFIRMED),
+        ("claims.players[1].groups", pb.VERDICT_VALID_NOT_BEST),
+        ("claims.players[1].score_change", pb.VERDICT_WRONG),
+    ]
+    assert reply == convert.score_deal(request)
+
+
+@pytest.mark.parametrize("mode", [pb.SCORING_MODE_POOL, pb.SCORING_MODE_ELIMINATION])
+def test_score_deal_other_modes_agree_with_the_domain(stub, mode) -> None:
+    request = base_deal()
+    request.deal.players.add(cards="2D 2D 9D 9D 4S 7D KH QH QC JK".split(), score=90)
+    request.deal.players[0].name = ""  # unnamed: "player1"
+    request.rules.scoring.mode = mode
+    reply = stub.ScoreDeal(request, timeout=10)
+    domain = scoring.score_deal(
+        Deal(
+            players=(
+                PlayerHand("player1", parse_cards(CLOSER_LINKED_CLEAN.split())),
+                PlayerHand("bob", parse_cards(OTHER_33.split())),
+                PlayerHand("player3", parse_cards("2D 2D 9D 9D 4S 7D KH QH QC JK".split()), 90),
+            ),
+            closer=0,
+            discard=Card.parse("KH"),
+        ),
+        RULES.with_options(scoring=convert.rules_from_proto(request.rules).scoring),
+    )
+    assert [(p.name, p.points, p.score_change, p.score, p.eliminated) for p in reply.players] == [
+        (p.name, p.points, p.score_change, p.score, p.eliminated) for p in domain.players
+    ]
+    assert (reply.match_over, reply.winner) == (domain.match_over, domain.winner or "")
+    if mode == pb.SCORING_MODE_ELIMINATION:
+        # 90 + 43 x 2 passes the limit of 100.
+        assert reply.players[2].eliminated
+
+
+def test_piles_absent_or_empty(stub) -> None:
+    request = base_deal()
+    request.deal.discard_pile.SetInParent()  # given and empty
+    assert stub.ScoreDeal(request, timeout=10).close.valid
+    request.deal.stock.SetInParent()  # both piles given: the deck must be complete
+    with pytest.raises(grpc.RpcError) as caught:
+        stub.ScoreDeal(request, timeout=10)
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert _violation(caught.value).field == "deal.stock"
+
+
+def test_every_reply_names_the_process_and_the_request(stub) -> None:
+    reply, call = stub.SolveHand.with_call(
+        pb.SolveHandRequest(cards=["AH"]), metadata=(("x-request-id", "abc-123"),), timeout=10
+    )
+    trailing = dict(call.trailing_metadata())
+    assert trailing["x-referee-pid"] == str(os.getpid())
+    assert trailing["x-request-id"] == "abc-123"
+    assert reply.linking.unlinked == ["AH"]
+
+
+# Health and reflection -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("service", ["", SERVICE_NAME])
+def test_health_check(channel, service) -> None:
+    reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service=service), timeout=5)
+    assert reply.status == health_pb2.HealthCheckResponse.SERVING
+
+
+def test_health_check_of_an_unknown_service_is_not_found(channel) -> None:
+    with pytest.raises(grpc.RpcError) as caught:
+        health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service="nope"), timeout=5)
+    assert caught.value.code() == grpc.StatusCode.NOT_FOUND
+
+
+def test_health_watch(channel) -> None:
+    stream = health_pb2_grpc.HealthStub(channel).Watch(health_pb2.HealthCheckRequest(service=SERVICE_NAME), timeout=5)
+    try:
+        assert next(stream).status == health_pb2.HealthCheckResponse.SERVING
+    finally:
+        stream.cancel()
+
+
+def test_reflection_lists_the_services(channel) -> None:
+    stub = reflection_pb2_grpc.ServerReflectionStub(channel)
+    replies = stub.ServerReflectionInfo(iter([reflection_pb2.ServerReflectionRequest(list_services="")]), timeout=5)
+    names = {service.name for reply in replies for service in reply.list_services_response.service}
+    assert {SERVICE_NAME, "grpc.health.v1.Health", "grpc.reflection.v1alpha.ServerReflection"} <= names
+
+
+def test_reflection_describes_the_contract(channel) -> None:
+    stub = reflection_pb2_grpc.ServerReflectionStub(channel)
+    request = reflection_pb2.ServerReflectionRequest(file_containing_symbol=SERVICE_NAME)
+    reply = next(iter(stub.ServerReflectionInfo(iter([request]), timeout=5)))
+    assert reply.file_descriptor_response.file_descriptor_proto
+
+
+def test_reflection_can_be_turned_off(own_server) -> None:
+    chan, _ = _run_stub(own_server(reflection=False))
+    with chan:
+        stub = reflection_pb2_grpc.ServerReflectionStub(chan)
+        with pytest.raises(grpc.RpcError) as caught:
+            list(stub.ServerReflectionInfo(iter([reflection_pb2.ServerReflectionRequest(list_services="")]), timeout=5))
+        assert caught.value.code() == grpc.StatusCode.UNIMPLEMENTED
+
+
+# Malformed input ---------------------------------------------------------------------------------
+
+
+def _violation(error: grpc.RpcError) -> error_details_pb2.BadRequest.FieldViolation:
+    status = rpc_status.from_call(error)
+    assert status is not None and status.code == code_pb2.INVALID_ARGUMENT
+    (detail,) = status.details
+    bad_request = error_details_pb2.BadRequest()
+    assert detail.Unpack(bad_request)
+    (violation,) = bad_request.field_violations
+    return violation
+
+
+def _solve(cards: str, **rules: object) -> tuple[str, pb.SolveHandRequest]:
+    return "SolveHand", pb.SolveHandRequest(cards=cards.split(), rules=pb.RuleOptions(**rules))
+
+
+def _close(cards: str, discard: str = "", **fields: object) -> tuple[str, pb.CheckCloseRequest]:
+    return "CheckClose", pb.CheckCloseRequest(cards=cards.split(), discard=discard, **fields)
+
+
+def _deal(change) -> tuple[str, pb.ScoreDealRequest]:  # type: ignore[no-untyped-def]
+    request = base_deal()
+    change(request)
+    return "ScoreDeal", request
+
+
+def _set(path: str, value: object):  # type: ignore[no-untyped-def]
+    def change(request: pb.ScoreDealRequest) -> None:
+        *parents, last = path.split(".")
+        target: object = request
+        for part in parents:
+            name, _, index = part.partition("[")
+            target = getattr(target, name)
+            if index:
+                target = target[int(index[:-1])]  # type: ignore[index]
+        name, _, index = last.partition("[")
+        if index:
+            getattr(target, name)[int(index[:-1])] = value
+        elif isinstance(value, list):
+            getattr(target, name)[:] = value
+        else:
+            setattr(target, name, value)
+
+    return change
+
+
+def _bad_claim_group(request: pb.ScoreDealRequest) -> None:
+    claim = request.claims.players.add(player=1)
+    claim.groups.add(cards=["5C", "5D", "5S"])
+    claim.groups.add(cards=["KS", "KD", "K?"])
+
+
+def _third_nine(request: pb.ScoreDealRequest) -> None:
+    request.deal.players[0].cards[7] = "9C"  # the closer's second 9C; bob's is then a third
+
+
+MALFORMED = {
+    "bad card code": (_solve("AH 2H 3H ZZ"), "cards[3]", "ZZ"),
+    "bad card with a symbol": (_solve("AH 2H 3H 11♥"), "cards[3]", "11♥"),
+    "too many cards": (_solve(" ".join(["2C", "3C", "4C", "5C", "6C", "7C", "8C", "9C", "10C", "JC", "QC", "KC"])), "cards", 12),
+    "no cards": (_solve(""), "cards", 0),
+    "too many copies": (_solve("AH 2H AH AH"), "cards[3]", "AH"),
+    "too many jokers": (_solve("JK JK JK JK JK"), "cards[4]", "JK"),
+    "copies beyond the decks option": (_solve("AH AH", decks=1), "cards[1]", "AH"),
+    "decks out of range": (_solve("AH", decks=0), "rules.decks", 0),
+    "joker points out of range": (_solve("AH", joker_points=-1), "rules.joker_points", -1),
+    "unknown joker limit": (_solve("AH", joker_limit=42), "rules.joker_limit", 42),
+    "unknown engine": (_solve("AH", engine=17), "rules.engine", 17),
+    "multiplier without a kind": (
+        _solve("AH", multipliers=[pb.Multiplier(multiplier=3)]), "rules.multipliers[0].kind", "CLOSE_KIND_UNSPECIFIED"
+    ),
+    "multiplier out of range": (
+        _solve("AH", multipliers=[pb.Multiplier(kind=pb.CLOSE_KIND_LINKED, multiplier=0)]), "rules.multipliers[0].multiplier", 0
+    ),
+    "unknown scoring mode": (_solve("AH", scoring=pb.ScoringOptions(mode=9)), "rules.scoring.mode", 9),
+    "close of 9 cards": (_close("AH 2H 3H 4H 5H 6H 7H 8H 9H"), "cards", 9),
+    "close of 10 cards without a discard": (_close("AH 2H 3H 4H 5H 6H 7H 8H 9H 10H"), "discard", ""),
+    "close with a bad discard": (_close("AH 2H 3H 4H 5H 6H 7H 8H 9H 10H", "1X"), "discard", "1X"),
+    "close of 11 cards and a discard": (_close("AH 2H 3H 4H 5H 6H 7H 8H 9H 10H KC", "KD"), "discard", "KD"),
+    "close with a bad card": (_close("AH 2H 3H 4H 5H 6H 7H 8H 9H XX KC"), "cards[9]", "XX"),
+    "close with a third copy as the discard": (_close("AH AH 3H 4H 5H 6H 7H 8H 9H 10H", "AH"), "discard", "AH"),
+    "close with an unknown claimed kind": (_close("AH 2H 3H 4H 5H 6H 7H 8H 9H 10H KC", claimed_kind=99), "claimed_kind", 99),
+    "deal of one player": (_deal(lambda r: r.deal.players.pop()), "deal.players", 1),
+    "deal of eleven players": (_deal(lambda r: r.deal.players.extend([r.deal.players[1]] * 9)), "deal.players", 11),
+    "closer out of range": (_deal(_set("deal.closer", 2)), "deal.closer", 2),
+    "negative closer": (_deal(_set("deal.closer", -1)), "deal.closer", -1),
+    "eliminated player in the deal": (_deal(_set("deal.eliminated", ["cy", "bob"])), "deal.players[1].name", "bob"),
+    "same name twice": (_deal(_set("deal.players[1].name", "ana")), "deal.players[1].name", "ana"),
+    "bad card in a hand": (_deal(_set("deal.players[1].cards[4]", "5Z")), "deal.players[1].cards[4]", "5Z"),
+    "hand of 9 cards": (_deal(lambda r: r.deal.players[1].cards.pop()), "deal.players[1].cards", 9),
+    "bad deal discard": (_deal(_set("deal.discard", "")), "deal.discard", ""),
+    "bad card in the discard pile": (_deal(_set("deal.discard_pile.cards", ["QQ"])), "deal.discard_pile.cards[0]", "QQ"),
+    "bad card in the stock": (_deal(_set("deal.stock.cards", ["AD", "ZZ"])), "deal.stock.cards[1]", "ZZ"),
+    "too many copies in a deal": (_deal(_third_nine), "deal.players[1].cards[8]", "9C"),
+    "score already out": (
+        _deal(lambda r: (_set("deal.players[1].score", -5)(r), _set("rules.scoring.mode", pb.SCORING_MODE_POOL)(r))),
+        "deal.players[1].score", -5,
+    ),
+    "score too large": (_deal(_set("deal.players[0].score", 2_000_000_000)), "deal.players[0].score", 2_000_000_000),
+    "bad card in a claimed group": (_deal(_bad_claim_group), "claims.players[0].groups[1].cards[2]", "K?"),
+    "claim about no such player": (_deal(lambda r: r.claims.players.add(player=5)), "claims.players[0].player", 5),
+}
+
+
+@pytest.mark.parametrize("case", MALFORMED.values(), ids=MALFORMED.keys())
+def test_malformed_input_is_invalid_argument_naming_field_and_value(stub, case) -> None:
+    (method, request), field, value = case
+    with pytest.raises(grpc.RpcError) as caught:
+        getattr(stub, method)(request, timeout=10)
+    error = caught.value
+    assert error.code() == grpc.StatusCode.INVALID_ARGUMENT, error.details()
+    violation = _violation(error)
+    assert violation.field == field
+    assert repr(value) in violation.description
+    assert field in error.details()
+
+
+def test_the_same_malformed_request_through_the_handler_raises_the_same_field() -> None:
+    # The command line calls the handlers directly: the same error, no gRPC in between.
+    (_, request), field, _ = MALFORMED["bad card in a hand"]
+    with pytest.raises(ValueError) as caught:
+        convert.score_deal(request)
+    assert caught.value.field == field  # type: ignore[attr-defined]
+
+
+# Errors nobody expects ----------------------------------------------------------------------------
+
+
+def test_an_unexpected_error_is_internal_generic_and_logged(caplog) -> None:
+    try:
+        raise KeyError("secret internals")
+    except KeyError as error:
+        with caplog.at_level(logging.ERROR, logger="referee.service"):
+            status = status_for(error, "req-42")
+    assert status.code == grpc.StatusCode.INTERNAL
+    assert status.details == "internal error (request id req-42)"
+    assert "secret" not in status.details
+    record = caplog.records[-1]
+    assert "req-42" in record.getMessage() and record.exc_info is not None
+
+
+@pytest.mark.parametrize(
+    "message, time_cap_hit, code",
+    [
+        ("CP-SAT found no proven optimum (UNKNOWN) for AH", False, grpc.StatusCode.DEADLINE_EXCEEDED),
+        ("CP-SAT found no proven optimum (FEASIBLE) for AH", False, grpc.StatusCode.DEADLINE_EXCEEDED),
+        ("CP-SAT found no proven optimum (MODEL_INVALID) for AH", False, grpc.StatusCode.INTERNAL),
+        ("CP-SAT found no proven optimum (MODEL_INVALID) for AH", True, grpc.StatusCode.DEADLINE_EXCEEDED),
+    ],
+)
+def test_solver_errors(message, time_cap_hit, code) -> None:
+    status = status_for(SolverError(message), "req-1", time_cap_hit=time_cap_hit)
+    assert status.code == code
+    assert "AH" not in status.details  # the hand stays in the log
+
+
+# Limits ----------------------------------------------------------------------------------------
+
+
+def test_a_1ms_deadline_is_deadline_exceeded_and_the_server_keeps_serving(stub) -> None:
+    start = time.monotonic()
+    with pytest.raises(grpc.RpcError) as caught:
+        stub.CheckClose(heavy_close(), timeout=0.001)
+    assert caught.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    assert time.monotonic() - start < 2
+    assert stub.SolveHand(pb.SolveHandRequest(cards=OTHER_33.split()), timeout=10).linking.points == 33
+    assert stub.CheckClose(heavy_close(), timeout=30).close.kind == pb.CLOSE_KIND_REMIGIO
+
+
+def test_the_server_solve_cap(own_server) -> None:
+    chan, stub = _run_stub(own_server(solve_cap_seconds=0.02))
+    with chan:
+        with pytest.raises(grpc.RpcError) as caught:
+            stub.CheckClose(heavy_close(), timeout=30)
+        assert caught.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+        assert "time budget" in caught.value.details()
+        assert stub.SolveHand(pb.SolveHandRequest(cards=["AH"]), timeout=10).linking.points == 1
+
+
+def test_a_message_over_the_size_limit_is_resource_exhausted(stub) -> None:
+    huge = pb.SolveHandRequest(cards=["AH" * 512] * 1100)  # about 1.1 MiB
+    assert huge.ByteSize() > 1 << 20
+    with pytest.raises(grpc.RpcError) as caught:
+        stub.SolveHand(huge, timeout=10)
+    assert caught.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert stub.SolveHand(pb.SolveHandRequest(cards=["AH", "2H", "3H"]), timeout=10).linking.points == 0
+
+
+def test_calls_beyond_the_concurrency_limit_are_resource_exhausted(own_server) -> None:
+    chan, stub = _run_stub(own_server(max_workers=4, max_concurrent_rpcs=2))
+    with chan:
+        calls = [stub.CheckClose.future(heavy_close(), timeout=30) for _ in range(8)]
+        codes = []
+        for call in calls:
+            try:
+                call.result()
+                codes.append(grpc.StatusCode.OK)
+            except grpc.RpcError as error:
+                codes.append(error.code())
+        assert set(codes) == {grpc.StatusCode.OK, grpc.StatusCode.RESOURCE_EXHAUSTED}, codes
+        assert stub.SolveHand(pb.SolveHandRequest(cards=["AH"]), timeout=10).linking.points == 1
+
+
+# Load ------------------------------------------------------------------------------------------
+
+
+def _request_pool() -> list[tuple[str, object]]:
+    rng = random.Random(20261130)
+    cards = [card.code() for card in deck(2)]
+    pool: list[tuple[str, object]] = []
+    for _ in range(40):
+        pool.append(("SolveHand", pb.SolveHandRequest(cards=rng.sample(cards, 10))))
+    for _ in range(8):
+        pool.append(("CheckClose", pb.CheckCloseRequest(cards=rng.sample(cards, 11))))
+    for hand, *_ in HANDS[:2]:
+        pool.append(("SolveHand", pb.SolveHandRequest(cards=hand.split(), rules=pb.RuleOptions(joker_points=25))))
+    for _ in range(4):
+        dealt = rng.sample(cards, 31)
+        pool.append((
+            "ScoreDeal",
+            pb.ScoreDealRequest(
+                deal=pb.Deal(
+                    players=[pb.Player(cards=dealt[i * 10 : i * 10 + 10]) for i in range(3)], closer=1, discard=dealt[30]
+                ),
+            ),
+        ))
+    pool.append(("ScoreDeal", base_deal()))
+    return pool
+
+
+def test_32_concurrent_clients_of_50_calls_agree_with_the_domain(server_address) -> None:
+    pool = _request_pool()
+    handlers = {"SolveHand": convert.solve_hand, "CheckClose": convert.check_close, "ScoreDeal": convert.score_deal}
+    clients, calls = 32, 50
+    barrier = threading.Barrier(clients)
+
+    def client(number: int) -> list[tuple[int, bytes]]:
+        answers = []
+        with grpc.insecure_channel(server_address) as chan:
+            stub = referee_pb2_grpc.RefereeServiceStub(chan)
+            grpc.channel_ready_future(chan).result(timeout=10)
+            barrier.wait(timeout=20)
+            for k in range(calls):
+                index = (number * 7 + k) % len(pool)
+                method, request = pool[index]
+                answers.append((index, getattr(stub, method)(request, timeout=30).SerializeToString()))
+        return answers
+
+    with futures.ThreadPoolExecutor(clients) as executor:
+        results = list(executor.map(client, range(clients), timeout=50))
+    # The domain's answers are computed after the load, so the server solved every hand cold.
+    expected = [handlers[method](request).SerializeToString() for method, request in pool]  # type: ignore[operator]
+    answered = [pair for answers in results for pair in answers]
+    assert len(answered) == clients * calls
+    for index, answer in answered:
+        assert answer == expected[index], pool[index]
