@@ -23,24 +23,26 @@ fail-soft memo: ``_points(state, beta)`` returns the exact optimum when it is at
 otherwise a lower bound above ``beta``; both are remembered per state.
 
 **Canonical answer.** ``Linking.rank`` wants, among the fewest points, the groups' keys in
-ascending order lexicographically smallest (a prefix first). The smallest key in any best
-linking starts with the lowest card if any best linking links that card, so the answer is built
-greedily: try the groups whose lowest card is the lowest card left, in key order, and keep the
-first whose remainder still reaches the optimum; if none does, that card is unlinked in every
-best linking. Groups of 0 points (jokers only, with ``joker_points`` 0) are never added: the
-shorter tuple wins.
+ascending order lexicographically smallest (a prefix first). Built greedily: the smallest key of
+a best linking is the smallest key of any group that some best linking uses, and a group holding
+the lowest card left has a smaller key than any group that does not. So try the groups whose
+lowest card is the lowest card left, in key order, and keep the first whose remainder still
+reaches the optimum (asked as ``_points(rest, optimum) <= optimum``); if none does, every best
+linking leaves that card unlinked. Repeat on what is left. Leftover jokers (``UNLIMITED``, three
+or more, jokers worth points) make groups of three, the last one larger: the smallest keys.
+Groups worth 0 points (jokers only, ``joker_points`` 0) are never added: the shorter tuple wins.
 
-**Across hands.** Without jokers, naturals that can share no group are solved apart (components
-joined by "same rank with three or more of it" and "three consecutive ranks of a suit"); each
-component's answer is cached, keyed on its cards and ``wrap_runs``, and the answers add up
-(their groups merged in key order). With jokers the hand is solved whole, cached on its cards and
-``rules.linking_key()``.
+**Across hands.** Without jokers, a natural in no group (fewer than three of its rank, no three
+consecutive ranks of its suit through it) is unlinked at once, and the others split into
+components no group spans (joined by "same rank, three or more of it" and "three consecutive
+ranks of a suit"); each component's answer is cached, keyed on its cards and ``wrap_runs``, and
+the answers add up, their groups merged in key order. With jokers the hand is solved whole. The
+whole hand's answer is cached on its cards and ``rules.linking_key()``.
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
-from itertools import product
 
 from referee.cards import Card
 from referee.linking.base import Linking, linking_from_parts
@@ -85,12 +87,11 @@ def _solve_hand(indices: tuple[int, ...], rules_key: RulesKey) -> Answer:
     if jokers:
         return _Solver(naturals, jokers, rules_key).answer()
     wrap = rules_key[2]
-    points = 0
+    components, points = _joker_free_components(naturals, wrap)
+    if not components:
+        return points, ()
     keys: list[Key] = []
-    for component in _joker_free_components(naturals, wrap):
-        if len(component) < MIN_GROUP:
-            points += sum(_POINTS[i] for i in component)
-            continue
+    for component in components:
         part_points, part_keys = _solve_joker_free(component, wrap)
         points += part_points
         keys.extend(part_keys)
@@ -103,15 +104,16 @@ def _solve_joker_free(component: tuple[int, ...], wrap: bool) -> Answer:
     return _Solver(component, 0, (2, 0, wrap, JokerLimit.UNLIMITED)).answer()
 
 
-def _joker_free_components(naturals: tuple[int, ...], wrap: bool) -> list[tuple[int, ...]]:
-    """Without jokers: the naturals split into sets no group spans (a lone card is its own set)."""
+def _joker_free_components(naturals: tuple[int, ...], wrap: bool) -> tuple[list[tuple[int, ...]], int]:
+    """Without jokers: the naturals that may be linked, split into sets no group spans, and the
+    points of the others (in no group at all: fewer than 3 of their rank, no run of 3 through them)."""
     count: dict[int, int] = {}
     for i in naturals:
         count[i] = count.get(i, 0) + 1
     rank_total = [0] * 13
     for i, n in count.items():
         rank_total[i % 13] += n
-    parent = {i: i for i in count}
+    parent: dict[int, int] = {}
 
     def root(i: int) -> int:
         while parent[i] != i:
@@ -125,24 +127,47 @@ def _joker_free_components(naturals: tuple[int, ...], wrap: bool) -> list[tuple[
             parent[max(ra, rb)] = min(ra, rb)
 
     first_of_rank: dict[int, int] = {}
-    for i in sorted(count):
+    for i in count:
         rank = i % 13
         if rank_total[rank] >= MIN_GROUP:
+            parent.setdefault(i, i)
             if rank in first_of_rank:
                 join(first_of_rank[rank], i)
             else:
                 first_of_rank[rank] = i
-        # A run through i, i+1, i+2 (ranks), the ace also after the king, or round the clock.
-        base = i - rank
-        steps = [base + (rank + d) % 13 for d in (1, 2)]
-        if rank + 2 <= 12 or wrap or rank + 2 == 13:
-            if all(s in count for s in steps):
-                join(i, steps[0])
-                join(i, steps[1])
+        # A run i, i+1, i+2 (in rank): the ace also above the king; round the clock with wrap.
+        if rank <= 10 or wrap or rank == 11:
+            base = i - rank
+            second, third = base + (rank + 1) % 13, base + (rank + 2) % 13
+            if second in count and third in count:
+                for j in (i, second, third):
+                    parent.setdefault(j, j)
+                join(i, second)
+                join(i, third)
+    points = 0
     groups: dict[int, list[int]] = {}
     for i in naturals:
-        groups.setdefault(root(i), []).append(i)
-    return [tuple(members) for _, members in sorted(groups.items())]
+        if i in parent:
+            groups.setdefault(root(i), []).append(i)
+        else:
+            points += _POINTS[i]
+    return [tuple(members) for _, members in sorted(groups.items())], points
+
+
+# A natural part with what the search needs: (packed counts, fewest jokers, most jokers, key, points).
+Part = tuple[int, int, int, Key, int]
+
+
+def count_of(naturals: tuple[int, ...]) -> dict[int, int]:
+    """Copies held of each natural index, in ascending order."""
+    count: dict[int, int] = {}
+    for i in naturals:
+        count[i] = count.get(i, 0) + 1
+    return count
+
+
+def _by_points(part: Part) -> int:
+    return -part[4]
 
 
 class _Solver:
@@ -150,31 +175,27 @@ class _Solver:
 
     def __init__(self, naturals: tuple[int, ...], jokers: int, rules_key: RulesKey) -> None:
         _, joker_points, wrap, limit = rules_key
-        self.jokers = jokers
         self.joker_points = joker_points
         self.limit = limit
         kinds = sorted(set(naturals))
-        self.kinds = kinds
-        field = {k: n for n, k in enumerate(kinds)}
-        self.unit = [1 << (_BITS * f) for f in range(len(kinds))]
+        unit_of = {k: 1 << (_BITS * f) for f, k in enumerate(kinds)}
+        field_of = {k: f for f, k in enumerate(kinds)}
+        self.unit = [unit_of[k] for k in kinds]
         self.points = [_POINTS[k] for k in kinds]
         self.jshift = _BITS * len(kinds)
         self.junit = 1 << self.jshift
         self.natmask = self.junit - 1
         self.guard = sum(_GUARD << (_BITS * f) for f in range(len(kinds) + 1))
-        self.start = sum(self.unit[field[i]] for i in naturals) + jokers * self.junit
+        self.start = sum(unit_of[i] for i in naturals) + jokers * self.junit
         # What the jokers left over cost once the naturals are done.
         self.leftover = [self._leftover_cost(k) for k in range(jokers + 1)]
         # Parts by their lowest kind: (packed naturals, fewest jokers, most jokers, key, points).
-        parts: list[list[tuple[int, int, int, Key, int]]] = [[] for _ in kinds]
-        for key, lo, hi in _parts(naturals, jokers, wrap, limit):
-            packed = 0
-            for i in key:
-                packed += self.unit[field[i]]
-            parts[field[key[0]]].append((packed, lo, hi, key, sum(_POINTS[i] for i in key)))
+        parts: list[list[Part]] = [[] for _ in kinds]
+        for part in _parts(count_of(naturals), jokers, wrap, limit, unit_of):
+            parts[field_of[part[3][0]]].append(part)
         for options in parts:
             # Try the parts that link the most points first: good bounds come early.
-            options.sort(key=lambda p: -p[4])
+            options.sort(key=_by_points)
         self.parts = parts
         self.exact: dict[int, int] = {}
         self.lower: dict[int, int] = {}
@@ -278,36 +299,34 @@ def _jokers_only(left: int) -> list[Key]:
     return [_JOKER_TAILS[size] for size in sizes]
 
 
-def _cap(limit: JokerLimit, naturals: int, jokers: int) -> int:
-    """The most jokers a group of ``naturals`` may take (before the run length), at most ``jokers``."""
+def _parts(count: dict[int, int], jokers: int, wrap: bool, limit: JokerLimit, unit_of: dict[int, int]) -> list[Part]:
+    """Every natural part of a group within the naturals ``count`` holds, with the jokers it may take."""
     if limit is JokerLimit.ONE_PER_GROUP:
-        return min(1, jokers)
-    if limit is JokerLimit.NO_MORE_THAN_NATURALS:
-        return min(naturals, jokers)
-    return jokers
-
-
-def _parts(naturals: tuple[int, ...], jokers: int, wrap: bool, limit: JokerLimit) -> list[tuple[Key, int, int]]:
-    """Every natural part of a group within ``naturals``: (sorted indices, fewest jokers, most jokers)."""
-    count: dict[int, int] = {}
-    for i in naturals:
-        count[i] = count.get(i, 0) + 1
-    found: dict[Key, tuple[int, int]] = {}
+        cap = [min(1, jokers)] * 64
+    elif limit is JokerLimit.NO_MORE_THAN_NATURALS:
+        cap = [min(n, jokers) for n in range(64)]
+    else:
+        cap = [jokers] * 64
+    out: list[Part] = []
     # Same rank: any sub-multiset of one rank's naturals (duplicates allowed, no upper size).
     by_rank: dict[int, list[int]] = {}
     for i in count:
         by_rank.setdefault(i % 13, []).append(i)
-    for members in by_rank.values():
+    for rank, members in by_rank.items():
         if sum(count[i] for i in members) + jokers < MIN_GROUP:
             continue
-        for take in product(*(range(count[i] + 1) for i in members)):
-            n = sum(take)
-            if n == 0:
-                continue
-            lo = max(0, MIN_GROUP - n)
-            hi = _cap(limit, n, jokers)
-            if lo <= hi:
-                found[tuple(i for i, t in zip(members, take) for _ in range(t))] = (lo, hi)
+        value = _POINTS[rank]
+        # (key, packed) of every sub-multiset, one kind of card at a time.
+        subsets: list[tuple[Key, int]] = [((), 0)]
+        for i in members:
+            unit = unit_of[i]
+            copies = [((i,) * m, m * unit) for m in range(count[i] + 1)]
+            subsets = [(key + more, packed + extra) for key, packed in subsets for more, extra in copies]
+        for key, packed in subsets[1:]:
+            n = len(key)
+            lo = MIN_GROUP - n if n < MIN_GROUP else 0
+            if lo <= cap[n]:
+                out.append((packed, lo, cap[n], key, n * value))
     # Runs: at least two distinct ranks of one suit, the gaps filled by jokers.
     by_suit: dict[int, list[int]] = {}
     for i in count:
@@ -316,43 +335,43 @@ def _parts(naturals: tuple[int, ...], jokers: int, wrap: bool, limit: JokerLimit
         if len(ranks) < 2 or len(ranks) + jokers < MIN_GROUP:
             continue
         base = suit * 13 - 1
-        for rankset, span in _run_sets(sorted(ranks), jokers, wrap).items():
+        for rankset, span in _run_sets(tuple(ranks), jokers, wrap):
             n = len(rankset)
             lo = max(0, span - n, MIN_GROUP - n)
-            hi = min(_cap(limit, n, jokers), MAX_RUN - n)
+            hi = min(cap[n], MAX_RUN - n)
             if lo <= hi:
-                found[tuple(base + r for r in rankset)] = (lo, hi)
-    return [(key, lo, hi) for key, (lo, hi) in found.items()]
-
-
-def _run_sets(ranks: list[int], jokers: int, wrap: bool) -> dict[tuple[int, ...], int]:
-    """Every set of two or more of ``ranks`` (distinct, one suit) that fits in a run whose gaps
-    at most ``jokers`` fill, mapped to the shortest run holding it."""
-    out: dict[tuple[int, ...], int] = {}
-    held = set(ranks)
-    if wrap:
-        # Round the clock: from each rank, the next 12 ranks in order.
-        for first in ranks:
-            ladder = [(first + p - 1) % 13 + 1 for p in range(MAX_RUN)]
-            _grow(out, ladder, held, [first], 0, jokers)
-    else:
-        # The A..A scale, the ace at 1 (below the 2) or at 14 (above the king).
-        for first in ranks:
-            ladder = [r if r <= 13 else 1 for r in range(first, 15)]
-            _grow(out, ladder, held, [first], 0, jokers)
+                key = tuple(base + r for r in rankset)
+                out.append((sum(unit_of[i] for i in key), lo, hi, key, sum(_POINTS[i] for i in key)))
     return out
 
 
-def _grow(
-    out: dict[tuple[int, ...], int], ladder: list[int], held: set[int], chosen: list[int], last: int, budget: int
-) -> None:
-    """Extend a run along ``ladder`` (ranks at offsets 0, 1, …) past offset ``last``, gaps paid from ``budget``."""
-    for p in range(last + 1, min(len(ladder) - 1, last + 1 + budget) + 1):
-        rank = ladder[p]
-        if rank not in held or rank in chosen:
-            continue
-        now = chosen + [rank]
-        key = tuple(sorted(now))
-        if out.get(key, MAX_RUN + 1) > p + 1:
-            out[key] = p + 1
-        _grow(out, ladder, held, now, p, budget - (p - last - 1))
+@lru_cache(maxsize=1 << 12)
+def _run_sets(ranks: tuple[int, ...], jokers: int, wrap: bool) -> tuple[tuple[tuple[int, ...], int], ...]:
+    """Every set of two or more of ``ranks`` (distinct ranks of one suit, ascending) that fits in
+    a run whose gaps at most ``jokers`` fill: (the set, ascending; the shortest run holding it)."""
+    shortest: dict[tuple[int, ...], int] = {}
+    held = set(ranks)
+    for first in ranks:
+        if wrap:
+            # Round the clock: the next 12 ranks after ``first``.
+            ladder = [(first + p - 1) % 13 + 1 for p in range(MAX_RUN)]
+        else:
+            # Up the A..A scale from ``first``, the ace last (above the king) unless it is ``first``.
+            ladder = list(range(first, 14)) + ([1] if first != 1 else [])
+        steps = [p for p in range(1, len(ladder)) if ladder[p] in held]
+        # Depth first: (offset of the last rank taken, jokers spent on gaps, ranks taken).
+        stack = [(0, 0, (first,))]
+        while stack:
+            last, spent, taken = stack.pop()
+            for p in steps:
+                if p <= last:
+                    continue
+                gaps = spent + p - last - 1
+                if gaps > jokers:
+                    break
+                now = taken + (ladder[p],)
+                key = tuple(sorted(now))
+                if shortest.get(key, MAX_RUN + 1) > p + 1:
+                    shortest[key] = p + 1
+                stack.append((p, gaps, now))
+    return tuple(shortest.items())
