@@ -78,7 +78,7 @@ def test_generated_code_is_current() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_service_descriptor_has_the_three_methods() -> None:
+def test_service_descriptor_has_the_four_methods() -> None:
     from referee._gen.remigio.referee.v1 import referee_pb2
 
     service = referee_pb2.DESCRIPTOR.services_by_name["RefereeService"]
@@ -91,6 +91,7 @@ def test_service_descriptor_has_the_three_methods() -> None:
         "SolveHand": ("SolveHandRequest", "SolveHandResponse", False, False),
         "CheckClose": ("CheckCloseRequest", "CheckCloseResponse", False, False),
         "ScoreDeal": ("ScoreDealRequest", "ScoreDealResponse", False, False),
+        "CheckDisputes": ("CheckDisputesRequest", "CheckDisputesResponse", True, True),
     }
 
 
@@ -146,6 +147,14 @@ ENUMS = {
         "VERDICT_VALID_NOT_BEST",
         "VERDICT_BEST",
     ],
+    "DisputeOutcome": [
+        "DISPUTE_OUTCOME_UNSPECIFIED",
+        "DISPUTE_OUTCOME_CONFIRMED",
+        "DISPUTE_OUTCOME_WRONG",
+        "DISPUTE_OUTCOME_INVALID",
+        "DISPUTE_OUTCOME_MALFORMED",
+        "DISPUTE_OUTCOME_NO_CLAIM",
+    ],
 }
 
 # message -> its fields in number order, "?" marking an explicit-presence (optional) scalar.
@@ -170,6 +179,10 @@ MESSAGES = {
     "ScoreDealRequest": "deal rules claims",
     "PlayerResult": "name closer linking points score_change score eliminated",
     "ScoreDealResponse": "close players match_over winner claims",
+    "HandDispute": "cards rules claimed_groups claimed_points?",
+    "CheckDisputesRequest": "id hand close deal",
+    "CaseError": "field value message",
+    "CheckDisputesResponse": "id outcome claims hand close deal error",
 }
 
 
@@ -257,7 +270,7 @@ def test_installed_wheel_imports_the_generated_modules(wheel: Path, tmp_path: Pa
     env = {**os.environ, "PYTHONPATH": str(site)}
     result = _run([sys.executable, "-c", probe], cwd=tmp_path, env=env)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert result.stdout.split() == [SERVICE, "CheckClose", "ScoreDeal", "SolveHand"]
+    assert result.stdout.split() == [SERVICE, "CheckClose", "CheckDisputes", "ScoreDeal", "SolveHand"]
 
 
 # --- container ----------------------------------------------------------------------------

@@ -8,6 +8,7 @@ first lexicographically (see ``Linking.rank``). So the answer depends only on th
 from __future__ import annotations
 
 from referee.linking.base import Linking, LinkingEngine, linking_from_parts
+from referee.linking.cpsat import time_budget
 from referee.linking.dispatch import best_linking, engine_for
 
-__all__ = ["Linking", "LinkingEngine", "best_linking", "engine_for", "linking_from_parts"]
+__all__ = ["Linking", "LinkingEngine", "best_linking", "engine_for", "linking_from_parts", "time_budget"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from itertools import combinations, product
 from typing import Mapping
 
-from referee.cards import RANKS, SUITS, Card
+from referee.cards import RANKS, SUITS
 from referee.groups import MAX_RUN, MIN_GROUP
 from referee.rules import JokerLimit, RuleSet
 
@@ -20,10 +20,10 @@ def candidate_groups(counts: Mapping[int, int], rules: RuleSet) -> list[Candidat
     limit = rules.joker_limit
     size = sum(counts.values())
     for rank in RANKS:
-        held = [counts.get(Card(rank, suit).index, 0) for suit in SUITS]
+        indices = [suit * 13 + rank - 1 for suit in range(len(SUITS))]
+        held = [counts.get(i, 0) for i in indices]
         if not any(held):
             continue
-        indices = [Card(rank, suit).index for suit in SUITS]
         for take in product(*(range(h + 1) for h in held)):
             naturals = sum(take)
             if naturals == 0:
@@ -32,8 +32,8 @@ def candidate_groups(counts: Mapping[int, int], rules: RuleSet) -> list[Candidat
             for j in range(jokers + 1):
                 if naturals + j >= MIN_GROUP and limit.allows(naturals, j):
                     found.add(base + (JOKER_INDEX,) * j)
-    for suit in SUITS:
-        _runs_of_suit(suit.order * 13, counts, jokers, size, rules, found)
+    for suit in range(len(SUITS)):
+        _runs_of_suit(suit * 13, counts, jokers, size, rules, found)
     if limit is JokerLimit.UNLIMITED:
         for j in range(MIN_GROUP, jokers + 1):
             found.add((JOKER_INDEX,) * j)

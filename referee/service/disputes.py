@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.cards import parse_cards
-from referee.claims import Verdict, judge_linking, judge_value
-from referee.errors import RefereeError
-from referee.linking import best_linking
+from referee.claims import judge_linking, judge_value
+from referee.errors import RefereeError, SolverError
+from referee.linking import best_linking, time_budget
 from referee.service import convert
 
 _WRONG = {pb.VERDICT_WRONG, pb.VERDICT_VALID_NOT_BEST}
@@ -39,6 +39,16 @@ def judge_case(case: pb.CheckDisputesRequest) -> pb.CheckDisputesResponse:
     verdict.claims.extend(claims)
     verdict.outcome = outcome(claims)
     return verdict
+
+
+def judge_case_bytes(case: bytes, budget_seconds: float | None = None) -> bytes:
+    """``judge_case`` on a serialized case, within a time budget: for worker processes."""
+    request = pb.CheckDisputesRequest.FromString(case)
+    try:
+        with time_budget(budget_seconds):
+            return judge_case(request).SerializeToString()
+    except SolverError as error:
+        return malformed(request.id, "", "", f"could not be judged in time: {error}").SerializeToString()
 
 
 def outcome(claims: list[pb.ClaimVerdict]) -> int:
@@ -78,4 +88,4 @@ def _judge_hand(hand: pb.HandDispute, verdict: pb.CheckDisputesResponse) -> list
     return [convert.claim_to_proto(claim) for claim in found]
 
 
-__all__ = ["judge_case", "malformed", "outcome", "Verdict"]
+__all__ = ["judge_case", "judge_case_bytes", "malformed", "outcome"]

@@ -50,6 +50,7 @@ def create_server(
     max_message_bytes: int = MAX_MESSAGE_BYTES,
     reuse_port: bool = False,
     solve_cap_seconds: float = DEFAULT_SOLVE_CAP_SECONDS,
+    dispute_jobs: int = 1,
 ) -> tuple[grpc.Server, int, health.HealthServicer]:
     """Build, bind and start a server; return it, the bound port and its health servicer (SERVING)."""
     options = [
@@ -63,7 +64,8 @@ def create_server(
         options=options,
         maximum_concurrent_rpcs=max_concurrent_rpcs,
     )
-    referee_pb2_grpc.add_RefereeServiceServicer_to_server(RefereeServicer(solve_cap_seconds), server)
+    servicer = RefereeServicer(solve_cap_seconds, dispute_jobs)
+    referee_pb2_grpc.add_RefereeServiceServicer_to_server(servicer, server)
     health_servicer = health.HealthServicer(experimental_non_blocking=True)
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     if reflection:
@@ -131,6 +133,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"most time a call may take, also bounded by the client's deadline (default {DEFAULT_SOLVE_CAP_SECONDS:g})",
     )
     parser.add_argument(
+        "--dispute-jobs", type=_positive_int, default=None, metavar="N",
+        help="processes judging CheckDisputes cases, per server process (default: cores / workers)",
+    )
+    parser.add_argument(
         "--max-message-bytes", type=_positive_int, default=MAX_MESSAGE_BYTES, metavar="BYTES",
         help=f"largest request or reply (default {MAX_MESSAGE_BYTES})",
     )
@@ -165,6 +171,7 @@ def _serve(args: argparse.Namespace, port: int, reuse_port: bool) -> int:
             max_message_bytes=args.max_message_bytes,
             reuse_port=reuse_port,
             solve_cap_seconds=args.solve_cap,
+            dispute_jobs=args.dispute_jobs or max(1, (os.cpu_count() or 1) // args.workers),
         )
     except OSError as error:
         print(f"remigio-referee: error: {error}", file=sys.stderr, flush=True)

@@ -1,33 +1,38 @@
 """The gRPC servicer: it converts, delegates to the handlers of ``convert``, and logs one line per call.
 
 Time: a call may spend on solving the smaller of the client's remaining deadline and the
-server's solve cap. The domain's engines take no per-call time budget, so the handler runs in
-the call's thread and the budget is checked before and after it: a call whose deadline has
-already passed is not solved at all, and one that overran its budget ends with
-DEADLINE_EXCEEDED instead of a late answer (the answer stays in the linking cache, so a retry
-is quick). The engine's own wall-clock cap bounds each solve in between.
+server's solve cap. That budget is handed to the domain (``referee.linking.time_budget``), so
+every CP-SAT solve inside the call stops by it and the call ends with DEADLINE_EXCEEDED rather
+than running on; a call whose deadline has already passed is not solved at all.
 """
 
 from __future__ import annotations
 
 import logging
+import multiprocessing
 import os
+import threading
 import re
 import time
 import uuid
-from typing import Callable, TypeVar
+from collections import deque
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
+from typing import Callable, Iterator, TypeVar
 
 import grpc
 from google.protobuf.message import Message
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
+from referee.linking import time_budget
 from referee.service import convert
+from referee.service.disputes import judge_case_bytes
 from referee.service.status import DeadlineExceeded, status_for, with_metadata
 
 log = logging.getLogger("referee.service")
 
 DEFAULT_SOLVE_CAP_SECONDS = 5.0
+READ_AHEAD_PER_JOB = 8
 PID_KEY = "x-referee-pid"
 REQUEST_ID_KEY = "x-request-id"
 _CLIENT_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
@@ -36,10 +41,13 @@ Reply = TypeVar("Reply", bound=Message)
 
 
 class RefereeServicer(referee_pb2_grpc.RefereeServiceServicer):
-    """The referee over gRPC: SolveHand, CheckClose and ScoreDeal."""
+    """The referee over gRPC: SolveHand, CheckClose, ScoreDeal and the CheckDisputes stream."""
 
-    def __init__(self, solve_cap_seconds: float = DEFAULT_SOLVE_CAP_SECONDS) -> None:
+    def __init__(self, solve_cap_seconds: float = DEFAULT_SOLVE_CAP_SECONDS, dispute_jobs: int = 1) -> None:
         self.solve_cap_seconds = solve_cap_seconds
+        self.dispute_jobs = dispute_jobs
+        self._pool: Executor | None = None
+        self._pool_lock = threading.Lock()
 
     def SolveHand(self, request: pb.SolveHandRequest, context: grpc.ServicerContext) -> pb.SolveHandResponse:
         """The best linking of a hand."""
@@ -52,6 +60,52 @@ class RefereeServicer(referee_pb2_grpc.RefereeServiceServicer):
     def ScoreDeal(self, request: pb.ScoreDealRequest, context: grpc.ServicerContext) -> pb.ScoreDealResponse:
         """The scored deal, the updated match and the verdicts on the claims."""
         return self._call("ScoreDeal", convert.score_deal, request, context)
+
+    def CheckDisputes(
+        self, request_iterator: Iterator[pb.CheckDisputesRequest], context: grpc.ServicerContext
+    ) -> Iterator[pb.CheckDisputesResponse]:
+        """One verdict per case, in the order of the cases, judged in parallel.
+
+        At most ``READ_AHEAD_PER_JOB × dispute_jobs`` cases are read ahead of the verdict being
+        sent; a client that reads slowly holds back the server's writes, so the server stops
+        reading cases instead of buffering them.
+        """
+        start = time.monotonic()
+        request_id = _request_id(context)
+        context.set_trailing_metadata(((PID_KEY, str(os.getpid())), (REQUEST_ID_KEY, request_id)))
+        pool = self._dispute_pool()
+        pending: deque[Future[bytes]] = deque()
+        window = READ_AHEAD_PER_JOB * self.dispute_jobs
+        judged = 0
+        code = grpc.StatusCode.OK
+        try:
+            for case in request_iterator:
+                pending.append(pool.submit(judge_case_bytes, case.SerializeToString(), self.solve_cap_seconds))
+                if len(pending) >= window:
+                    judged += 1
+                    yield pb.CheckDisputesResponse.FromString(pending.popleft().result())
+            while pending:
+                judged += 1
+                yield pb.CheckDisputesResponse.FromString(pending.popleft().result())
+        except Exception as error:
+            for future in pending:
+                future.cancel()
+            status = status_for(error, request_id)
+            code = status.code
+            context.abort_with_status(status)
+        finally:
+            _log_call(f"CheckDisputes[{judged}]", code, time.monotonic() - start, request_id, context)
+
+    def _dispute_pool(self) -> Executor:
+        with self._pool_lock:
+            if self._pool is None:
+                if self.dispute_jobs == 1:
+                    self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="disputes")
+                else:
+                    # forkserver: the workers never inherit this process's gRPC threads.
+                    context = multiprocessing.get_context("forkserver")
+                    self._pool = ProcessPoolExecutor(max_workers=self.dispute_jobs, mp_context=context)
+            return self._pool
 
     def _call(
         self, method: str, handler: Callable[[Message], Reply], request: Message, context: grpc.ServicerContext
@@ -66,7 +120,8 @@ class RefereeServicer(referee_pb2_grpc.RefereeServiceServicer):
                 if remaining <= 0:
                     raise DeadlineExceeded("the deadline passed before the call was solved")
                 budget = min(budget, remaining)
-            reply = handler(request)
+            with time_budget(budget - (time.monotonic() - start)):
+                reply = handler(request)
             if time.monotonic() - start > budget:
                 raise DeadlineExceeded(f"the call overran its time budget of {budget:.3f} s")
         except Exception as error:  # every failure leaves through the one mapping in status.py

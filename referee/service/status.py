@@ -50,7 +50,7 @@ def status_for(error: BaseException, request_id: str, *, time_cap_hit: bool = Fa
         return _plain(code_pb2.DEADLINE_EXCEEDED, str(error))
     if isinstance(error, SolverError):
         if time_cap_hit or _TIME_LIMIT_STATUS.search(str(error)):
-            return _plain(code_pb2.DEADLINE_EXCEEDED, "the solver ran out of time before proving an answer")
+            return _plain(code_pb2.DEADLINE_EXCEEDED, "the time budget ran out before the solver proved an answer")
         log.error("solver error (request id %s)", request_id, exc_info=error)
         return _plain(code_pb2.INTERNAL, f"internal error (request id {request_id})")
     log.error("unexpected error (request id %s)", request_id, exc_info=error)
