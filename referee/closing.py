@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Sequence
 
-from referee.cards import Card, check_copies, sort_cards
+from referee.cards import CARD_BY_INDEX, JOKER, Card, check_copies, sort_cards
 from referee.errors import InvalidCardError
 from referee.groups import Group, is_run, is_same_rank, judge_group
 from referee.linking import Linking, best_linking
@@ -28,8 +29,8 @@ class Close:
     reason: str = ""
 
 
-def close_kinds(shown: Sequence[Card], linking: Linking, rules: RuleSet) -> list[CloseKind]:
-    """Every close kind the 10 shown cards satisfy, given their best linking."""
+def shape_kinds(shown: Sequence[Card], rules: RuleSet) -> list[CloseKind]:
+    """The close kinds the 10 shown cards satisfy by their shape alone (no linking needed)."""
     naturals = [card for card in shown if not card.is_joker]
     clean = len(naturals) == len(shown)
     kinds: list[CloseKind] = []
@@ -39,8 +40,19 @@ def close_kinds(shown: Sequence[Card], linking: Linking, rules: RuleSet) -> list
         kinds.append(CloseKind.STRAIGHT_FLUSH_CLEAN if clean else CloseKind.STRAIGHT_FLUSH)
     if naturals and len({card.suit for card in naturals}) == 1:
         kinds.append(CloseKind.COLOR_CLEAN if clean else CloseKind.COLOR)
+    return kinds
+
+
+def linked_kind(shown: Sequence[Card]) -> CloseKind:
+    """The kind the shown cards earn if they are linked: clean when no joker is shown."""
+    return CloseKind.LINKED if any(card.is_joker for card in shown) else CloseKind.LINKED_CLEAN
+
+
+def close_kinds(shown: Sequence[Card], linking: Linking, rules: RuleSet) -> list[CloseKind]:
+    """Every close kind the 10 shown cards satisfy, given their best linking."""
+    kinds = shape_kinds(shown, rules)
     if linking.fully_linked:
-        kinds.append(CloseKind.LINKED_CLEAN if clean else CloseKind.LINKED)
+        kinds.append(linked_kind(shown))
     return kinds
 
 
@@ -73,24 +85,75 @@ def best_close(cards: Sequence[Card], rules: RuleSet, field: str = "cards") -> C
     """The best close of 11 cards: every discard tried, the highest multiplier kept.
 
     Ties go to the discard first in canonical card order. When no discard closes, the verdict
-    is invalid and shows the discard that leaves the fewest points unlinked.
+    is invalid and, as a hint, discards the highest-point card that can be in no group (or, when
+    every card could be, the highest-point card), the first in card order on a tie.
     """
     if len(cards) != SHOWN + 1:
         raise InvalidCardError(field, len(cards), f"a close takes {SHOWN + 1} cards, or {SHOWN} and a discard")
     check_copies([(f"{field}[{i}]", c) for i, c in enumerate(cards)], rules.decks)
     hand = sort_cards(cards)
-    best: Close | None = None
-    nearest: Close | None = None
+    best_multiplier, best_position = 0, -1
     for position, discard in enumerate(hand):
         if position and hand[position - 1] == discard:
             continue
-        verdict = _judge(hand[:position] + hand[position + 1 :], discard, rules)
-        if verdict.valid and (best is None or verdict.multiplier > best.multiplier):
-            best = verdict
-        if nearest is None or verdict.linking.points < nearest.linking.points:
-            nearest = verdict
-    if best is not None:
-        return best
-    assert nearest is not None
-    reason = f"no discard closes; the nearest, discarding {nearest.discard}, leaves {nearest.linking.points} points unlinked"
-    return Close(False, None, 0, nearest.discard, nearest.shown, nearest.linking, reason)
+        shown = hand[:position] + hand[position + 1 :]
+        top = max((rules.multiplier(kind) for kind in shape_kinds(shown, rules)), default=0)
+        # Linking is the costly part: only when it could lift this discard above the best so far
+        # (an earlier discard keeps a tie), and only when no card is sure to stay unlinked.
+        linked = rules.multiplier(linked_kind(shown))
+        if linked > max(top, best_multiplier) and may_be_linked(shown, rules):
+            if best_linking(shown, rules).fully_linked:
+                top = linked
+        if top > best_multiplier:
+            best_multiplier, best_position = top, position
+    if best_position >= 0:
+        return _judge(hand[:best_position] + hand[best_position + 1 :], hand[best_position], rules)
+    discard = max(loose_cards(hand, rules) or hand, key=lambda card: (card.points(rules.joker_points), -card.index))
+    position = hand.index(discard)
+    verdict = _judge(hand[:position] + hand[position + 1 :], discard, rules)
+    reason = f"no discard closes; discarding {discard}, {verdict.linking.points} points stay unlinked"
+    return Close(False, None, 0, discard, verdict.shown, verdict.linking, reason)
+
+
+def may_be_linked(shown: Sequence[Card], rules: RuleSet) -> bool:
+    """False when some natural card of ``shown`` can be in no group at all (a quick necessary test)."""
+    return not loose_cards(shown, rules, first_only=True)
+
+
+def loose_cards(cards: Sequence[Card], rules: RuleSet, first_only: bool = False) -> list[Card]:
+    """The natural cards that can be in no group of ``cards``, whatever the linking."""
+    counts = Counter(card.index for card in cards)
+    jokers = counts.get(JOKER.index, 0)
+    limit = rules.joker_limit
+    loose = []
+    for index in sorted(counts):
+        if index == JOKER.index:
+            continue
+        rank, suit = index % 13 + 1, index // 13
+        same_rank = sum(counts.get(s * 13 + rank - 1, 0) for s in range(4))
+        if any(3 - k <= jokers and limit.allows(k, max(0, 3 - k)) for k in range(1, min(same_rank, 3) + 1)):
+            continue
+        if _in_some_run(rank, suit, counts, jokers, rules):
+            continue
+        loose.append(CARD_BY_INDEX[index])
+        if first_only:
+            break
+    return loose
+
+
+def _in_some_run(rank: int, suit: int, counts: Counter[int], jokers: int, rules: RuleSet) -> bool:
+    """True when some run through this card fits the suit's cards held and the jokers."""
+    held = {r for r in range(1, 14) if counts.get(suit * 13 + r - 1, 0)}
+    for position in ([1, 14] if rank == 1 else [rank]):
+        for length in range(3, 14):
+            for start in range(position - length + 1, position + 1):
+                end = start + length - 1
+                if not rules.wrap_runs and (start < 1 or end > 14):
+                    continue
+                ranks = {(p - 1) % 13 + 1 for p in range(start, end + 1)}
+                if len(ranks) < length:
+                    continue
+                missing = len(ranks - held)
+                if missing <= jokers and rules.joker_limit.allows(length - missing, missing):
+                    return True
+    return False

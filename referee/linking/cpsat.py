@@ -2,10 +2,11 @@
 
 One integer variable per candidate group (how many times the linking uses it, candidates in
 canonical order, see ``candidates``), one capacity constraint per card kind. The first solve
-maximises the linked points. Then the canonical linking among the optimal ones (``Linking.rank``:
-its groups in ascending candidate order, lexicographically first) is fixed group by group: each
-further solve minimises the number of the next group, given the ones already fixed. A linking
-holds at most ``len(hand) // 3`` groups, so that is at most four small solves. Every solve must
+maximises the linked points. Then the canonical linking among the optimal ones (``Linking.rank``: its groups in
+ascending candidate order, lexicographically first) is fixed group by group: each further solve
+minimises the number of the next group, given the ones already fixed. A linking holds at most
+``len(hand) // 3`` groups, so that is at most four small solves. (Folding the first group into
+the first solve's objective saved a solve but made that solve slower to prove.) Every solve must
 be proven OPTIMAL; anything else is an error, never a guess.
 """
 
@@ -59,7 +60,7 @@ class CpSatEngine:
         candidates = candidate_groups(counts, rules)
         if not candidates:
             return linking_from_parts(cards, (), rules)
-        model = cp_model.CpModel()
+        model = _Model()
         uses = []
         for n, group in enumerate(candidates):
             most = min(counts[i] // k for i, k in Counter(group).items())
@@ -68,26 +69,18 @@ class CpSatEngine:
             terms = [k * uses[n] for n, group in enumerate(candidates) if (k := group.count(index))]
             model.add(sum(terms) <= held)
         points = [CARD_BY_INDEX[i].points(rules.joker_points) for i in range(53)]
-        linked = sum(sum(points[i] for i in group) * use for group, use in zip(candidates, uses))
-        model.maximize(linked)
-        best = round(self._solve(model, cards).objective_value)
-        model.add(linked == best)
+        weights = [sum(points[i] for i in group) for group in candidates]
+        linked = sum(w * use for w, use in zip(weights, uses))
 
+        model.maximize(linked)
+        best = self._solve(model, cards).value(linked)
+        model.add(linked == best)
         chosen: list[int] = []
-        while sum(sum(points[i] for i in candidates[n]) for n in chosen) < best:
+        while sum(weights[n] for n in chosen) < best:
             # The next group is the lowest-numbered one still used beyond the groups fixed so far.
-            last = chosen[-1] if chosen else 0
-            beyond = []
-            for n in range(last, len(candidates)):
-                extra = model.new_bool_var(f"beyond{n}")
-                model.add(uses[n] >= chosen.count(n) + 1).only_enforce_if(extra)
-                model.add(uses[n] <= chosen.count(n)).only_enforce_if(extra.Not())
-                beyond.append(len(candidates) - (len(candidates) - n) * extra)
-            following = model.new_int_var(last, len(candidates), f"next{len(chosen)}")
-            model.add_min_equality(following, beyond)
+            following = _next_group(model, uses, chosen)
             model.minimize(following)
-            solver = self._solve(model, cards)
-            step = solver.value(following)
+            step = self._solve(model, cards).value(following)
             chosen.append(step)
             model.add(following == step)
         return linking_from_parts(cards, [candidates[n] for n in chosen], rules)
@@ -111,3 +104,25 @@ class CpSatEngine:
         if status != cp_model.OPTIMAL:
             raise SolverError(f"CP-SAT found no proven optimum ({solver.status_name(status)}) for {hand}")
         return solver
+
+
+class _Model(cp_model.CpModel):
+    """A CpModel without the camel-case aliases, which cost about a millisecond per model."""
+
+    def _add_pre_pep8_methods(self) -> None:
+        pass
+
+
+def _next_group(model: cp_model.CpModel, uses: list[cp_model.IntVar], chosen: list[int]) -> cp_model.IntVar:
+    """A variable equal to the lowest candidate number used beyond ``chosen`` (len(uses) if none)."""
+    none = len(uses)
+    last = chosen[-1] if chosen else 0
+    beyond = []
+    for n in range(last, none):
+        extra = model.new_bool_var(f"beyond{len(chosen)}_{n}")
+        model.add(uses[n] >= chosen.count(n) + 1).only_enforce_if(extra)
+        model.add(uses[n] <= chosen.count(n)).only_enforce_if(extra.Not())
+        beyond.append(none - (none - n) * extra)
+    following = model.new_int_var(last, none, f"next{len(chosen)}")
+    model.add_min_equality(following, beyond)
+    return following
