@@ -9,7 +9,7 @@ from typing import Sequence
 from referee.cards import CARD_BY_INDEX, JOKER, Card, check_copies, sort_cards
 from referee.errors import InvalidCardError
 from referee.groups import Group, is_run, is_same_rank, judge_group
-from referee.linking import Linking, best_linking
+from referee.linking import Linking, best_linking, links_fully
 from referee.rules import CloseKind, RuleSet
 
 SHOWN = 10
@@ -102,7 +102,7 @@ def best_close(cards: Sequence[Card], rules: RuleSet, field: str = "cards") -> C
         # (an earlier discard keeps a tie), and only when no card is sure to stay unlinked.
         linked = rules.multiplier(linked_kind(shown))
         if linked > max(top, best_multiplier) and may_be_linked(shown, rules):
-            if best_linking(shown, rules).fully_linked:
+            if links_fully(shown, rules):
                 top = linked
         if top > best_multiplier:
             best_multiplier, best_position = top, position

@@ -9,6 +9,6 @@ from __future__ import annotations
 
 from referee.linking.base import Linking, LinkingEngine, linking_from_parts
 from referee.linking.cpsat import time_budget
-from referee.linking.dispatch import best_linking, engine_for
+from referee.linking.dispatch import best_linking, engine_for, links_fully
 
-__all__ = ["Linking", "LinkingEngine", "best_linking", "engine_for", "linking_from_parts", "time_budget"]
+__all__ = ["Linking", "LinkingEngine", "best_linking", "engine_for", "linking_from_parts", "links_fully", "time_budget"]

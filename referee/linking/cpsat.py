@@ -23,7 +23,7 @@ from ortools.sat.python import cp_model
 from referee.cards import CARD_BY_INDEX, Card
 from referee.errors import SolverError
 from referee.linking.base import Linking, linking_from_parts
-from referee.linking.candidates import candidate_groups
+from referee.linking.candidates import Candidate, candidate_groups
 from referee.rules import RuleSet
 
 # Deterministic time units, not seconds: the same hand stops at the same point on any machine.
@@ -60,14 +60,7 @@ class CpSatEngine:
         candidates = candidate_groups(counts, rules)
         if not candidates:
             return linking_from_parts(cards, (), rules)
-        model = _Model()
-        uses = []
-        for n, group in enumerate(candidates):
-            most = min(counts[i] // k for i, k in Counter(group).items())
-            uses.append(model.new_int_var(0, most, f"group{n}"))
-        for index, held in sorted(counts.items()):
-            terms = [k * uses[n] for n, group in enumerate(candidates) if (k := group.count(index))]
-            model.add(sum(terms) <= held)
+        model, uses = _model(counts, candidates, cover_all=False)
         points = [CARD_BY_INDEX[i].points(rules.joker_points) for i in range(53)]
         weights = [sum(points[i] for i in group) for group in candidates]
         linked = sum(w * use for w, use in zip(weights, uses))
@@ -85,14 +78,35 @@ class CpSatEngine:
             model.add(following == step)
         return linking_from_parts(cards, [candidates[n] for n in chosen], rules)
 
+    def links_fully(self, cards: tuple[Card, ...], rules: RuleSet) -> bool:
+        """Whether the cards split into groups with none left over: one feasibility solve."""
+        counts = Counter(card.index for card in cards)
+        candidates = candidate_groups(counts, rules)
+        if not candidates:
+            return False
+        model, _ = _model(counts, candidates, cover_all=True)
+        solver = self._solver(cards)
+        status = solver.solve(model)
+        if status == cp_model.INFEASIBLE:
+            return False
+        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            raise SolverError(f"CP-SAT could not decide ({solver.status_name(status)}) for {_codes(cards)}")
+        return True
+
     def _solve(self, model: cp_model.CpModel, cards: tuple[Card, ...]) -> cp_model.CpSolver:
-        hand = " ".join(card.code() for card in cards)
+        solver = self._solver(cards)
+        status = solver.solve(model)
+        if status != cp_model.OPTIMAL:
+            raise SolverError(f"CP-SAT found no proven optimum ({solver.status_name(status)}) for {_codes(cards)}")
+        return solver
+
+    def _solver(self, cards: tuple[Card, ...]) -> cp_model.CpSolver:
         cap = self.wall_cap_seconds
         deadline = _DEADLINE.get()
         if deadline is not None:
             cap = min(cap, deadline - time.monotonic())
             if cap <= 0:
-                raise SolverError(f"the time budget ran out before solving (UNKNOWN) for {hand}")
+                raise SolverError(f"the time budget ran out before solving (UNKNOWN) for {_codes(cards)}")
         solver = cp_model.CpSolver()
         solver.parameters.num_workers = 1
         solver.parameters.max_deterministic_time = DETERMINISTIC_CAP
@@ -100,9 +114,6 @@ class CpSatEngine:
         # These models are small and tight: presolve costs more than it saves (measured about
         # 1.7x faster without it on end-of-deal hands).
         solver.parameters.cp_model_presolve = False
-        status = solver.solve(model)
-        if status != cp_model.OPTIMAL:
-            raise SolverError(f"CP-SAT found no proven optimum ({solver.status_name(status)}) for {hand}")
         return solver
 
 
@@ -111,6 +122,21 @@ class _Model(cp_model.CpModel):
 
     def _add_pre_pep8_methods(self) -> None:
         pass
+
+
+def _model(
+    counts: Counter[int], candidates: list[Candidate], cover_all: bool
+) -> tuple[cp_model.CpModel, list[cp_model.IntVar]]:
+    """Uses of each candidate group, no card used more often than held (exactly as often: cover_all)."""
+    model = _Model()
+    uses = [
+        model.new_int_var(0, min(counts[i] // k for i, k in Counter(group).items()), f"group{n}")
+        for n, group in enumerate(candidates)
+    ]
+    for index, held in sorted(counts.items()):
+        used = sum(k * uses[n] for n, group in enumerate(candidates) if (k := group.count(index)))
+        model.add(used == held if cover_all else used <= held)
+    return model, uses
 
 
 def _next_group(model: cp_model.CpModel, uses: list[cp_model.IntVar], chosen: list[int]) -> cp_model.IntVar:
@@ -126,3 +152,7 @@ def _next_group(model: cp_model.CpModel, uses: list[cp_model.IntVar], chosen: li
     following = model.new_int_var(last, none, f"next{len(chosen)}")
     model.add_min_equality(following, beyond)
     return following
+
+
+def _codes(cards: tuple[Card, ...]) -> str:
+    return " ".join(card.code() for card in cards)

@@ -40,3 +40,15 @@ def best_linking(cards: Iterable[Card], rules: RuleSet, field: str = "cards") ->
 @lru_cache(maxsize=4096)
 def _cached(hand: tuple[Card, ...], rules: RuleSet) -> Linking:
     return _ENGINES[rules.engine].best_linking(hand, rules)
+
+
+def links_fully(cards: Iterable[Card], rules: RuleSet) -> bool:
+    """Whether the cards split into groups with none left over (engines may answer this faster)."""
+    return _links_fully(sort_cards(cards), rules)
+
+
+@lru_cache(maxsize=4096)
+def _links_fully(hand: tuple[Card, ...], rules: RuleSet) -> bool:
+    engine = _ENGINES[rules.engine]
+    decide = getattr(engine, "links_fully", None)
+    return bool(decide(hand, rules)) if decide else _cached(hand, rules).fully_linked
