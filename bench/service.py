@@ -1,0 +1,659 @@
+"""Load test of the gRPC referee on loopback: requests/s and latency per RPC, clients and workers.
+
+Run from the repository root::
+
+    python -m bench.service                 # default run (about two and a half minutes on 2 cores)
+    python -m bench.service --quick         # a short run
+    python -m bench.service --engines search --clients 32 --duration 10
+
+For each server size (``--workers 1`` and ``--workers 2``) the referee is started as a
+subprocess (``python -m referee.service.server``) on a free loopback port, waited for until
+every worker listens and the health service answers SERVING, and stopped with SIGTERM at the
+end, which must make it exit 0. Against it, for each engine (``rules.engine`` ENGINE_CPSAT and
+ENGINE_SEARCH), each RPC (SolveHand, ScoreDeal) and each number of clients (1, 8, 32), the
+clients run closed loops (a call, its reply, the next call) for a fixed duration.
+
+The load generator must not be the bottleneck, so:
+
+- every client is a separate process (forked before any gRPC object exists), with its own
+  channel; ``grpc.use_local_subchannel_pool`` keeps channels from sharing a connection, so
+  every client has its own TCP connection, which is what lets the kernel spread the clients
+  over the server's SO_REUSEPORT workers;
+- requests are serialized once, up front; a client sends bytes and only parses the reply (to
+  check it: a SolveHand reply holds a linking, a ScoreDeal reply a valid close).
+
+The CPU time of the clients and of the server processes is measured per cell and printed in
+cores, next to the machine's core count: on a small machine the clients compete with the
+server for the same cores, and the figures say how much.
+
+Requests come from fixed seeds, so two runs send the same requests:
+
+- SolveHand: distinct 10-card end-of-deal hands (``bench.hands.end_of_deal``). The server
+  caches best linkings per hand (an LRU per process), so the hands are handed out in order
+  and none is sent twice to the same server under the same engine unless the pool runs out
+  (the report says so if it does). The search engine's own caches of hand components stay
+  warm across hands: that is the steady state of a long-running server.
+- ScoreDeal: distinct 4-player deals dealt from a shuffled 108-card deck. The closer's 10
+  shown cards are real linked groups (runs and same-rank groups, sometimes with a joker), so
+  every close is valid, plus a discard; the three others hold 10 cards each; the rest is split
+  into a discard pile and a stock, so every card of the deck is accounted for.
+
+The target (from the issue) is printed next to the figures: SolveHand with 32 clients against
+2 workers at 600 requests/s or more with p99 under 50 ms. A missed target does not change the
+exit status; an error, a bad reply or a server that does not exit 0 makes it 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import multiprocessing
+import os
+import platform
+import random
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any, Sequence
+
+if __package__ in (None, ""):
+    # Run as ``python bench/service.py``: make the repository root importable.
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+# gRPC is imported, but no channel or server may exist before the clients are forked.
+import grpc  # noqa: E402
+
+from bench.hands import end_of_deal  # noqa: E402
+from referee._gen.remigio.referee.v1 import referee_pb2 as pb  # noqa: E402
+from referee.cards import JOKER, SUITS, Card, deck  # noqa: E402
+from referee.groups import judge_group  # noqa: E402
+from referee.rules import RuleSet  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+HOST = "127.0.0.1"
+SEED = 20240601
+WARMUP_SEED = SEED + 1
+
+DEFAULT_DURATION = 5.0
+QUICK_DURATION = 1.5
+DEFAULT_HANDS = 32000
+QUICK_HANDS = 6000
+DEFAULT_DEALS = 12000
+QUICK_DEALS = 4000
+DEFAULT_WORKERS = (1, 2)
+DEFAULT_CLIENTS = (1, 8, 32)
+RPCS = ("SolveHand", "ScoreDeal")
+ENGINES = {"cpsat": pb.ENGINE_CPSAT, "search": pb.ENGINE_SEARCH}
+CALL_TIMEOUT = 10.0
+START_TIMEOUT = 60.0
+STOP_TIMEOUT = 30.0
+PLAYERS = 4
+
+# The issue's target.
+TARGET_RPC, TARGET_CLIENTS, TARGET_WORKERS = "SolveHand", 32, 2
+TARGET_RPS, TARGET_P99_MS = 600.0, 50.0
+
+METHODS = {rpc: f"/remigio.referee.v1.RefereeService/{rpc}" for rpc in RPCS}
+REPLIES = {"SolveHand": pb.SolveHandResponse, "ScoreDeal": pb.ScoreDealResponse}
+PID_KEY = "x-referee-pid"  # trailing metadata: the server process that answered
+CHANNEL_OPTIONS = [("grpc.use_local_subchannel_pool", 1)]
+
+# Serialized requests by (rpc, engine), set before the clients are forked (they inherit it).
+POOLS: dict[tuple[str, str], list[bytes]] = {}
+
+
+# Requests --------------------------------------------------------------------------------------
+
+
+def solve_requests(hands: Sequence[Sequence[Card]], engine: int) -> list[bytes]:
+    """SolveHand requests for ``hands`` under ``engine``, serialized."""
+    rules = pb.RuleOptions(engine=engine)  # type: ignore[arg-type]
+    return [pb.SolveHandRequest(cards=[c.code() for c in hand], rules=rules).SerializeToString() for hand in hands]
+
+
+# Group lengths of a closer's 10 shown cards: one run of 10, or two or three groups.
+_SHAPES = ((10,), (3, 7), (4, 6), (5, 5), (3, 3, 4), (3, 4, 3), (4, 3, 3), (7, 3), (6, 4))
+
+
+def _take(left: list[Card], cards: Sequence[Card]) -> bool:
+    """Remove ``cards`` from ``left`` when it holds them all; say whether it did."""
+    need = Counter(cards)
+    have = Counter(left)
+    if any(have[card] < n for card, n in need.items()):
+        return False
+    for card in cards:
+        left.remove(card)
+    return True
+
+
+def _linked_group(rng: random.Random, size: int) -> list[Card]:
+    """A same-suit run (any length) or a same-rank group (3 to 5 cards), sometimes with a joker."""
+    if size <= 5 and rng.random() < 0.45:
+        rank = rng.randint(1, 13)
+        group = [Card(rank, rng.choice(SUITS)) for _ in range(size)]
+    else:
+        suit = rng.choice(SUITS)
+        # Ranks 1..14, 14 being the ace above the king.
+        low = rng.randint(1, 14 - size + 1)
+        group = [Card(1 if r == 14 else r, suit) for r in range(low, low + size)]
+    if rng.random() < 0.3:
+        group[rng.randrange(size)] = JOKER
+    return group
+
+
+def _closer_cards(rng: random.Random, left: list[Card], rules: RuleSet) -> list[Card]:
+    """10 cards from ``left`` that split into linked groups with none left over."""
+    while True:
+        shape = rng.choice(_SHAPES)
+        taken: list[Card] = []
+        for size in shape:
+            for _ in range(50):
+                group = _linked_group(rng, size)
+                if judge_group(group, rules) and _take(left, group):
+                    taken += group
+                    break
+            else:
+                break
+        if len(taken) == 10:
+            rng.shuffle(taken)
+            return taken
+        left += taken  # give the cards back, shuffle again and try another shape
+        rng.shuffle(left)
+
+
+def make_deals(seed: int, count: int) -> list[pb.Deal]:
+    """``count`` distinct end-of-deal states of 4 players, the closer with a valid close."""
+    rng = random.Random(seed)
+    rules = RuleSet()
+    deals: list[pb.Deal] = []
+    seen: set[tuple[tuple[int, ...], ...]] = set()
+    while len(deals) < count:
+        left = list(deck(2))
+        rng.shuffle(left)
+        closer = rng.randrange(PLAYERS)
+        shown = _closer_cards(rng, left, rules)
+        discard = left.pop()
+        hands = [left[10 * i : 10 * i + 10] for i in range(PLAYERS - 1)]
+        rest = left[10 * (PLAYERS - 1) :]
+        hands.insert(closer, shown)
+        key = tuple(tuple(sorted(c.index for c in hand)) for hand in hands)
+        if key in seen:
+            continue
+        seen.add(key)
+        pile = rng.randint(1, 20)
+        deals.append(
+            pb.Deal(
+                players=[
+                    pb.Player(name=f"p{i}", cards=[c.code() for c in hand], score=rng.randint(60, 440))
+                    for i, hand in enumerate(hands)
+                ],
+                closer=closer,
+                discard=discard.code(),
+                discard_pile=pb.Pile(cards=[c.code() for c in rest[:pile]]),
+                stock=pb.Pile(cards=[c.code() for c in rest[pile:]]),
+            )
+        )
+    return deals
+
+
+def deal_requests(deals: Sequence[pb.Deal], engine: int) -> list[bytes]:
+    """ScoreDeal requests for ``deals`` under ``engine``, serialized."""
+    rules = pb.RuleOptions(engine=engine)  # type: ignore[arg-type]
+    return [pb.ScoreDealRequest(deal=deal, rules=rules).SerializeToString() for deal in deals]
+
+
+# Clients ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class ClientResult:
+    """What one client did in one cell."""
+
+    latencies_ms: list[float] = field(default_factory=list)
+    errors: Counter[str] = field(default_factory=Counter)
+    bad_replies: int = 0
+    sent: int = 0
+    last_done: float = 0.0
+    cpu_seconds: float = 0.0
+    first_error: str = ""
+    server_pid: str = ""
+
+
+def _check_reply(rpc: str, reply: Any) -> bool:
+    if rpc == "SolveHand":
+        return reply.HasField("linking") and reply.linking.points >= 0
+    return bool(reply.close.valid) and len(reply.players) == PLAYERS
+
+
+def _client_loop(conn: Connection) -> None:
+    """A client process: run cells on command until told to stop."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops us
+    while True:
+        command = conn.recv()
+        if command is None:
+            return
+        target, rpc, engine, first, step = command
+        pool = POOLS[(rpc, engine)]
+        reply_type = REPLIES[rpc]
+        with grpc.insecure_channel(target, options=CHANNEL_OPTIONS) as channel:
+            call = channel.unary_unary(METHODS[rpc], request_serializer=None, response_deserializer=reply_type.FromString)
+            try:
+                grpc.channel_ready_future(channel).result(timeout=START_TIMEOUT)
+                conn.send("ready")
+            except grpc.FutureTimeoutError:
+                conn.send("no connection")
+            go = conn.recv()
+            if go is None:  # the parent gave up on this cell
+                return
+            start_at, stop_at = go
+            result = ClientResult()
+            cpu_start = time.process_time()
+            now = time.monotonic()
+            if now < start_at:
+                time.sleep(start_at - now)
+            index = first
+            while time.monotonic() < stop_at:
+                request = pool[index % len(pool)]
+                index += step
+                result.sent += 1
+                began = time.perf_counter()
+                try:
+                    if result.server_pid:
+                        reply = call(request, timeout=CALL_TIMEOUT)
+                    else:
+                        # The first call also says which server process holds this connection.
+                        reply, rendezvous = call.with_call(request, timeout=CALL_TIMEOUT)
+                        metadata = dict(rendezvous.trailing_metadata() or ())
+                        result.server_pid = str(metadata.get(PID_KEY, "?"))
+                except grpc.RpcError as error:
+                    code = error.code()
+                    result.errors[code.name if code else "UNKNOWN"] += 1
+                    result.first_error = result.first_error or f"{code}: {error.details()}"
+                else:
+                    result.latencies_ms.append((time.perf_counter() - began) * 1000)
+                    if not _check_reply(rpc, reply):
+                        result.bad_replies += 1
+                result.last_done = time.monotonic()
+            result.cpu_seconds = time.process_time() - cpu_start
+        conn.send(result)
+
+
+class Clients:
+    """A fixed set of client processes, forked once, used by the first ``n`` in each cell."""
+
+    def __init__(self, count: int) -> None:
+        context = multiprocessing.get_context("fork")
+        self.conns: list[Connection] = []
+        self.processes = []
+        for n in range(count):
+            parent, child = context.Pipe()
+            process = context.Process(target=_client_loop, args=(child,), name=f"bench-client-{n}", daemon=True)
+            process.start()
+            child.close()
+            self.conns.append(parent)
+            self.processes.append(process)
+
+    def run(
+        self, target: str, rpc: str, engine: str, first: int, clients: int, duration: float, server: "Server"
+    ) -> tuple[list[ClientResult], float, float]:
+        """Run ``clients`` clients for ``duration`` seconds, client i sending requests first+i,
+        first+i+clients, ...; their results, the common start time and the server's CPU cores."""
+        conns = self.conns[:clients]
+        for i, conn in enumerate(conns):
+            conn.send((target, rpc, engine, first + i, clients))
+        answers = [conn.recv() for conn in conns]
+        if any(answer != "ready" for answer in answers):
+            raise RuntimeError(f"clients could not connect to {target}: {answers}")
+        start_at = time.monotonic() + 0.05
+        for conn in conns:
+            conn.send((start_at, start_at + duration))
+        time.sleep(max(0.0, start_at - time.monotonic()))
+        cpu_before, wall_before = server.cpu_seconds(), time.monotonic()
+        results = [conn.recv() for conn in conns]
+        server_cores = (server.cpu_seconds() - cpu_before) / max(time.monotonic() - wall_before, 1e-9)
+        return results, start_at, server_cores
+
+    def close(self) -> None:
+        """Stop the client processes."""
+        for conn in self.conns:
+            try:
+                conn.send(None)
+            except (BrokenPipeError, OSError):
+                pass
+        for process in self.processes:
+            process.join(5)
+            if process.is_alive():
+                process.terminate()
+                process.join(5)
+
+
+# The server ------------------------------------------------------------------------------------
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User plus system CPU time of a process so far (0 when unknown)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class Server:
+    """The referee as a subprocess on a free loopback port."""
+
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+        self.log = tempfile.TemporaryFile(mode="w+", encoding="utf-8", prefix="bench-service-")
+        command = [sys.executable, "-m", "referee.service.server", "--host", HOST, "--port", "0", "--workers", str(workers)]
+        self.process = subprocess.Popen(command, cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.log)
+        self.port = 0
+        self.pids: list[int] = []
+
+    @property
+    def target(self) -> str:
+        """Where the server listens."""
+        return f"{HOST}:{self.port}"
+
+    def _log_text(self) -> str:
+        self.log.seek(0)
+        return self.log.read()
+
+    def log_tail(self, lines: int = 15) -> str:
+        """The last lines of the server's stderr."""
+        return "\n".join(self._log_text().splitlines()[-lines:])
+
+    def wait_ready(self) -> None:
+        """Wait until every worker listens and the health service answers SERVING."""
+        from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+        deadline = time.monotonic() + START_TIMEOUT
+        pattern = re.compile(r"listening on 127\.0\.0\.1:(\d+) \(pid (\d+)\)")
+        while True:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the server exited with status {self.process.returncode}:\n{self.log_tail()}")
+            found = pattern.findall(self._log_text())
+            if len(found) >= self.workers:
+                self.port = int(found[0][0])
+                self.pids = [int(pid) for _, pid in found]
+                break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the server did not start in {START_TIMEOUT:g}s:\n{self.log_tail()}")
+            time.sleep(0.05)
+        if self.workers > 1:
+            self.pids.append(self.process.pid)
+        with grpc.insecure_channel(self.target) as channel:
+            stub = health_pb2_grpc.HealthStub(channel)
+            while True:
+                try:
+                    reply = stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=2)
+                    if reply.status == health_pb2.HealthCheckResponse.SERVING:
+                        return
+                except grpc.RpcError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"the server's health did not turn SERVING in {START_TIMEOUT:g}s")
+                time.sleep(0.1)
+
+    def cpu_seconds(self) -> float:
+        """CPU time of the server processes so far."""
+        return sum(_cpu_seconds(pid) for pid in self.pids)
+
+    def stop(self) -> int | None:
+        """SIGTERM, then wait; the exit status, or None when it had to be killed."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+                return None
+        return self.process.returncode
+
+
+def warm_up(server: Server, requests: dict[tuple[str, str], list[bytes]], channels: int = 8) -> None:
+    """Send a few requests not in the measured pools on several connections, to load every worker."""
+    for n in range(channels):
+        with grpc.insecure_channel(server.target, options=CHANNEL_OPTIONS) as channel:
+            for (rpc, _engine), pool in requests.items():
+                call = channel.unary_unary(METHODS[rpc], request_serializer=None, response_deserializer=None)
+                for request in pool[n::channels]:
+                    call(request, timeout=CALL_TIMEOUT)
+
+
+# Figures ---------------------------------------------------------------------------------------
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The nearest-rank percentile ``q`` (0-100) of ``values``; nan when empty."""
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    return ordered[max(1, math.ceil(q / 100 * len(ordered))) - 1]
+
+
+@dataclass
+class Row:
+    """One cell of the table."""
+
+    workers: int
+    engine: str
+    rpc: str
+    clients: int
+    requests: int
+    errors: int
+    bad: int
+    rps: float
+    p50: float
+    p99: float
+    client_cores: float
+    server_cores: float
+    first_error: str = ""
+    spread: str = ""
+
+    def target(self) -> str:
+        """The target, where it applies, and whether this row meets it."""
+        if (self.rpc, self.clients, self.workers) != (TARGET_RPC, TARGET_CLIENTS, TARGET_WORKERS):
+            return ""
+        met = self.rps >= TARGET_RPS and self.p99 < TARGET_P99_MS and self.errors == 0
+        return f"target >= {TARGET_RPS:.0f}/s, p99 < {TARGET_P99_MS:.0f} ms: {'met' if met else 'MISSED'}"
+
+
+def measure(
+    clients: Clients, server: Server, rpc: str, engine: str, first: int, count: int, duration: float
+) -> tuple[Row, int]:
+    """One cell; the row and how many pool requests it used up."""
+    results, start_at, server_cores = clients.run(server.target, rpc, engine, first, count, duration, server)
+    # The window: from the common start to the last reply (a call in flight at the end finishes).
+    window = max(max(r.last_done for r in results) - start_at, 1e-9)
+    latencies = [ms for r in results for ms in r.latencies_ms]
+    errors = sum(sum(r.errors.values()) for r in results)
+    row = Row(
+        workers=server.workers, engine=engine, rpc=rpc, clients=count,
+        requests=len(latencies) + errors, errors=errors, bad=sum(r.bad_replies for r in results),
+        rps=len(latencies) / window,
+        p50=percentile(latencies, 50), p99=percentile(latencies, 99),
+        client_cores=sum(r.cpu_seconds for r in results) / window,
+        server_cores=server_cores,
+        first_error=next((r.first_error for r in results if r.first_error), ""),
+        spread=_spread(server, results),
+    )
+    return row, count * max(r.sent for r in results)
+
+
+def _spread(server: Server, results: Sequence[ClientResult]) -> str:
+    """How many client connections each server process held, e.g. "17+15"."""
+    held = Counter(r.server_pid for r in results)
+    workers = [str(pid) for pid in server.pids[: server.workers]]
+    counts = [held.pop(pid, 0) for pid in workers]
+    return "+".join(str(n) for n in counts) + (f"+{sum(held.values())}?" if held else "")
+
+
+HEADER = (
+    f"{'workers':>7} {'engine':>6} {'rpc':<9} {'clients':>7} {'requests':>8} {'errors':>6} {'bad':>3} "
+    f"{'req/s':>7} {'p50 ms':>7} {'p99 ms':>7} {'cli cpu':>7} {'srv cpu':>7} {'conns':>7}  target"
+)
+
+
+def format_row(row: Row) -> str:
+    """A line of the table."""
+    return (
+        f"{row.workers:>7} {row.engine:>6} {row.rpc:<9} {row.clients:>7} {row.requests:>8} {row.errors:>6} {row.bad:>3} "
+        f"{row.rps:>7.0f} {row.p50:>7.2f} {row.p99:>7.2f} {row.client_cores:>7.2f} {row.server_cores:>7.2f} {row.spread:>7}  {row.target()}"
+    ).rstrip()
+
+
+# Main ------------------------------------------------------------------------------------------
+
+
+def _int_list(text: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a comma-separated list of integers: {text!r}") from None
+    if not values or any(v < 1 for v in values):
+        raise argparse.ArgumentTypeError(f"every value must be at least 1: {text!r}")
+    return values
+
+
+def _engine_list(text: str) -> tuple[str, ...]:
+    values = tuple(part.strip() for part in text.split(",") if part.strip())
+    unknown = [v for v in values if v not in ENGINES]
+    if not values or unknown:
+        raise argparse.ArgumentTypeError(f"engines are {', '.join(ENGINES)}, not {text!r}")
+    return values
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The command line."""
+    parser = argparse.ArgumentParser(prog="python -m bench.service", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help=f"a short run: {QUICK_DURATION:g}s per cell, smaller pools")
+    parser.add_argument("--duration", type=float, default=None, metavar="SECONDS",
+                        help=f"how long the clients run per cell (default {DEFAULT_DURATION:g}, --quick {QUICK_DURATION:g})")
+    parser.add_argument("--engines", type=_engine_list, default=tuple(ENGINES), metavar="LIST",
+                        help="engines to load, comma-separated (default cpsat,search)")
+    parser.add_argument("--workers", type=_int_list, default=DEFAULT_WORKERS, metavar="LIST",
+                        help="server sizes, comma-separated (default 1,2)")
+    parser.add_argument("--clients", type=_int_list, default=DEFAULT_CLIENTS, metavar="LIST",
+                        help="numbers of client processes, comma-separated (default 1,8,32)")
+    parser.add_argument("--rpcs", default=",".join(RPCS), metavar="LIST", help="RPCs to load (default SolveHand,ScoreDeal)")
+    parser.add_argument("--hands", type=int, default=None, metavar="N",
+                        help=f"distinct SolveHand requests (default {DEFAULT_HANDS}, --quick {QUICK_HANDS})")
+    parser.add_argument("--deals", type=int, default=None, metavar="N",
+                        help=f"distinct ScoreDeal requests (default {DEFAULT_DEALS}, --quick {QUICK_DEALS})")
+    args = parser.parse_args(argv)
+    args.duration = args.duration or (QUICK_DURATION if args.quick else DEFAULT_DURATION)
+    if args.duration <= 0:
+        parser.error("--duration must be more than 0")
+    args.hands = args.hands or (QUICK_HANDS if args.quick else DEFAULT_HANDS)
+    args.deals = args.deals or (QUICK_DEALS if args.quick else DEFAULT_DEALS)
+    args.rpcs = tuple(part.strip() for part in args.rpcs.split(",") if part.strip())
+    if not args.rpcs or any(rpc not in RPCS for rpc in args.rpcs):
+        parser.error(f"--rpcs takes {', '.join(RPCS)}")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the load test and print the table; 1 on errors, bad replies or an unclean server exit."""
+    args = parse_args(argv)
+    cpus = os.cpu_count() or 1
+    print(f"bench.service: gRPC load on loopback, {platform.python_implementation()} {platform.python_version()}, "
+          f"grpcio {grpc.__version__}, {platform.machine()}")
+    print(f"cpus: {cpus} (os.cpu_count); load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    if cpus <= 4:
+        print(f"note: only {cpus} cores here; the client processes run on the same cores as the server and "
+              "compete with it, so the figures are a lower bound for the server alone "
+              "('cli cpu' and 'srv cpu' are the cores each side used during the cell)")
+    started = time.monotonic()
+    hands = end_of_deal(SEED, args.hands, 10) if "SolveHand" in args.rpcs else []
+    deals = make_deals(SEED, args.deals) if "ScoreDeal" in args.rpcs else []
+    warm_hands = end_of_deal(WARMUP_SEED, 16, 10)
+    warm_deals = make_deals(WARMUP_SEED, 16)
+    warm: dict[tuple[str, str], list[bytes]] = {}
+    for engine in args.engines:
+        if "SolveHand" in args.rpcs:
+            POOLS[("SolveHand", engine)] = solve_requests(hands, ENGINES[engine])
+            warm[("SolveHand", engine)] = solve_requests(warm_hands, ENGINES[engine])
+        if "ScoreDeal" in args.rpcs:
+            POOLS[("ScoreDeal", engine)] = deal_requests(deals, ENGINES[engine])
+            warm[("ScoreDeal", engine)] = deal_requests(warm_deals, ENGINES[engine])
+    print(f"requests (fixed seed {SEED}, built in {time.monotonic() - started:.1f}s):")
+    if hands:
+        print(f"  SolveHand: {len(hands)} distinct requests, 10-card end_of_deal hands; handed out in order, "
+              "none sent twice to one server under one engine unless the pool runs out")
+    if deals:
+        print(f"  ScoreDeal: {len(deals)} distinct requests, {PLAYERS}-player deals from a shuffled 108-card deck, "
+              "the closer's 10 cards in linked groups (a valid close), the rest in discard pile and stock")
+    print(f"duration {args.duration:g}s per cell; closed loop, one client process and one connection per client; "
+          f"per-call deadline {CALL_TIMEOUT:g}s")
+    print("columns: requests = calls completed, errors = calls failed, bad = replies that failed the check "
+          "(SolveHand: a linking; ScoreDeal: a valid close), req/s = successful calls per second, "
+          "p50/p99 = latency of successful calls, cli/srv cpu = cores used by clients/server, "
+          "conns = client connections held by each server worker process (SO_REUSEPORT spreads them)")
+
+    clients = Clients(max(args.clients))
+    rows: list[Row] = []
+    exits: dict[int, int | None] = {}
+    wrapped: list[str] = []
+    failed = False
+    print()
+    print(HEADER, flush=True)
+    try:
+        for workers in args.workers:
+            server = Server(workers)
+            try:
+                server.wait_ready()
+                warm_up(server, warm)
+                for engine in args.engines:
+                    for rpc in args.rpcs:
+                        cursor = 0
+                        for count in args.clients:
+                            row, used = measure(clients, server, rpc, engine, cursor, count, args.duration)
+                            cursor += used
+                            rows.append(row)
+                            print(format_row(row), flush=True)
+                            if row.first_error:
+                                print(f"        first error: {row.first_error}", flush=True)
+                        pool = len(POOLS[(rpc, engine)])
+                        if cursor > pool:
+                            wrapped.append(f"workers={workers} {engine} {rpc}: {cursor} requests from a pool of {pool}")
+            except Exception:
+                print(f"server log (last lines):\n{server.log_tail()}", file=sys.stderr)
+                raise
+            finally:
+                exits[workers] = server.stop()
+    finally:
+        clients.close()
+
+    print()
+    for workers, status in exits.items():
+        state = "exit status 0" if status == 0 else ("killed after no exit" if status is None else f"exit status {status}")
+        print(f"server --workers {workers}: stopped with SIGTERM, {state}")
+        failed |= status != 0
+    if wrapped:
+        print("pool ran out (some requests were sent twice, a server cache hit is possible): " + "; ".join(wrapped))
+    else:
+        print("no request was sent twice to the same server under the same engine")
+    for row in rows:
+        if row.target():
+            print(f"{row.engine}: SolveHand, {row.clients} clients, {row.workers} workers: {row.rps:.0f} req/s, "
+                  f"p99 {row.p99:.2f} ms -> {row.target()}")
+    errors = sum(row.errors for row in rows)
+    bad = sum(row.bad for row in rows)
+    if errors or bad:
+        print(f"FAILED: {errors} errors, {bad} bad replies")
+        failed = True
+    print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; total time {time.monotonic() - started:.0f}s")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
