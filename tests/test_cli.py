@@ -1,0 +1,130 @@
+"""The command line, run as a real process: readable answers, --json objects, stdin mode, errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def cli(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "referee.cli", *args],
+        input=stdin, capture_output=True, text=True, cwd=ROOT, timeout=120,
+    )
+
+
+def test_solve_prints_groups_with_suit_symbols() -> None:
+    run = cli("solve", "AH", "2H", "3H", "5C", "5D", "5S", "KS", "KD", "9C", "JK")
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert any("A♥ 2♥ 3♥" in line and "run" in line for line in lines)
+    assert any("K♦ K♠ JK" in line for line in lines)
+    assert lines[-1].split() == ["unlinked:", "9♣", "points:", "9"]
+
+
+def test_solve_json_carries_every_field() -> None:
+    run = cli("solve", "--json", *"AH 2H 3H 5C 5D 5S KS KD 9C 4D".split())
+    assert run.returncode == 0, run.stderr
+    answer = json.loads(run.stdout)
+    assert answer["points"] == 33
+    assert sorted(answer["unlinked"]) == ["4D", "9C", "KD", "KS"]
+    assert sorted(sorted(g["cards"]) for g in answer["groups"]) == [["2H", "3H", "AH"], ["5C", "5D", "5S"]]
+
+
+def test_solve_json_of_a_hand_with_no_group_still_has_every_field() -> None:
+    answer = json.loads(cli("solve", "--json", "AH", "9C").stdout)
+    assert answer == {"groups": [], "unlinked": ["9C", "AH"], "points": 10}  # canonical order: clubs first
+
+
+def test_solve_reads_hands_from_stdin_and_goes_on_past_a_bad_line() -> None:
+    run = cli("solve", "--json", stdin="AH 2H 3H\nAH XX 3H\n\nqs ks as 2s\n")
+    assert run.returncode == 1  # some line was malformed
+    answers = [json.loads(line) for line in run.stdout.splitlines()]
+    assert len(answers) == 3
+    assert answers[0]["points"] == 0
+    assert answers[1]["line"] == 2 and answers[1]["error"]["field"] == "cards[1]" and answers[1]["error"]["value"] == "XX"
+    assert answers[2]["points"] == 2 and answers[2]["unlinked"] == ["2S"]
+
+
+def test_rule_flags_change_the_answer() -> None:
+    plain = json.loads(cli("solve", "--json", "KS", "AS", "2S").stdout)
+    wrapped = json.loads(cli("solve", "--json", "--wrap-runs", "KS", "AS", "2S").stdout)
+    assert plain["points"] == 13 and wrapped["points"] == 0
+    one = json.loads(cli("solve", "--json", "--joker-limit", "one_per_group", "--joker-points", "25", "7H", "JK", "JK").stdout)
+    assert one["points"] == 25 + 7 + 25 or one["points"] == 25  # 7H JK is no group; both jokers or one left
+    assert one["points"] == 57
+
+
+@pytest.mark.parametrize("engine", ["cpsat", "search", "audit"])
+def test_every_engine_gives_the_same_json(engine: str) -> None:
+    hand = "JK JK 5H 9C KD QS 2D 6S 8H 3C".split()
+    answer = json.loads(cli("solve", "--json", "--engine", engine, *hand).stdout)
+    assert answer["points"] == 40
+    assert [g["cards"] for g in answer["groups"]] == [["5H", "JK", "JK", "8H"]]
+    assert answer["groups"][0]["stands_for"] == ["5H", "6H", "7H", "8H"]
+
+
+def test_close_json_of_eleven_cards() -> None:
+    run = cli("close", "--json", *"3H 4H 5H 6H JK 8H 9H 10H JH QH 2C".split())
+    answer = json.loads(run.stdout)
+    assert (answer["valid"], answer["kind"], answer["multiplier"], answer["discard"]) == (
+        True, "CLOSE_KIND_STRAIGHT_FLUSH", 5, "2C")
+
+
+def test_close_json_with_a_named_discard_and_an_invalid_one() -> None:
+    good = json.loads(cli("close", "--json", "--discard", "KD", *"7H 7H 7S 7S 7D 7D 7C 7C JK JK".split()).stdout)
+    assert (good["kind"], good["multiplier"], good["discard"]) == ("CLOSE_KIND_REMIGIO", 10, "KD")
+    bad = json.loads(cli("close", "--json", "--discard", "4D", *"AH 2H 3H 5C 5D 5S KS KD 9C JK".split()).stdout)
+    assert (bad["valid"], bad["kind"], bad["multiplier"], bad["discard"]) == (False, "", 0, "4D")
+    assert bad["reason"]
+
+
+def test_readable_close() -> None:
+    run = cli("close", *"AH 2H 3H 4H 5H 6H 7H 8H 9H 10H KC".split())
+    assert run.stdout.splitlines()[0] == "valid close: STRAIGHT_FLUSH_CLEAN ×6, discard K♣"
+
+
+def test_score_reads_a_deal_in_protobuf_json(tmp_path: Path) -> None:
+    deal = {
+        "deal": {
+            "players": [
+                {"name": "ana", "cards": "AH 2H 3H 4H 5C 5D 5S 9D 10D JD".split()},
+                {"name": "bo", "cards": "AH 2H 3H 5C 5D 5S KS KD 9C 4D".split()},
+            ],
+            "closer": 0,
+            "discard": "KC",
+        },
+        "rules": {"scoring": {"mode": "SCORING_MODE_HEAD_TO_HEAD"}},
+        "claims": {"players": [{"player": 1, "points": 30}]},
+    }
+    path = tmp_path / "deal.json"
+    path.write_text(json.dumps(deal))
+    answer = json.loads(cli("score", "--json", str(path)).stdout)
+    assert answer["close"]["kind"] == "CLOSE_KIND_LINKED_CLEAN"
+    assert [(p["name"], p["score_change"], p["score"]) for p in answer["players"]] == [("ana", 66, 66), ("bo", 0, 0)]
+    assert answer["claims"][0]["verdict"] == "VERDICT_WRONG" and answer["claims"][0]["expected"] == "33"
+    readable = cli("score", "-", stdin=json.dumps(deal))
+    assert "ana: closer, change +66, score 66" in readable.stdout
+
+
+def test_a_malformed_card_exits_non_zero_naming_it() -> None:
+    run = cli("solve", "AH", "ZZ", "3H")
+    assert run.returncode == 1
+    assert "cards[1]" in run.stderr and "ZZ" in run.stderr
+    assert "Traceback" not in run.stderr
+
+
+def test_a_bad_deal_file_is_an_error_not_a_traceback(tmp_path: Path) -> None:
+    path = tmp_path / "deal.json"
+    path.write_text('{"deal": {"players": [{"cards": ["AH"]}], "discard": "KC"}}')
+    run = cli("score", str(path))
+    assert run.returncode == 1 and "deal.players" in run.stderr and "Traceback" not in run.stderr
+    path.write_text("{not json")
+    run = cli("score", str(path))
+    assert run.returncode == 1 and "Traceback" not in run.stderr
