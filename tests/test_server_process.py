@@ -6,7 +6,6 @@ SIGTERM under load drains cleanly (calls in flight succeed, new calls are refuse
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import queue
@@ -32,7 +31,6 @@ ROOT = Path(__file__).resolve().parent.parent
 SERVICE = "remigio.referee.v1.RefereeService"
 LISTENING = re.compile(r"listening on (\S+):(\d+) \(pid (\d+)\)")
 WORKERS = re.compile(r"workers on (\S+):(\d+) \(parent pid (\d+)\)")
-_fresh_joker_points = itertools.count(500)
 
 
 class ServerProcess:
@@ -93,11 +91,17 @@ def launch() -> Iterator:  # type: ignore[type-arg]
         server.stop()
 
 
-def heavy_close() -> pb.CheckCloseRequest:
-    """A close the CP-SAT engine takes a noticeable time over (0.3-1.5 s); fresh joker points defeat the cache."""
-    return pb.CheckCloseRequest(
-        cards="7H 7H 7S 7S 7D 7D 7C 7C JK JK JK".split(), rules=pb.RuleOptions(joker_points=next(_fresh_joker_points), engine=pb.ENGINE_CPSAT)
-    )
+SLOW_CASES = 12
+
+
+def slow_cases(stream: int) -> Iterator[pb.CheckDisputesRequest]:
+    """Dispute cases sent one every 0.1 s: the stream stays in flight for over a second, by design."""
+    for n in range(SLOW_CASES):
+        yield pb.CheckDisputesRequest(
+            id=f"s{stream}-{n}",
+            close=pb.CheckCloseRequest(cards="7H 7H 7S 7S 7D 7D 7C 7C JK JK JK".split(), claimed_multiplier=10),
+        )
+        time.sleep(0.1)
 
 
 def test_sigterm_under_load_drains_and_exits_0(launch) -> None:
@@ -128,9 +132,16 @@ def test_sigterm_under_load_drains_and_exits_0(launch) -> None:
         loader = threading.Thread(target=load, daemon=True)
         loader.start()
         try:
-            in_flight = [stub.CheckClose.future(heavy_close(), timeout=30) for _ in range(4)]
-            time.sleep(0.3)  # the heavy calls are on the server, being solved
-            assert not all(call.done() for call in in_flight)
+            replies: dict[int, list[pb.CheckDisputesResponse]] = {}
+
+            def stream(number: int) -> None:
+                replies[number] = list(stub.CheckDisputes(slow_cases(number), timeout=30))
+
+            in_flight = [threading.Thread(target=stream, args=(n,)) for n in range(4)]
+            for thread in in_flight:
+                thread.start()
+            time.sleep(0.4)  # each stream has sent a few cases and is still sending
+            assert all(thread.is_alive() for thread in in_flight)
             server.proc.send_signal(signal.SIGTERM)
 
             # Draining: health turns NOT_SERVING, new calls are refused without being handled ...
@@ -138,10 +149,13 @@ def test_sigterm_under_load_drains_and_exits_0(launch) -> None:
             watch.cancel()
             refused = _refused_call(address)
 
-            # ... and the calls in flight finish with their answers.
-            for call in in_flight:
-                reply = call.result(timeout=30)
-                assert reply.close.kind == pb.CLOSE_KIND_REMIGIO and reply.close.multiplier == 10
+            # ... and the calls in flight finish with all their answers.
+            for thread in in_flight:
+                thread.join(timeout=30)
+            for number in range(4):
+                assert [r.id for r in replies[number]] == [f"s{number}-{n}" for n in range(SLOW_CASES)]
+                assert all(r.outcome == pb.DISPUTE_OUTCOME_CONFIRMED for r in replies[number])
+                assert all(r.close.kind == pb.CLOSE_KIND_REMIGIO for r in replies[number])
         finally:
             stop_load.set()
             loader.join(timeout=15)
@@ -153,7 +167,7 @@ def test_sigterm_under_load_drains_and_exits_0(launch) -> None:
     # One JSON line per call: method, status code, duration, request id.
     server.stop()
     calls = [json.loads(line) for line in server.lines if line.startswith("{") and '"method"' in line]
-    assert sum(1 for c in calls if c["method"] == "CheckClose" and c["code"] == "OK") == 4
+    assert sum(1 for c in calls if c["method"] == f"CheckDisputes[{SLOW_CASES}]" and c["code"] == "OK") == 4
     assert all({"method", "code", "duration_ms", "request_id"} <= c.keys() for c in calls)
     assert refused not in {c["request_id"] for c in calls}
 
