@@ -65,16 +65,25 @@ def check_close(shown: Sequence[Card], discard: Card, rules: RuleSet, field: str
 
 
 def _judge(shown: tuple[Card, ...], discard: Card, rules: RuleSet) -> Close:
-    linking = best_linking(shown, rules)
-    kinds = close_kinds(shown, linking, rules)
+    kinds = shape_kinds(shown, rules)
+    linked = linked_kind(shown)
+    top = max(kinds, key=lambda k: rules.multiplier(k), default=None)
+    if top in _ONE_GROUP and rules.multiplier(top) >= rules.multiplier(linked):
+        # A Remigio or a straight flush is linked and shown as the one group it is: no solve.
+        whole = judge_group(shown, rules)
+        assert isinstance(whole, Group)
+        linking = Linking((whole,), (), 0)
+    else:
+        linking = best_linking(shown, rules)
+    if linking.fully_linked:
+        kinds.append(linked)
     if not kinds:
         loose = " ".join(card.code() for card in linking.unlinked)
         reason = f"the shown cards are neither linked nor of one suit: {loose} left unlinked ({linking.points} points)"
         return Close(False, None, 0, discard, shown, linking, reason)
     # The highest multiplier wins; on a tie (an overridden table) the kind listed first.
     kind = max(kinds, key=lambda k: (rules.multiplier(k), -list(CloseKind).index(k)))
-    if kind in _ONE_GROUP:
-        # A Remigio or a straight flush is shown as the one group it is, not split up.
+    if kind in _ONE_GROUP and len(linking.groups) != 1:
         whole = judge_group(shown, rules)
         assert isinstance(whole, Group)
         linking = Linking((whole,), (), 0)

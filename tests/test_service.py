@@ -41,13 +41,16 @@ RULES = RuleSet()
 _fresh_joker_points = itertools.count(300)
 
 
-def heavy_close() -> pb.CheckCloseRequest:
-    """A close that takes the CP-SAT engine a noticeable time (0.3-1.5 s): 8 sevens and 3 jokers.
+HEAVY_HAND = "7H 7H 7S 7S 7D 7D 7C JK JK JK JK"
+
+
+def heavy_hand() -> pb.SolveHandRequest:
+    """A hand that takes the CP-SAT engine a noticeable time (about 0.1-0.3 s): 7 sevens, 4 jokers.
 
     The engine is named, since the tests of deadlines and limits need a call that lasts.
     """
-    return pb.CheckCloseRequest(
-        cards="7H 7H 7S 7S 7D 7D 7C 7C JK JK JK".split(), rules=pb.RuleOptions(joker_points=next(_fresh_joker_points), engine=pb.ENGINE_CPSAT)
+    return pb.SolveHandRequest(
+        cards=HEAVY_HAND.split(), rules=pb.RuleOptions(joker_points=next(_fresh_joker_points), engine=pb.ENGINE_CPSAT)
     )
 
 
@@ -451,18 +454,18 @@ def test_solver_errors(message, time_cap_hit, code) -> None:
 def test_a_1ms_deadline_is_deadline_exceeded_and_the_server_keeps_serving(stub) -> None:
     start = time.monotonic()
     with pytest.raises(grpc.RpcError) as caught:
-        stub.CheckClose(heavy_close(), timeout=0.001)
+        stub.SolveHand(heavy_hand(), timeout=0.001)
     assert caught.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
     assert time.monotonic() - start < 2
     assert stub.SolveHand(pb.SolveHandRequest(cards=OTHER_33.split()), timeout=10).linking.points == 33
-    assert stub.CheckClose(heavy_close(), timeout=30).close.kind == pb.CLOSE_KIND_REMIGIO
+    assert stub.SolveHand(heavy_hand(), timeout=30).linking.points == 0
 
 
 def test_the_server_solve_cap(own_server) -> None:
     chan, stub = _run_stub(own_server(solve_cap_seconds=0.02))
     with chan:
         with pytest.raises(grpc.RpcError) as caught:
-            stub.CheckClose(heavy_close(), timeout=30)
+            stub.SolveHand(heavy_hand(), timeout=30)
         assert caught.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
         assert "time budget" in caught.value.details()
         assert stub.SolveHand(pb.SolveHandRequest(cards=["AH"]), timeout=10).linking.points == 1
@@ -480,7 +483,7 @@ def test_a_message_over_the_size_limit_is_resource_exhausted(stub) -> None:
 def test_calls_beyond_the_concurrency_limit_are_resource_exhausted(own_server) -> None:
     chan, stub = _run_stub(own_server(max_workers=4, max_concurrent_rpcs=2))
     with chan:
-        calls = [stub.CheckClose.future(heavy_close(), timeout=30) for _ in range(8)]
+        calls = [stub.SolveHand.future(heavy_hand(), timeout=30) for _ in range(8)]
         codes = []
         for call in calls:
             try:
