@@ -1,7 +1,9 @@
 """The default engine: best linking as an integer program solved by OR-Tools CP-SAT.
 
 One integer variable per candidate group (how many times the linking uses it, candidates in
-canonical order, see ``candidates``), one capacity constraint per card kind. The first solve
+canonical order, see ``candidates``), one capacity constraint per card kind. When the hand has
+few candidate groups (most hands), one solve of one weighted objective gives the canonical
+answer directly. Otherwise the first solve
 maximises the linked points. Then the canonical linking among the optimal ones (``Linking.rank``: its groups in
 ascending candidate order, lexicographically first) is fixed group by group: each further solve
 minimises the number of the next group, given the ones already fixed. A linking holds at most
@@ -28,6 +30,9 @@ from referee.rules import RuleSet
 
 # Deterministic time units, not seconds: the same hand stops at the same point on any machine.
 DETERMINISTIC_CAP = 20.0
+# One weighted objective is used while its largest possible value stays well inside 64 bits.
+_ONE_SOLVE_LIMIT = 1 << 60
+
 # A wall-clock cap per solve; a caller's time budget (``time_budget``) may lower it.
 WALL_CAP_SECONDS = 10.0
 
@@ -57,13 +62,27 @@ class CpSatEngine:
     def best_linking(self, cards: tuple[Card, ...], rules: RuleSet) -> Linking:
         """The canonical best linking of ``cards`` (sorted canonically) under ``rules``."""
         counts = Counter(card.index for card in cards)
-        candidates = candidate_groups(counts, rules)
+        points = [CARD_BY_INDEX[i].points(rules.joker_points) for i in range(53)]
+        # A group worth no points (jokers only, when jokers score 0) never belongs to the canonical
+        # answer: leaving it out gives as few points and a shorter list of groups.
+        candidates = [group for group in candidate_groups(counts, rules) if sum(points[i] for i in group)]
         if not candidates:
             return linking_from_parts(cards, (), rules)
         model, uses = _model(counts, candidates, cover_all=False)
-        points = [CARD_BY_INDEX[i].points(rules.joker_points) for i in range(53)]
         weights = [sum(points[i] for i in group) for group in candidates]
         linked = sum(w * use for w, use in zip(weights, uses))
+        slots = len(cards) // 3
+        base = slots + 1
+        top = base ** len(candidates)
+        coefficients = [top * w + base ** (len(candidates) - 1 - n) for n, w in enumerate(weights)]
+        if sum(c * most for c, most in zip(coefficients, _most_uses(counts, candidates))) < _ONE_SOLVE_LIMIT:
+            # Small enough for one objective: a linked point outweighs every tie-break term, and
+            # group n weighs base^(N-1-n), more than all later groups of a linking together, so the
+            # optimum is the lexicographically first list of groups among the best linkings.
+            model.maximize(sum(c * use for c, use in zip(coefficients, uses)))
+            solver = self._solve(model, cards)
+            parts = [candidates[n] for n, use in enumerate(uses) for _ in range(solver.value(use))]
+            return linking_from_parts(cards, parts, rules)
 
         model.maximize(linked)
         best = self._solve(model, cards).value(linked)
@@ -129,14 +148,16 @@ def _model(
 ) -> tuple[cp_model.CpModel, list[cp_model.IntVar]]:
     """Uses of each candidate group, no card used more often than held (exactly as often: cover_all)."""
     model = _Model()
-    uses = [
-        model.new_int_var(0, min(counts[i] // k for i, k in Counter(group).items()), f"group{n}")
-        for n, group in enumerate(candidates)
-    ]
+    uses = [model.new_int_var(0, most, f"group{n}") for n, most in enumerate(_most_uses(counts, candidates))]
     for index, held in sorted(counts.items()):
         used = sum(k * uses[n] for n, group in enumerate(candidates) if (k := group.count(index)))
         model.add(used == held if cover_all else used <= held)
     return model, uses
+
+
+def _most_uses(counts: Counter[int], candidates: list[Candidate]) -> list[int]:
+    """How many times the hand could form each candidate group on its own."""
+    return [min(counts[i] // k for i, k in Counter(group).items()) for group in candidates]
 
 
 def _next_group(model: cp_model.CpModel, uses: list[cp_model.IntVar], chosen: list[int]) -> cp_model.IntVar:
