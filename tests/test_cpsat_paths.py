@@ -1,0 +1,49 @@
+"""The CP-SAT engine's two ways to the canonical linking (one weighted solve, or group by group) agree."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from referee.cards import JOKER, NATURALS, sort_cards
+from referee.linking import cpsat
+from referee.linking.cpsat import CpSatEngine
+from referee.rules import JokerLimit, RuleSet
+
+
+def hands(seed: int, count: int) -> list[tuple]:
+    rng = random.Random(seed)
+    pool = [card for card in NATURALS for _ in range(2)]
+    found = []
+    for _ in range(count):
+        size = rng.randint(3, 11)
+        jokers = rng.randint(0, min(4, size))
+        suit = rng.randrange(4)
+        # Half the hands lean on one suit and one rank, where ties between linkings abound.
+        near = [c for c in pool if c.index // 13 == suit or c.rank == rng.randint(1, 13)] if rng.random() < 0.5 else pool
+        cards = rng.sample(near, size - jokers) + [JOKER] * jokers
+        found.append(sort_cards(cards))
+    return found
+
+
+@pytest.mark.parametrize(
+    "rules",
+    [RuleSet(), RuleSet(joker_points=0), RuleSet(wrap_runs=True), RuleSet(joker_limit=JokerLimit.NO_MORE_THAN_NATURALS)],
+    ids=["default", "jokers-0", "wrap", "no-more-than-naturals"],
+)
+def test_one_solve_and_group_by_group_give_the_same_linking(rules: RuleSet, monkeypatch: pytest.MonkeyPatch) -> None:
+    engine = CpSatEngine()
+    sample = hands(seed=7, count=120)
+    one_solve = [engine.best_linking(hand, rules) for hand in sample]
+    monkeypatch.setattr(cpsat, "_ONE_SOLVE_LIMIT", 0)  # every hand now takes the group-by-group way
+    by_group = [engine.best_linking(hand, rules) for hand in sample]
+    assert one_solve == by_group
+
+
+def test_a_time_budget_already_spent_is_a_solver_error() -> None:
+    from referee.errors import SolverError
+
+    hand = sort_cards(NATURALS[:3])
+    with cpsat.time_budget(0.0), pytest.raises(SolverError, match="time budget"):
+        CpSatEngine().best_linking(hand, RuleSet())
