@@ -12,15 +12,19 @@ import io
 import json
 import multiprocessing
 import os
+import queue
 import socket
 import sys
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Iterable, Iterator, TextIO
+from typing import TYPE_CHECKING, Iterable, Iterator, TextIO
 
 from google.protobuf import json_format
+
+if TYPE_CHECKING:
+    import grpc
 
 EXIT_OK = 0
 EXIT_MALFORMED = 3  # every case was judged, some were MALFORMED
@@ -28,6 +32,7 @@ EXIT_UNREACHABLE = 4  # a server could not be reached or failed; what was done i
 
 WINDOW_PER_JOB = 256  # cases in flight per job: bounds memory whatever the input's size
 STREAM_CHUNK = 128  # cases per CheckDisputes call when sending to servers
+CONNECT_SECONDS = 10.0  # the longest wait for servers that neither answer nor refuse
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,6 +197,30 @@ def channel_target(targets: str) -> str:
     return "ipv4:" + ",".join(addresses)
 
 
+def _connected(channel: grpc.Channel, timeout: float) -> bool:
+    """Whether the channel gets ready within ``timeout`` seconds; False as soon as every server refuses."""
+    import grpc
+
+    states: queue.Queue[grpc.ChannelConnectivity] = queue.Queue()
+    watch = states.put
+    channel.subscribe(watch, try_to_connect=True)
+    try:
+        deadline = time.monotonic() + timeout
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                state = states.get(timeout=left)
+            except queue.Empty:
+                return False
+            if state is grpc.ChannelConnectivity.READY:
+                return True
+            # Round-robin reports TRANSIENT_FAILURE only when no address could be connected.
+            if state in (grpc.ChannelConnectivity.TRANSIENT_FAILURE, grpc.ChannelConnectivity.SHUTDOWN):
+                return False
+        return False
+    finally:
+        channel.unsubscribe(watch)
+
+
 def _remote(lines: Iterable[Line], args: argparse.Namespace) -> Iterator[str]:
     import grpc
 
@@ -203,10 +232,8 @@ def _remote(lines: Iterable[Line], args: argparse.Namespace) -> Iterator[str]:
         raise _Unreachable(f"cannot resolve {args.target}: {error}") from None
     options = [("grpc.lb_policy_name", "round_robin"), ("grpc.max_receive_message_length", 64 << 20)]
     with grpc.insecure_channel(target, options=options) as channel:
-        try:
-            grpc.channel_ready_future(channel).result(timeout=10)
-        except grpc.FutureTimeoutError:
-            raise _Unreachable(f"no referee server answers at {args.target}") from None
+        if not _connected(channel, CONNECT_SECONDS):
+            raise _Unreachable(f"no referee server answers at {args.target}")
         stub = referee_pb2_grpc.RefereeServiceStub(channel)
 
         def send(chunk: list[Line]) -> list[str]:
