@@ -1,0 +1,373 @@
+"""``remigio-referee batch`` as a real process: locally, through real servers, killed and resumed.
+
+The case files come from ``cases`` (next to this file), whose expected verdicts are known by
+construction. Every subprocess and every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+try:  # the tests directory is not a package; work whichever way pytest imports it
+    from tests import cases
+except ImportError:  # pragma: no cover
+    import cases  # type: ignore[no-redef]
+
+pytestmark = [pytest.mark.timeout(120), pytest.mark.skipif(sys.platform != "linux", reason="signals, ptys")]
+
+ROOT = Path(__file__).resolve().parent.parent
+LISTENING = re.compile(r"listening on (\S+):(\d+) \(pid (\d+)\)")
+OUTCOMES = ("CONFIRMED", "WRONG", "INVALID", "NO_CLAIM", "MALFORMED")
+
+
+def _env() -> dict[str, str]:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    for name in ("REMIGIO_HOST", "REMIGIO_PORT", "REMIGIO_WORKERS", "REMIGIO_LOG_FORMAT"):
+        env.pop(name, None)
+    return env
+
+
+def batch_command(*args: object) -> list[str]:
+    """The command line of ``remigio-referee batch`` with ``args``."""
+    return [sys.executable, "-m", "referee.cli", "batch", *map(str, args)]
+
+
+def run_batch(*args: object, timeout: float = 90, **kwargs: object) -> subprocess.CompletedProcess[str]:
+    """Run ``remigio-referee batch`` to its end (at most ``timeout`` seconds), capturing its output."""
+    return subprocess.run(
+        batch_command(*args), cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=timeout, **kwargs  # type: ignore[call-overload]
+    )
+
+
+def read_verdicts(path: Path) -> list[dict[str, object]]:
+    """The verdicts of an output file, one JSON object per line."""
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def summary_counts(stderr: str) -> dict[str, int]:
+    """The counts of the summary table on stderr, by outcome (and total)."""
+    counts = {}
+    for name in (*OUTCOMES, "total"):
+        found = re.search(rf"^{name}\s+(\d+)\s*$", stderr, re.MULTILINE)
+        assert found, f"no {name} row in the summary:\n{stderr}"
+        counts[name] = int(found.group(1))
+    return counts
+
+
+def assert_verdicts(out: Path, expected: dict[str, cases.Expected]) -> list[str]:
+    """Every verdict as expected, one per case, in the order of the cases; return the lines."""
+    lines = out.read_text(encoding="utf-8").splitlines()
+    verdicts = [json.loads(line) for line in lines]
+    assert [v["id"] for v in verdicts] == list(expected), "ids missing, doubled or out of input order"
+    problems = [p for v in verdicts for p in cases.mismatches(v, expected[str(v["id"])])]
+    assert not problems, "\n".join(problems[:20])
+    return lines
+
+
+def assert_summary(stderr: str, expected: dict[str, cases.Expected]) -> None:
+    """The summary table counts what was expected, with the time and rate; no progress bar."""
+    want = Counter(e.outcome for e in expected.values())
+    assert summary_counts(stderr) == {**{name: want[name] for name in OUTCOMES}, "total": len(expected)}
+    assert re.search(r"^time [\d.]+ s, [\d,]+ cases/s$", stderr, re.MULTILINE), stderr
+    assert "\r" not in stderr and "ETA" not in stderr, "a progress bar was drawn on a non-terminal stderr"
+
+
+@pytest.fixture(scope="module")
+def mixed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, cases.Expected]]:
+    """The every-type file: hands, closes, deals, every outcome, malformed lines among them."""
+    path = tmp_path_factory.mktemp("mixed") / "cases.jsonl"
+    expected = cases.write_cases(path, cases.mixed_cases(seed=1))
+    assert {e.outcome for e in expected.values()} == set(OUTCOMES)
+    return path, expected
+
+
+@pytest.fixture(scope="module")
+def local_lines(mixed: tuple[Path, dict[str, cases.Expected]], tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """The verdict lines of a local ``--jobs 1`` run on the mixed file (checked in its own test too)."""
+    path, expected = mixed
+    out = tmp_path_factory.mktemp("local") / "verdicts.jsonl"
+    result = run_batch(path, "-o", out, "--jobs", "1")
+    assert result.returncode == 3, result.stderr
+    return assert_verdicts(out, expected)
+
+
+# Local runs ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_local_run_gives_the_expected_verdicts(
+    jobs: int, mixed: tuple[Path, dict[str, cases.Expected]], local_lines: list[str], tmp_path: Path
+) -> None:
+    path, expected = mixed
+    out = tmp_path / "verdicts.jsonl"
+    result = run_batch(path, "-o", out, "--jobs", jobs)
+    assert result.returncode == 3, f"malformed lines must give exit status 3\n{result.stderr}"
+    assert result.stdout == ""
+    lines = assert_verdicts(out, expected)
+    assert lines == local_lines, "the verdicts depend on --jobs"
+    assert_summary(result.stderr, expected)
+
+
+def test_a_file_without_malformed_lines_exits_0_through_stdin_and_stdout(tmp_path: Path) -> None:
+    path = tmp_path / "clean.jsonl"
+    expected = cases.write_cases(path, cases.mixed_cases(seed=2, malformed=False))
+    result = run_batch("-", "-o", "-", "--jobs", "2", input=path.read_text(encoding="utf-8"))
+    assert result.returncode == 0, result.stderr
+    out = tmp_path / "out.jsonl"
+    out.write_text(result.stdout, encoding="utf-8")
+    assert_verdicts(out, expected)
+    assert_summary(result.stderr, expected)
+
+
+def test_search_engine_gives_the_same_verdicts(
+    mixed: tuple[Path, dict[str, cases.Expected]], local_lines: list[str], tmp_path: Path
+) -> None:
+    path, _ = mixed
+    out = tmp_path / "verdicts.jsonl"
+    result = run_batch(path, "-o", out, "--jobs", "2", "--engine", "search")
+    assert result.returncode == 3, result.stderr
+    assert out.read_text(encoding="utf-8").splitlines() == local_lines
+
+
+def test_progress_bar_on_a_terminal(mixed: tuple[Path, dict[str, cases.Expected]], tmp_path: Path) -> None:
+    path, expected = mixed
+    master, slave = os.openpty()
+    try:
+        proc = subprocess.Popen(
+            batch_command(path, "-o", tmp_path / "out.jsonl", "--jobs", "1"),
+            cwd=ROOT, env=_env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=slave,
+        )
+        os.close(slave)
+        seen = bytearray()
+        reader = threading.Thread(target=_read_all, args=(master, seen), daemon=True)
+        reader.start()
+        assert proc.wait(timeout=60) == 3
+        reader.join(timeout=10)
+    finally:
+        os.close(master)
+    text = seen.decode("utf-8", "replace")
+    assert "\r[" in text and "cases/s" in text and "ETA" in text, text
+    assert f"{len(expected)}/{len(expected)}" in text, text
+    assert summary_counts(text.replace("\r\n", "\n"))["total"] == len(expected)
+
+
+def _read_all(fd: int, into: bytearray) -> None:
+    while True:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:  # EIO once the child has closed the terminal
+            return
+        if not chunk:
+            return
+        into.extend(chunk)
+
+
+# Through servers -------------------------------------------------------------------------------
+
+
+def test_through_a_server_gives_the_same_verdicts(
+    server_address: str, mixed: tuple[Path, dict[str, cases.Expected]], local_lines: list[str], tmp_path: Path
+) -> None:
+    path, expected = mixed
+    out = tmp_path / "verdicts.jsonl"
+    result = run_batch(path, "-o", out, "--target", server_address, "--jobs", "2")
+    assert result.returncode == 3, result.stderr
+    lines = assert_verdicts(out, expected)
+    assert lines == local_lines, "a server and a local run answer differently"
+    assert_summary(result.stderr, expected)
+
+
+class ServerProcess:
+    """``python -m referee.service.server`` on a free port, its stderr read line by line by a thread."""
+
+    def __init__(self, *args: str) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "referee.service.server", "--host", "127.0.0.1", "--port", "0", *args],
+            cwd=ROOT, env=_env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        )
+        self.lines: list[str] = []
+        self._queue: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+        found = self.wait_for(LISTENING)
+        self.address = f"{found.group(1)}:{found.group(2)}"
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.lines.append(line.rstrip("\n"))
+            self._queue.put(line.rstrip("\n"))
+
+    def wait_for(self, pattern: re.Pattern[str], timeout: float = 30) -> re.Match[str]:
+        """The first stderr line from now on matching ``pattern``; fail after ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                line = self._queue.get(timeout=min(left, 0.5))
+            except queue.Empty:
+                if self.proc.poll() is not None:
+                    break
+                continue
+            if found := pattern.search(line):
+                return found
+        raise AssertionError(f"no line matching {pattern.pattern!r}; stderr so far:\n" + "\n".join(self.lines))
+
+    def judged(self) -> int:
+        """Cases judged by the CheckDisputes calls this server has logged (JSON log lines)."""
+        total = 0
+        for line in list(self.lines):
+            if line.startswith("{"):
+                method = json.loads(line).get("method", "")
+                if found := re.fullmatch(r"CheckDisputes\[(\d+)\]", method):
+                    total += int(found.group(1))
+        return total
+
+    def stop(self) -> None:
+        """SIGTERM, then SIGKILL if it does not stop within 10 s."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+
+
+@pytest.fixture
+def two_servers() -> Iterator[tuple[ServerProcess, ServerProcess]]:
+    """Two referee servers, each its own process and port, logging JSON lines."""
+    started: list[ServerProcess] = []
+    try:
+        for _ in range(2):
+            started.append(ServerProcess("--log-format", "json", "--dispute-jobs", "1"))
+        yield started[0], started[1]
+    finally:
+        for server in started:
+            server.stop()
+
+
+def test_two_servers_behind_one_target_both_receive_cases(
+    two_servers: tuple[ServerProcess, ServerProcess], tmp_path: Path
+) -> None:
+    first, second = two_servers
+    path = tmp_path / "cases.jsonl"
+    # Cheap hand cases, enough for several CheckDisputes calls (one call per chunk of cases).
+    hands = [c for c in cases.mixed_cases(seed=3, malformed=False) if '"hand"' in c.text]
+    many = [
+        cases.CaseLine(c.text.replace(f'"id":"{c.expected.id}"', f'"id":"{n}-{c.expected.id}"', 1),
+                       cases.Expected(f"{n}-{c.expected.id}", c.expected.outcome, c.expected.claims, c.expected.answer))
+        for n in range(20) for c in hands
+    ]
+    expected = cases.write_cases(path, many)
+    assert len(expected) > 4 * 128
+    out = tmp_path / "verdicts.jsonl"
+    result = run_batch(path, "-o", out, "--target", f"{first.address},{second.address}", "--jobs", "2")
+    assert result.returncode == 0, result.stderr
+    assert_verdicts(out, expected)
+    # Each call is logged when it ends; give the log lines a moment to arrive.
+    deadline = time.monotonic() + 10
+    while first.judged() + second.judged() < len(expected) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert first.judged() > 0 and second.judged() > 0, (first.judged(), second.judged())
+    assert first.judged() + second.judged() == len(expected)
+
+
+def _closed_port() -> int:
+    """A port on 127.0.0.1 that nothing listens on (bound, then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_an_unreachable_target_exits_4_quickly(mixed: tuple[Path, dict[str, cases.Expected]], tmp_path: Path) -> None:
+    path, _ = mixed
+    out = tmp_path / "verdicts.jsonl"
+    start = time.monotonic()
+    result = run_batch(path, "-o", out, "--target", f"127.0.0.1:{_closed_port()}", timeout=60)
+    elapsed = time.monotonic() - start
+    assert result.returncode == 4, result.stderr
+    assert "no referee server answers at 127.0.0.1:" in result.stderr
+    # Lines that need no server (the unreadable ones) may be written; no case was judged.
+    assert elapsed < 8, f"took {elapsed:.1f} s to give up on a refused connection"
+
+
+def test_an_unknown_host_exits_4(mixed: tuple[Path, dict[str, cases.Expected]], tmp_path: Path) -> None:
+    path, _ = mixed
+    result = run_batch(path, "-o", tmp_path / "out.jsonl", "--target", "no-such-host.invalid:50051", timeout=60)
+    assert result.returncode == 4, result.stderr
+    assert "no-such-host.invalid" in result.stderr
+
+
+# Resume ----------------------------------------------------------------------------------------
+
+RESUME_CASES = 2000  # 4-player deals; with --jobs 1 and the search engine a run takes a few seconds
+
+
+def test_resume_after_sigkill_neither_redoes_nor_loses_cases(tmp_path: Path) -> None:
+    path = tmp_path / "deals.jsonl"
+    deals = list(cases.deal_cases(RESUME_CASES, seed=11))
+    # A few unreadable lines too: their ids (line:N) must survive a resume like any other.
+    for n, text, case_id in ((150, "not json", "line:{n}"), (1200, '{"id": "half', "line:{n}"), (1900, '{"id": "zz", "hand": {"cards": ["ZZ"]}}', "zz")):
+        deals.insert(n, cases.CaseLine(text, cases.Expected(case_id, "MALFORMED")))
+    expected = cases.write_cases(path, cases.numbered(deals))
+    engine = ("--engine", "search")
+
+    reference = tmp_path / "reference.jsonl"
+    result = run_batch(path, "-o", reference, "--jobs", "2", *engine)
+    assert result.returncode == 3, result.stderr
+    reference_lines = reference.read_text(encoding="utf-8").splitlines()
+    assert [json.loads(line)["id"] for line in reference_lines] == list(expected)
+
+    out = tmp_path / "verdicts.jsonl"
+    proc = subprocess.Popen(
+        batch_command(path, "-o", out, "--jobs", "1", *engine),
+        cwd=ROOT, env=_env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while _line_count(out) < len(expected) // 3:
+            assert proc.poll() is None, "the run ended before it could be killed"
+            assert time.monotonic() < deadline, "no progress within 60 s"
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+    written = out.read_bytes()
+    assert written.count(b"\n") < len(expected), "the run finished before the kill"
+    # A crash can also cut a line short: the rerun must drop it, not keep or duplicate it.
+    complete = written[: written.rfind(b"\n") + 1]
+    out.write_bytes(complete + reference_lines[written.count(b"\n")].encode()[:25])
+
+    result = run_batch(path, "-o", out, "--jobs", "1", "--resume", *engine)
+    assert result.returncode == 3, result.stderr
+    resumed = out.read_text(encoding="utf-8").splitlines()
+    ids = [json.loads(line)["id"] for line in resumed]
+    assert len(ids) == len(set(ids)), "a case was judged twice"
+    assert set(ids) == set(expected), "a case was lost"
+    assert set(resumed) == set(reference_lines) and len(resumed) == len(reference_lines)
+    done_before = complete.count(b"\n")
+    assert re.search(rf"^resumed\s+{done_before}\b", result.stderr, re.MULTILINE), result.stderr
+    assert summary_counts(result.stderr)["total"] == len(expected) - done_before
+
+
+def _line_count(path: Path) -> int:
+    try:
+        return path.read_bytes().count(b"\n")
+    except FileNotFoundError:
+        return 0
