@@ -8,6 +8,7 @@ and flushed as soon as it is known, so ``--resume`` can skip the ids already wri
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import json
 import multiprocessing
@@ -230,13 +231,21 @@ def _remote(lines: Iterable[Line], args: argparse.Namespace) -> Iterator[str]:
         target = channel_target(args.target)
     except OSError as error:
         raise _Unreachable(f"cannot resolve {args.target}: {error}") from None
-    options = [("grpc.lb_policy_name", "round_robin"), ("grpc.max_receive_message_length", 64 << 20)]
-    with grpc.insecure_channel(target, options=options) as channel:
-        if not _connected(channel, CONNECT_SECONDS):
+    # One channel, so one TCP connection, per job: a server of several SO_REUSEPORT worker
+    # processes gets its connections spread by the kernel, and gRPC would otherwise share one
+    # connection between channels of the same target and options.
+    options = [
+        ("grpc.lb_policy_name", "round_robin"),
+        ("grpc.max_receive_message_length", 64 << 20),
+        ("grpc.use_local_subchannel_pool", 1),
+    ]
+    with contextlib.ExitStack() as stack:
+        channels = [stack.enter_context(grpc.insecure_channel(target, options=options)) for _ in range(args.jobs)]
+        if not all(_connected(channel, CONNECT_SECONDS) for channel in channels):
             raise _Unreachable(f"no referee server answers at {args.target}")
-        stub = referee_pb2_grpc.RefereeServiceStub(channel)
+        stubs = [referee_pb2_grpc.RefereeServiceStub(channel) for channel in channels]
 
-        def send(chunk: list[Line]) -> list[str]:
+        def send(chunk: list[Line], stub: referee_pb2_grpc.RefereeServiceStub) -> list[str]:
             parsed = [parse_case(line, args.engine) for line in chunk]
             cases = [case for case in parsed if not isinstance(case, str)]
             answers = iter(stub.CheckDisputes(iter(cases), timeout=600))
@@ -248,7 +257,7 @@ def _remote(lines: Iterable[Line], args: argparse.Namespace) -> Iterator[str]:
                 # One call per chunk: round-robin spreads calls, not the messages of one stream.
                 for window in _windows(lines, args.jobs * STREAM_CHUNK):
                     chunks = [window[i : i + STREAM_CHUNK] for i in range(0, len(window), STREAM_CHUNK)]
-                    for answers in pool.map(send, chunks):
+                    for answers in pool.map(send, chunks, stubs):
                         yield from answers
             except grpc.RpcError as error:
                 raise _Unreachable(f"the server failed: {error.code().name}: {error.details()}") from None
