@@ -17,8 +17,8 @@ import queue
 import socket
 import sys
 import time
-from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
+from collections import Counter, deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Iterator, TextIO
 
@@ -243,23 +243,36 @@ def _remote(lines: Iterable[Line], args: argparse.Namespace) -> Iterator[str]:
         channels = [stack.enter_context(grpc.insecure_channel(target, options=options)) for _ in range(args.jobs)]
         if not all(_connected(channel, CONNECT_SECONDS) for channel in channels):
             raise _Unreachable(f"no referee server answers at {args.target}")
-        stubs = [referee_pb2_grpc.RefereeServiceStub(channel) for channel in channels]
+        idle: queue.Queue[referee_pb2_grpc.RefereeServiceStub] = queue.Queue()
+        for channel in channels:
+            idle.put(referee_pb2_grpc.RefereeServiceStub(channel))
 
-        def send(chunk: list[Line], stub: referee_pb2_grpc.RefereeServiceStub) -> list[str]:
+        def send(chunk: list[Line]) -> list[str]:
             parsed = [parse_case(line, args.engine) for line in chunk]
             cases = [case for case in parsed if not isinstance(case, str)]
-            answers = iter(stub.CheckDisputes(iter(cases), timeout=600))
-            # Lines that could not be read keep their place among the server's verdicts.
-            return [case if isinstance(case, str) else verdict_json(next(answers)) for case in parsed]
+            stub = idle.get()  # a connection no other call is using
+            try:
+                answers = iter(stub.CheckDisputes(iter(cases), timeout=600))
+                # Lines that could not be read keep their place among the server's verdicts.
+                return [case if isinstance(case, str) else verdict_json(next(answers)) for case in parsed]
+            finally:
+                idle.put(stub)
 
         with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+            pending: deque[Future[list[str]]] = deque()
             try:
                 # One call per chunk: round-robin spreads calls, not the messages of one stream.
-                for window in _windows(lines, args.jobs * STREAM_CHUNK):
-                    chunks = [window[i : i + STREAM_CHUNK] for i in range(0, len(window), STREAM_CHUNK)]
-                    for answers in pool.map(send, chunks, stubs):
-                        yield from answers
+                # Up to 2 × jobs chunks are queued, so a job that finishes a chunk starts the next
+                # at once, whichever chunk is written next; the verdicts still leave in order.
+                for chunk in _windows(lines, STREAM_CHUNK):
+                    pending.append(pool.submit(send, chunk))
+                    if len(pending) >= 2 * args.jobs:
+                        yield from pending.popleft().result()
+                while pending:
+                    yield from pending.popleft().result()
             except grpc.RpcError as error:
+                for future in pending:
+                    future.cancel()
                 raise _Unreachable(f"the server failed: {error.code().name}: {error.details()}") from None
 
 
