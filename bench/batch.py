@@ -1,0 +1,336 @@
+"""Benchmark of ``remigio-referee batch``: cases/s on end-of-deal disputes, locally and through a server.
+
+Run from the repository root::
+
+    python -m bench.batch                      # default run (about three minutes on 2 cores)
+    python -m bench.batch --count 2000 --cpsat-count 1000     # a short run
+
+It writes ``--count`` (default 20,000) dispute cases to a temporary JSON-lines file, each a whole
+end-of-deal state of 4 players (``bench.service.make_deals``: the closer's 10 shown cards are real
+linked groups, sometimes with a joker, so every close is valid; the others hold 10 cards each; the
+discard pile and the stock account for the rest of the deck), with claims on the multiplier and
+on every player's points and score change. The claimed values are guesses, so most verdicts are
+WRONG; judging a claim costs the same whatever its verdict. The seed is fixed: two runs time the
+same cases.
+
+Then it times the command as a subprocess, from its start to its exit (so interpreter start-up
+and imports count, as for a user), on
+
+- the local pool, ``--jobs 2``, with the default engine (CP-SAT) and with ``--engine search``;
+- a server started as ``python -m referee.service.server --workers 2`` (each worker judges its
+  CheckDisputes calls in one process: cores / workers), with ``--target`` and ``--server-jobs``
+  concurrent streams (default 4: each stream is its own connection, and the kernel spreads
+  connections over the SO_REUSEPORT workers by a hash, so 2 streams land on one worker half
+  the time), for both engines.
+
+CP-SAT runs take the first ``--cpsat-count`` cases (default 10,000) to keep the default run
+under five minutes; the report says so. Every run's verdicts must be the same lines, byte for
+byte (the same case gives the same verdict whatever the engine, the jobs or the server) and no
+case may be MALFORMED: otherwise the exit status is 1. A missed target is reported, not a failure.
+
+The CPU time of the batch command (with its pool workers) and of the server processes is printed
+next to each figure, in cores: on a 2-core machine the batch client competes with the server for
+the same cores (it parses and prints JSON for every case).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import resource
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+if __package__ in (None, ""):
+    # Run as ``python bench/batch.py``: make the repository root importable.
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from google.protobuf import json_format  # noqa: E402
+
+from bench.service import make_deals  # noqa: E402
+from referee._gen.remigio.referee.v1 import referee_pb2 as pb  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+HOST = "127.0.0.1"
+SEED = 20240601
+DEFAULT_COUNT = 20_000
+DEFAULT_CPSAT_COUNT = 10_000
+JOBS = 2
+SERVER_WORKERS = 2
+DEFAULT_SERVER_JOBS = 4
+RUN_TIMEOUT = 900.0
+START_TIMEOUT = 60.0
+
+# The targets: 300 cases/s with the default engine (the issue, on a 2-core machine, locally and
+# through a 2-worker server); 2,000 cases/s with --engine search --jobs 2, locally.
+TARGETS = {("local", "cpsat"): 300.0, ("server", "cpsat"): 300.0, ("local", "search"): 2000.0}
+
+
+def write_cases(path: Path, count: int, seed: int = SEED) -> None:
+    """``count`` end-of-deal dispute cases, one JSON object per line."""
+    import random
+
+    rng = random.Random(seed)
+    with path.open("w", encoding="utf-8") as out:
+        for n, deal in enumerate(make_deals(seed, count)):
+            closer = deal.closer
+            multiplier = rng.choice((1, 2, 2, 3))
+            claims = pb.DealClaims(multiplier=multiplier)
+            owed = 0
+            for i in range(len(deal.players)):
+                if i == closer:
+                    continue
+                points = rng.randint(0, 60)
+                owed += points * multiplier
+                claims.players.add(player=i, points=points, score_change=-points * multiplier)
+            claims.players.add(player=closer, points=0, score_change=owed + 40)
+            case = pb.CheckDisputesRequest(id=f"deal-{n:06d}", deal=pb.ScoreDealRequest(deal=deal, claims=claims))
+            out.write(json.dumps(json_format.MessageToDict(case), separators=(",", ":")) + "\n")
+
+
+def head(source: Path, target: Path, count: int) -> None:
+    """The first ``count`` lines of ``source`` into ``target``."""
+    with source.open(encoding="utf-8") as lines, target.open("w", encoding="utf-8") as out:
+        for n, line in enumerate(lines):
+            if n == count:
+                break
+            out.write(line)
+
+
+# Processes -------------------------------------------------------------------------------------
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User plus system CPU time of a live process so far (0 when gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class Server:
+    """``python -m referee.service.server --workers N`` on a free loopback port."""
+
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+        self.log = tempfile.TemporaryFile(mode="w+", encoding="utf-8", prefix="bench-batch-")
+        command = [sys.executable, "-m", "referee.service.server", "--host", HOST, "--port", "0", "--workers", str(workers)]
+        self.process = subprocess.Popen(command, cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.log)
+        self.port = 0
+        self.pids: list[int] = []
+        deadline = time.monotonic() + START_TIMEOUT
+        pattern = re.compile(r"listening on 127\.0\.0\.1:(\d+) \(pid (\d+)\)")
+        while True:
+            self.log.seek(0)
+            found = pattern.findall(self.log.read())
+            if len(found) >= workers:
+                self.port = int(found[0][0])
+                self.pids = [int(pid) for _, pid in found]
+                return
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                self.log.seek(0)
+                raise RuntimeError(f"the server did not start:\n{self.log.read()[-2000:]}")
+            time.sleep(0.05)
+
+    @property
+    def target(self) -> str:
+        """Where it listens."""
+        return f"{HOST}:{self.port}"
+
+    def cpu_by_worker(self) -> list[float]:
+        """CPU seconds of each worker process so far."""
+        return [_cpu_seconds(pid) for pid in self.pids]
+
+    def stop(self) -> int | None:
+        """SIGTERM, then wait (SIGKILL after 30 s); the exit status."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        return self.process.returncode
+
+
+@dataclass
+class Run:
+    """One timed run of the batch command."""
+
+    where: str  # local or server
+    engine: str
+    jobs: int
+    cases: int
+    seconds: float
+    client_cpu: float
+    server_cpu: list[float]
+    status: int
+    output: Path
+    summary: str
+
+    @property
+    def rate(self) -> float:
+        """Cases per second."""
+        return self.cases / self.seconds
+
+    @property
+    def target(self) -> float | None:
+        """The target rate of this run, if any."""
+        return TARGETS.get((self.where, self.engine))
+
+
+def time_batch(where: str, engine: str, cases: Path, count: int, out: Path, jobs: int, server: Server | None = None) -> Run:
+    """Run ``remigio-referee batch`` once, timed from its start to its exit."""
+    command = [sys.executable, "-m", "referee.cli", "batch", str(cases), "-o", str(out), "--jobs", str(jobs)]
+    if engine != "cpsat":
+        command += ["--engine", engine]
+    if server is not None:
+        command += ["--target", server.target]
+    before_children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    before_server = server.cpu_by_worker() if server else []
+    start = time.perf_counter()
+    result = subprocess.run(command, cwd=REPO, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=RUN_TIMEOUT)
+    seconds = time.perf_counter() - start
+    after_children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    client_cpu = (after_children.ru_utime - before_children.ru_utime) + (after_children.ru_stime - before_children.ru_stime)
+    server_cpu = [a - b for a, b in zip(server.cpu_by_worker(), before_server)] if server else []
+    return Run(where, engine, jobs, count, seconds, client_cpu, server_cpu, result.returncode, out, result.stderr)
+
+
+# Report ----------------------------------------------------------------------------------------
+
+
+def _load() -> str:
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:  # pragma: no cover
+        return "?"
+
+
+def format_run(run: Run) -> str:
+    """One row of the report."""
+    where = f"local --jobs {run.jobs}" if run.where == "local" else f"server --workers {SERVER_WORKERS}, --jobs {run.jobs}"
+    target = "-"
+    if run.target is not None:
+        target = f"{run.target:,.0f} {'met' if run.rate >= run.target else 'MISSED'}"
+    server = " + ".join(f"{cpu / run.seconds:.2f}" for cpu in run.server_cpu) if run.server_cpu else "-"
+    return (
+        f"{where:<30} {run.engine:<7} {run.cases:>7,} {run.seconds:>8.1f} {run.rate:>9,.0f}  {target:<13}"
+        f" {run.client_cpu / run.seconds:>6.2f}  {server}"
+    )
+
+
+HEADER = f"{'run':<30} {'engine':<7} {'cases':>7} {'time (s)':>8} {'cases/s':>9}  {'target':<13} {'client':>6}  server (cores per worker)"
+
+
+def check(runs: Sequence[Run], reference: list[str]) -> list[str]:
+    """Problems: a non-zero exit, a MALFORMED case, or verdicts that differ between runs."""
+    problems = []
+    for run in runs:
+        name = f"{run.where} {run.engine}"
+        if run.status != 0:
+            problems.append(f"{name}: exit status {run.status}\n{run.summary[-1500:]}")
+            continue
+        lines = run.output.read_text(encoding="utf-8").splitlines()
+        if len(lines) != run.cases:
+            problems.append(f"{name}: {len(lines)} verdicts for {run.cases} cases")
+        elif lines != reference[: run.cases]:
+            first = next(n for n, (a, b) in enumerate(zip(lines, reference)) if a != b)
+            problems.append(f"{name}: verdict {first} differs from the local search run's")
+        if any('"DISPUTE_OUTCOME_MALFORMED"' in line for line in lines):
+            problems.append(f"{name}: MALFORMED verdicts")
+    return problems
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench.batch", description="Benchmark remigio-referee batch.")
+    parser.add_argument("--count", type=int, default=DEFAULT_COUNT, help=f"cases (default {DEFAULT_COUNT:,})")
+    parser.add_argument(
+        "--cpsat-count", type=int, default=DEFAULT_CPSAT_COUNT,
+        help=f"cases for the CP-SAT runs, the first of the file (default {DEFAULT_CPSAT_COUNT:,}; at most --count)",
+    )
+    parser.add_argument("--server-jobs", type=int, default=DEFAULT_SERVER_JOBS, help="concurrent streams to the server")
+    parser.add_argument("--engines", default="cpsat,search", help="comma-separated engines (default cpsat,search)")
+    parser.add_argument("--no-server", action="store_true", help="local runs only")
+    args = parser.parse_args(argv)
+    args.cpsat_count = min(args.cpsat_count, args.count)
+    args.engine_list = [e for e in args.engines.split(",") if e]
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Generate the cases, time every run, print the report; 1 when a run failed or disagreed."""
+    args = parse_args(argv)
+    started = time.perf_counter()
+
+    def progress(message: str) -> None:
+        print(f"[{time.perf_counter() - started:6.1f} s] {message}", file=sys.stderr, flush=True)
+
+    load_before = _load()
+    runs: list[Run] = []
+    with tempfile.TemporaryDirectory(prefix="bench-batch-") as tmp:
+        folder = Path(tmp)
+        cases = folder / "cases.jsonl"
+        progress(f"writing {args.count:,} cases")
+        write_cases(cases, args.count)
+        files = {"search": (cases, args.count), "audit": (cases, args.count)}
+        if args.cpsat_count < args.count:
+            head(cases, folder / "cpsat.jsonl", args.cpsat_count)
+            files["cpsat"] = (folder / "cpsat.jsonl", args.cpsat_count)
+        else:
+            files["cpsat"] = (cases, args.count)
+        engines = sorted(args.engine_list, key=lambda e: e != "search")  # search first: the reference
+        for engine in engines:
+            path, count = files[engine]
+            progress(f"local --jobs {JOBS}, {engine}, {count:,} cases")
+            runs.append(time_batch("local", engine, path, count, folder / f"local-{engine}.jsonl", JOBS))
+        if not args.no_server:
+            server = Server(SERVER_WORKERS)
+            try:
+                for engine in engines:
+                    path, count = files[engine]
+                    progress(f"server --workers {SERVER_WORKERS} --jobs {args.server_jobs}, {engine}, {count:,} cases")
+                    runs.append(time_batch("server", engine, path, count, folder / f"server-{engine}.jsonl", args.server_jobs, server))
+            finally:
+                stopped = server.stop()
+            if stopped != 0:
+                print(f"the server exited with status {stopped}", file=sys.stderr)
+        reference_run = max(runs, key=lambda run: run.cases)
+        reference = reference_run.output.read_text(encoding="utf-8").splitlines()
+        problems = check(runs, reference)
+        outcomes = {name: sum(f'"DISPUTE_OUTCOME_{name}"' in line for line in reference) for name in ("CONFIRMED", "WRONG")}
+
+    print(
+        f"remigio-referee batch: {args.count:,} end-of-deal disputes (4 players; claims on the multiplier, "
+        f"points and score changes; seed {SEED})"
+    )
+    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, python {platform.python_version()}; "
+          f"load average before {load_before}, after {_load()}")
+    if "cpsat" in args.engine_list and args.cpsat_count < args.count:
+        print(f"CP-SAT runs: the first {args.cpsat_count:,} of the {args.count:,} cases (--cpsat-count), to keep the run short")
+    print(f"verdicts: {outcomes['CONFIRMED']:,} CONFIRMED, {outcomes['WRONG']:,} WRONG of {len(reference):,}")
+    print("client = CPU of the batch command and its pool, in cores; server = CPU of each server worker, in cores")
+    print()
+    print(HEADER)
+    for run in runs:
+        print(format_run(run))
+    print()
+    print(f"total {time.perf_counter() - started:.0f} s")
+    for problem in problems:
+        print(f"PROBLEM: {problem}")
+    return 1 if problems or (not args.no_server and stopped != 0) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
