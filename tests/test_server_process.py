@@ -6,6 +6,7 @@ SIGTERM under load drains cleanly (calls in flight succeed, new calls are refuse
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -43,6 +44,7 @@ class ServerProcess:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "referee.service.server", "--host", "127.0.0.1", *args],
             cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            start_new_session=True,  # its own process group, so a failed test can take down the workers too
         )
         self.lines: list[str] = []
         self._queue: queue.Queue[str] = queue.Queue()
@@ -70,10 +72,10 @@ class ServerProcess:
                 return found
 
     def stop(self) -> None:
-        """Kill the process if a test left it running."""
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
+        """Kill the process and its workers if a test left them running."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(timeout=10)
         self._reader.join(timeout=5)
 
 
@@ -214,3 +216,25 @@ def test_two_workers_serve_from_two_processes(launch) -> None:
     for pid in worker_pids:
         with pytest.raises(ProcessLookupError):
             os.kill(int(pid), 0)
+
+
+def test_workers_stop_when_the_parent_is_killed(launch) -> None:
+    server = launch("--port", "0", "--workers", "2", "--grace", "1")
+    server.wait_for(WORKERS)
+    worker_pids = {int(server.wait_for(LISTENING).group(3)), int(server.wait_for(LISTENING).group(3))}
+    server.proc.kill()  # SIGKILL: the parent cannot forward anything
+    server.proc.wait(timeout=10)
+    deadline = time.monotonic() + 15
+    alive = set(worker_pids)
+    while alive and time.monotonic() < deadline:
+        for pid in list(alive):
+            try:
+                os.kill(pid, 0)
+                # A finished child of a dead parent may linger as a zombie until init reaps it.
+                with open(f"/proc/{pid}/status", encoding="ascii") as status:
+                    if "State:\tZ" in status.read():
+                        alive.discard(pid)
+            except (ProcessLookupError, FileNotFoundError):
+                alive.discard(pid)
+        time.sleep(0.1)
+    assert not alive, f"workers outlived their parent: {alive}"

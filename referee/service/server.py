@@ -236,7 +236,22 @@ def _run_workers(args: argparse.Namespace, port: int) -> int:
 
 
 def _worker(args: argparse.Namespace, port: int) -> None:
+    parent = os.getppid()
+    _stop_with_parent()
+    if os.getppid() != parent:  # the parent died before the request above took effect
+        sys.exit(1)
     sys.exit(_serve(args, port, reuse_port=True))
+
+
+def _stop_with_parent() -> None:
+    """Ask Linux to send this process SIGTERM when its parent dies, so no worker outlives it."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM, 0, 0, 0)
 
 
 def _reserve_port(host: str, port: int) -> socket.socket:
