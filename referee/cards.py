@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import enum
 from collections import Counter
-from dataclasses import dataclass
-from typing import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Callable, Iterable, Sequence
 
 from referee.errors import InvalidCardError
 
@@ -47,6 +48,7 @@ _SUIT_BY_CODE = {
     "♧": Suit.CLUBS,
 }
 JOKER_CODE = "JK"
+_PARSED: dict[str, "Card"] = {}
 
 
 def rank_code(rank: int) -> str:
@@ -54,18 +56,36 @@ def rank_code(rank: int) -> str:
     return _RANK_CODES.get(rank, str(rank))
 
 
-@dataclass(frozen=True, slots=True, order=False)
+@dataclass(frozen=True, slots=True, eq=False)
 class Card:
     """A natural card (rank and suit) or a joker (neither)."""
 
     rank: int | None
     suit: Suit | None
+    # Canonical position: clubs A..K (0-12), diamonds, hearts, spades, then the joker (52).
+    # Computed once: cards are hashed and compared millions of times in bulk checks.
+    index: int = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.rank is None or self.suit is None:
+            object.__setattr__(self, "index", 52)
+        else:
+            object.__setattr__(self, "index", self.suit.order * 13 + self.rank - 1)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Card) and other.index == self.index
+
+    def __hash__(self) -> int:
+        return self.index
 
     @classmethod
     def parse(cls, code: str, field: str = "card") -> "Card":
         """Parse a card code such as ``AH``, ``10s``, ``T♠`` or ``JK``; raise naming ``field``."""
         if not isinstance(code, str):
             raise InvalidCardError(field, code, "a card must be a string")
+        known = _PARSED.get(code)
+        if known is not None:
+            return known
         text = code.strip().replace("\ufe0f", "").upper()
         if text == JOKER_CODE:
             return JOKER
@@ -75,19 +95,15 @@ class Card:
         suit = _SUIT_BY_CODE.get(text[-1])
         if rank is None or suit is None:
             raise InvalidCardError(field, code, "not a card code (rank A 2-10 J Q K, suit C D H S, or JK)")
-        return cls(rank, suit)
+        card = cls(rank, suit)
+        if len(_PARSED) < 4096:  # the spellings of 53 cards; bounded against odd inputs
+            _PARSED[code] = card
+        return card
 
     @property
     def is_joker(self) -> bool:
         """True for a joker."""
         return self.rank is None
-
-    @property
-    def index(self) -> int:
-        """Canonical position: clubs A..K, diamonds, hearts, spades, then the joker (52)."""
-        if self.rank is None or self.suit is None:
-            return 52
-        return self.suit.order * 13 + self.rank - 1
 
     def points(self, joker_points: int) -> int:
         """Points of this card when left unlinked: ace 1, 2-10 face value, J Q K 10."""
@@ -147,13 +163,21 @@ def copies_allowed(card: Card, decks: int) -> int:
     return 2 * decks if card.is_joker else decks
 
 
-def check_copies(cards: Sequence[tuple[str, Card]], decks: int) -> None:
-    """Raise naming the first field whose card exceeds the copies the deck holds."""
+def check_copies(cards: Sequence[Card], decks: int, field_of: Callable[[int], str]) -> None:
+    """Raise naming ``field_of(i)`` for the first card beyond the copies the deck holds."""
+    if all(n <= copies_allowed(card, decks) for card, n in Counter(cards).items()):
+        return
     seen: Counter[Card] = Counter()
-    for field, card in cards:
+    for i, card in enumerate(cards):
         seen[card] += 1
         if seen[card] > copies_allowed(card, decks):
             what = "jokers" if card.is_joker else f"copies of {card.code()}"
             raise InvalidCardError(
-                field, card.code(), f"more {what} than the deck holds ({copies_allowed(card, decks)} with {decks} decks)"
+                field_of(i), card.code(), f"more {what} than the deck holds ({copies_allowed(card, decks)} with {decks} decks)"
             )
+
+
+@lru_cache(maxsize=8)
+def deck_counts(decks: int) -> Counter[Card]:
+    """How many of each card the whole deck holds."""
+    return Counter(deck(decks))

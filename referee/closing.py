@@ -60,7 +60,7 @@ def check_close(shown: Sequence[Card], discard: Card, rules: RuleSet, field: str
     """The verdict on a close of 10 shown cards with ``discard`` laid face down."""
     if len(shown) != SHOWN:
         raise InvalidCardError(field, len(shown), f"a close shows exactly {SHOWN} cards besides the discard")
-    check_copies([(f"{field}[{i}]", c) for i, c in enumerate(shown)] + [("discard", discard)], rules.decks)
+    check_copies([*shown, discard], rules.decks, lambda i: f"{field}[{i}]" if i < len(shown) else "discard")
     return _judge(sort_cards(shown), discard, rules)
 
 
@@ -99,7 +99,7 @@ def best_close(cards: Sequence[Card], rules: RuleSet, field: str = "cards") -> C
     """
     if len(cards) != SHOWN + 1:
         raise InvalidCardError(field, len(cards), f"a close takes {SHOWN + 1} cards, or {SHOWN} and a discard")
-    check_copies([(f"{field}[{i}]", c) for i, c in enumerate(cards)], rules.decks)
+    check_copies(cards, rules.decks, lambda i: f"{field}[{i}]")
     hand = sort_cards(cards)
     best_multiplier, best_position = 0, -1
     for position, discard in enumerate(hand):

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from typing import Sequence
 
-from referee.cards import Card, check_copies, deck
+from referee.cards import Card, check_copies, deck_counts
 from referee.errors import InvalidDealError
 from referee.rules import RuleSet
 
@@ -56,15 +57,23 @@ def check_deal(deal: Deal, rules: RuleSet) -> None:
             raise InvalidDealError(f"deal.players[{i}].name", player.name, "this player is already out of the match")
         if len(player.cards) != HAND:
             raise InvalidDealError(f"deal.players[{i}].cards", len(player.cards), f"every player shows exactly {HAND} cards")
-    placed: list[tuple[str, Card]] = []
-    for i, player in enumerate(players):
-        placed += [(f"deal.players[{i}].cards[{j}]", card) for j, card in enumerate(player.cards)]
-    placed.append(("deal.discard", deal.discard))
+    # Every card given, section by section; a field path is built only for an error.
+    sections: list[tuple[str, Sequence[Card]]] = [(f"deal.players[{i}].cards", p.cards) for i, p in enumerate(players)]
+    sections.append(("deal.discard", (deal.discard,)))
     for name, pile in (("discard_pile", deal.discard_pile), ("stock", deal.stock)):
-        placed += [(f"deal.{name}.cards[{k}]", card) for k, card in enumerate(pile or ())]
-    check_copies(placed, rules.decks)
+        sections.append((f"deal.{name}.cards", pile or ()))
+    placed = [card for _, cards in sections for card in cards]
+
+    def field_of(position: int) -> str:
+        for prefix, cards in sections:
+            if position < len(cards):
+                return prefix if prefix == "deal.discard" else f"{prefix}[{position}]"
+            position -= len(cards)
+        raise IndexError(position)
+
+    check_copies(placed, rules.decks, field_of)
     if deal.discard_pile is not None and deal.stock is not None:
-        missing = Counter(deck(rules.decks)) - Counter(card for _, card in placed)
+        missing = deck_counts(rules.decks) - Counter(placed)
         if missing:
             card = min(missing, key=lambda c: c.index)
             raise InvalidDealError(

@@ -33,7 +33,7 @@ def best_linking(cards: Iterable[Card], rules: RuleSet, field: str = "cards") ->
     hand = tuple(cards)
     if not 1 <= len(hand) <= MAX_HAND:
         raise InvalidCardError(field, len(hand), f"a hand holds 1 to {MAX_HAND} cards")
-    check_copies([(f"{field}[{i}]", card) for i, card in enumerate(hand)], rules.decks)
+    check_copies(hand, rules.decks, lambda i: f"{field}[{i}]")
     return _cached(sort_cards(hand), rules)
 
 
