@@ -49,7 +49,7 @@ def _distinct(count: int, make: Callable[[], Hand]) -> list[Hand]:
 
 def _checked(hand: Sequence[Card], size: int) -> Hand:
     assert len(hand) == size, (len(hand), size)
-    check_copies([(f"hand[{i}]", card) for i, card in enumerate(hand)], DECKS)
+    check_copies(hand, DECKS, lambda i: f"hand[{i}]")
     return sort_cards(hand)
 
 

@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Iterable, Iterator, TextIO
 
 from google.protobuf import json_format
 
+from referee.service import jsonmsg
+
 if TYPE_CHECKING:
     import grpc
 
@@ -126,7 +128,7 @@ def parse_case(line: Line, engine: str | None = None) -> "object | str":
 
     case = pb.CheckDisputesRequest()
     try:
-        json_format.Parse(line.text, case)
+        jsonmsg.parse(line.text, case)
     except (json_format.ParseError, ValueError) as error:
         return verdict_json(malformed(_line_id(line), "line", line.text.strip()[:80], f"not a case in protobuf JSON: {error}"))
     if not case.id:
@@ -141,9 +143,7 @@ def parse_case(line: Line, engine: str | None = None) -> "object | str":
 
 def verdict_json(verdict: object) -> str:
     """A verdict as one line of protobuf JSON (proto field names, every field present)."""
-    from referee.cli import to_json
-
-    return json.dumps(to_json(verdict), ensure_ascii=False, separators=(",", ":"))  # type: ignore[arg-type]
+    return jsonmsg.to_json(verdict)  # type: ignore[arg-type]
 
 
 def _outcome_of(verdict: str) -> str:

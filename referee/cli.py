@@ -16,6 +16,7 @@ from google.protobuf.message import Message
 
 from referee import __version__
 from referee.errors import RefereeError
+from referee.service import jsonmsg
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 
@@ -106,9 +107,7 @@ def rule_options(args: argparse.Namespace, into: Any) -> None:
 
 def to_json(message: Message) -> dict[str, Any]:
     """A message as protobuf's JSON mapping, every field present, proto field names."""
-    return json_format.MessageToDict(
-        message, always_print_fields_with_no_presence=True, preserving_proto_field_name=True
-    )
+    return jsonmsg.to_dict(message)
 
 
 def _dump(obj: object, out: TextIO) -> None:
@@ -178,7 +177,7 @@ def _run_score(args: argparse.Namespace) -> int:
     text = sys.stdin.read() if args.file == "-" else _read(args.file)
     request = pb.ScoreDealRequest()
     try:
-        json_format.Parse(text, request)
+        jsonmsg.parse(text, request)
     except json_format.ParseError as error:
         raise RefereeError(args.file, text[:60], f"not a ScoreDealRequest in protobuf JSON: {error}") from None
     rule_options(args, request.rules)

@@ -1,0 +1,179 @@
+"""Protobuf's JSON mapping for this contract's messages, faster than ``json_format``.
+
+The batch front door reads and writes one JSON object per case, and ``json_format`` walks every
+field in Python with many checks. This module does the same walk for the kinds of field the
+contract uses (int32, bool, string, enum, message, repeated): the output is the dict
+``json_format.MessageToDict`` gives with ``always_print_fields_with_no_presence`` and
+``preserving_proto_field_name``, key order included; input that it does not fully recognise is
+handed to ``json_format.Parse``, so every error is still protobuf's own.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from typing import Any
+
+from google.protobuf import json_format
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.message import Message
+
+_INT32 = (FieldDescriptor.TYPE_INT32, FieldDescriptor.TYPE_SINT32, FieldDescriptor.TYPE_SFIXED32)
+_SIMPLE = {*_INT32, FieldDescriptor.TYPE_BOOL, FieldDescriptor.TYPE_STRING, FieldDescriptor.TYPE_ENUM, FieldDescriptor.TYPE_MESSAGE}
+_INT32_RANGE = range(-(2**31), 2**31)
+
+
+class _Unsupported(Exception):
+    """Something the fast path leaves to json_format."""
+
+
+def to_dict(message: Message) -> dict[str, Any]:
+    """The message as protobuf's JSON mapping: proto field names, every no-presence field present."""
+    if not _supported(message.DESCRIPTOR):
+        return json_format.MessageToDict(
+            message, always_print_fields_with_no_presence=True, preserving_proto_field_name=True
+        )
+    return _to_dict(message)
+
+
+def to_json(message: Message) -> str:
+    """The message as one line of JSON (see ``to_dict``)."""
+    return json.dumps(to_dict(message), ensure_ascii=False, separators=(",", ":"))
+
+
+def parse(text: str, message: Message) -> Message:
+    """Fill ``message`` from protobuf JSON; raises ``json_format.ParseError`` as ``json_format.Parse`` does."""
+    try:
+        if not _supported(message.DESCRIPTOR):
+            raise _Unsupported
+        data = json.loads(text, object_pairs_hook=_no_duplicates)
+        if not isinstance(data, dict):
+            raise _Unsupported
+        _fill(message, data)
+    except (_Unsupported, ValueError, TypeError):
+        message.Clear()
+        json_format.Parse(text, message)
+    return message
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        raise _Unsupported  # json_format refuses a key given twice
+    return found
+
+
+def _to_dict(message: Message) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for field, value in message.ListFields():
+        if field.is_repeated:
+            out[field.name] = [_value(field, item) for item in value]
+        else:
+            out[field.name] = _value(field, value)
+    for name, default in _defaults(message.DESCRIPTOR):
+        if name not in out:
+            out[name] = [] if default is _LIST else default
+    return out
+
+
+def _value(field: FieldDescriptor, value: Any) -> Any:
+    if field.type == FieldDescriptor.TYPE_MESSAGE:
+        return _to_dict(value)
+    if field.type == FieldDescriptor.TYPE_ENUM:
+        known = field.enum_type.values_by_number.get(value)
+        return known.name if known is not None else value
+    return value
+
+
+_LIST = object()
+
+
+@lru_cache(maxsize=None)
+def _defaults(descriptor: Descriptor) -> tuple[tuple[str, Any], ...]:
+    """The no-presence fields in declaration order, with the value printed when unset."""
+    found = []
+    for field in descriptor.fields:
+        if field.has_presence:
+            continue
+        if field.is_repeated:
+            found.append((field.name, _LIST))
+        elif field.type == FieldDescriptor.TYPE_ENUM:
+            found.append((field.name, field.enum_type.values_by_number[0].name))
+        else:
+            found.append((field.name, field.default_value))
+    return tuple(found)
+
+
+@lru_cache(maxsize=None)
+def _supported(descriptor: Descriptor) -> bool:
+    """True when every field, all the way down, is of a kind this module handles."""
+    return all(
+        field.type in _SIMPLE
+        and not (field.message_type is not None and field.message_type.GetOptions().map_entry)
+        and (field.message_type is None or field.message_type.full_name.startswith("remigio.") and _supported(field.message_type))
+        for field in descriptor.fields
+    )
+
+
+@lru_cache(maxsize=None)
+def _fields_by_key(descriptor: Descriptor) -> dict[str, FieldDescriptor]:
+    keys = {}
+    for field in descriptor.fields:
+        keys[field.name] = field
+        keys[field.json_name] = field
+    return keys
+
+
+def _fill(message: Message, data: dict[str, Any]) -> None:
+    fields = _fields_by_key(message.DESCRIPTOR)
+    seen: set[str] = set()
+    oneofs: set[str] = set()
+    for key, value in data.items():
+        field = fields.get(key)
+        if field is None or field.name in seen or value is None:
+            raise _Unsupported  # unknown field, a field given twice, or null: json_format decides
+        seen.add(field.name)
+        if field.containing_oneof is not None:
+            if field.containing_oneof.name in oneofs:
+                raise _Unsupported
+            oneofs.add(field.containing_oneof.name)
+        if field.is_repeated:
+            if not isinstance(value, list):
+                raise _Unsupported
+            target = getattr(message, field.name)
+            for item in value:
+                if field.type == FieldDescriptor.TYPE_MESSAGE:
+                    if not isinstance(item, dict):
+                        raise _Unsupported
+                    _fill(target.add(), item)
+                else:
+                    target.append(_scalar(field, item))
+        elif field.type == FieldDescriptor.TYPE_MESSAGE:
+            if not isinstance(value, dict):
+                raise _Unsupported
+            sub = getattr(message, field.name)
+            sub.SetInParent()
+            _fill(sub, value)
+        else:
+            setattr(message, field.name, _scalar(field, value))
+
+
+def _scalar(field: FieldDescriptor, value: Any) -> Any:
+    kind = field.type
+    if kind in _INT32:
+        if type(value) is int and value in _INT32_RANGE:
+            return value
+    elif kind == FieldDescriptor.TYPE_BOOL:
+        if type(value) is bool:
+            return value
+    elif kind == FieldDescriptor.TYPE_STRING:
+        if type(value) is str:
+            return value
+    elif kind == FieldDescriptor.TYPE_ENUM:
+        if type(value) is str:
+            known = field.enum_type.values_by_name.get(value)
+            if known is not None:
+                return known.number
+        elif type(value) is int and value in _INT32_RANGE:
+            return value
+    raise _Unsupported

@@ -1,0 +1,68 @@
+"""The fast JSON mapping gives exactly what protobuf's json_format gives, errors included."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from google.protobuf import json_format
+
+from cases import deal_cases, mixed_cases
+from referee._gen.remigio.referee.v1 import referee_pb2 as pb
+from referee.service import jsonmsg
+from referee.service.disputes import judge_case
+
+LINES = [case.text for case in mixed_cases(seed=3)] + [case.text for case in deal_cases(60, seed=4)]
+ODD = [
+    '{"id": "x", "hand": {"cards": ["AH"], "claimedPoints": 3}}',  # JSON names
+    '{"id": "x", "hand": {"cards": ["AH"], "claimed_points": "3"}}',  # a number as a string
+    '{"id": "x", "hand": {"cards": ["AH"], "claimed_points": 3.0}}',
+    '{"id": "x", "hand": {"cards": ["AH"], "rules": {"joker_limit": 2}}}',  # an enum by number
+    '{"id": "x", "hand": {"cards": ["AH"], "rules": {"joker_limit": "NOPE"}}}',
+    '{"id": "x", "hand": {"cards": ["AH"]}, "close": {"cards": []}}',  # two members of a oneof
+    '{"id": "x", "hand": null}',
+    '{"id": "x", "hand": {"cards": "AH"}}',
+    '{"id": "x", "id": "y"}',
+    '{"id": "x", "surprise": 1}',
+    '{"id": "x", "hand": {"claimed_points": 3000000000}}',
+    '{"id": 7}',
+    "[1, 2]",
+    "not json",
+]
+
+
+def _parsed(parse, text: str):  # type: ignore[no-untyped-def]
+    message = pb.CheckDisputesRequest()
+    try:
+        parse(text, message)
+    except json_format.ParseError as error:
+        return ("error", str(error))
+    return ("ok", message.SerializeToString(deterministic=True))
+
+
+@pytest.mark.parametrize("text", LINES + ODD)
+def test_parse_matches_json_format(text: str) -> None:
+    assert _parsed(jsonmsg.parse, text) == _parsed(json_format.Parse, text)
+
+
+def test_output_matches_json_format_key_for_key() -> None:
+    checked = 0
+    for text in LINES:
+        case = pb.CheckDisputesRequest()
+        try:
+            json_format.Parse(text, case)
+        except json_format.ParseError:
+            continue
+        for message in (case, judge_case(case)):
+            reference = json_format.MessageToDict(
+                message, always_print_fields_with_no_presence=True, preserving_proto_field_name=True
+            )
+            # Same keys in the same order, same values: the same JSON text.
+            assert json.dumps(jsonmsg.to_dict(message)) == json.dumps(reference)
+            checked += 1
+    assert checked > 100
+
+
+def test_unknown_enum_numbers_print_as_numbers_like_json_format() -> None:
+    message = pb.Close(kind=99)
+    assert jsonmsg.to_dict(message)["kind"] == 99 == json_format.MessageToDict(message)["kind"]
