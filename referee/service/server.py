@@ -174,15 +174,15 @@ def _serve(args: argparse.Namespace, port: int, reuse_port: bool) -> int:
             dispute_jobs=args.dispute_jobs or max(1, (os.cpu_count() or 1) // args.workers),
         )
     except OSError as error:
-        print(f"remigio-referee: error: {error}", file=sys.stderr, flush=True)
+        _say(f"remigio-referee: error: {error}")
         return 1
-    print(f"remigio-referee: listening on {_address(args.host, bound)} (pid {os.getpid()})", file=sys.stderr, flush=True)
+    _say(f"remigio-referee: listening on {_address(args.host, bound)} (pid {os.getpid()})")
     # A timed wait, so the signal handler runs promptly in this (the main) thread.
     while not stop.wait(0.2):
         pass
     log.info("%s received: draining for up to %gs", signal.Signals(caught[0]).name, args.grace)
     drain(server, health_servicer, args.grace)
-    print(f"remigio-referee: stopped (pid {os.getpid()})", file=sys.stderr, flush=True)
+    _say(f"remigio-referee: stopped (pid {os.getpid()})")
     return 0
 
 
@@ -192,7 +192,7 @@ def _serve_workers(args: argparse.Namespace) -> int:
         reservation = _reserve_port(args.host, args.port)
     except OSError as error:
         where = _address(args.host, args.port)
-        print(f"remigio-referee: error: cannot bind {where}: {error.strerror or error}", file=sys.stderr, flush=True)
+        _say(f"remigio-referee: error: cannot bind {where}: {error.strerror or error}")
         return 1
     # Held open until the workers are gone, so port 0 resolves once and the port stays ours.
     with reservation:
@@ -219,9 +219,8 @@ def _run_workers(args: argparse.Namespace, port: int) -> int:
 
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, forward)
-    print(
-        f"remigio-referee: {args.workers} workers on {_address(args.host, port)} (parent pid {os.getpid()})",
-        file=sys.stderr, flush=True,
+    _say(
+        f"remigio-referee: {args.workers} workers on {_address(args.host, port)} (parent pid {os.getpid()})"
     )
     failed = False
     while any(worker.exitcode is None for worker in workers):
@@ -265,6 +264,12 @@ def _reserve_port(host: str, port: int) -> socket.socket:
         sock.close()
         raise
     return sock
+
+
+def _say(line: str) -> None:
+    """One status line on stderr in a single write, so lines from several workers never interleave."""
+    sys.stderr.flush()
+    os.write(sys.stderr.fileno(), (line + "\n").encode())
 
 
 def _address(host: str, port: int) -> str:
