@@ -130,9 +130,13 @@ class CpSatEngine:
         solver.parameters.num_workers = 1
         solver.parameters.max_deterministic_time = DETERMINISTIC_CAP
         solver.parameters.max_time_in_seconds = cap
-        # These models are small and tight: presolve costs more than it saves (measured about
-        # 1.7x faster without it on end-of-deal hands).
+        # These models are small and tight: presolve, probing, symmetry detection and the LP
+        # relaxation cost more than they save (measured on bench.hands: presolve off about 1.7x
+        # faster on end-of-deal hands, the other three off about 12% more). Answers stay proven.
         solver.parameters.cp_model_presolve = False
+        solver.parameters.cp_model_probing_level = 0
+        solver.parameters.symmetry_level = 0
+        solver.parameters.linearization_level = 0
         return solver
 
 
