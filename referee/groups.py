@@ -6,7 +6,7 @@ import enum
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from referee.cards import ACE, JOKER, Card, Suit, rank_code, sort_cards
+from referee.cards import ACE, CARD_BY_INDEX, JOKER, Card, Suit, rank_code, sort_cards
 from referee.rules import RuleSet
 
 MIN_GROUP = 3
@@ -129,7 +129,7 @@ def _lay_run(suit: Suit, ranks: Sequence[int], start: int, size: int) -> Group:
     stands: list[str] = []
     for offset in range(size):
         rank = (start + offset - 1) % 13 + 1
-        card = Card(rank, suit)
+        card = CARD_BY_INDEX[suit.order * 13 + rank - 1]
         cards.append(card if rank in by_rank else JOKER)
         stands.append(card.code())
     return Group(GroupKind.RUN, tuple(cards), tuple(stands))

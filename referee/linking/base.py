@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Iterable, Protocol, Sequence
 
 from referee.cards import CARD_BY_INDEX, Card, sort_cards
@@ -40,15 +41,21 @@ class LinkingEngine(Protocol):
         ...
 
 
+@lru_cache(maxsize=65536)
+def _laid_out(part: tuple[int, ...], rules: RuleSet) -> Group:
+    """The group these card indices make, laid out; the same few groups recur across hands."""
+    judged = judge_group((CARD_BY_INDEX[i] for i in part), rules)
+    if not isinstance(judged, Group):
+        raise AssertionError(f"engine produced a non-group {part}: {judged.reason}")
+    return judged
+
+
 def linking_from_parts(cards: Sequence[Card], parts: Iterable[Sequence[int]], rules: RuleSet) -> Linking:
     """Build the linking whose groups are ``parts`` (card indices); the rest of ``cards`` is unlinked."""
     left = Counter(c.index for c in cards)
     groups: list[Group] = []
     for part in parts:
-        judged = judge_group((CARD_BY_INDEX[i] for i in part), rules)
-        if not isinstance(judged, Group):
-            raise AssertionError(f"engine produced a non-group {part}: {judged.reason}")
-        groups.append(judged)
+        groups.append(_laid_out(tuple(sorted(part)), rules))
         left.subtract(part)
     if any(n < 0 for n in left.values()):
         raise AssertionError("engine used a card the hand does not hold")
