@@ -113,9 +113,7 @@ class Card:
 
     def code(self) -> str:
         """The canonical notation: ``AH``, ``10S``, ``JK``."""
-        if self.rank is None or self.suit is None:
-            return JOKER_CODE
-        return rank_code(self.rank) + self.suit.value
+        return _CODES[self.index]
 
     def pretty(self) -> str:
         """The card with its suit symbol, for people: ``A♥``, ``10♠``, ``JK``."""
@@ -136,6 +134,7 @@ class Card:
 JOKER = Card(None, None)
 NATURALS: tuple[Card, ...] = tuple(Card(rank, suit) for suit in SUITS for rank in RANKS)
 CARD_BY_INDEX: tuple[Card, ...] = NATURALS + (JOKER,)
+_CODES: tuple[str, ...] = tuple(rank_code(c.rank) + c.suit.value for c in NATURALS if c.rank and c.suit) + (JOKER_CODE,)
 
 
 def parse_cards(codes: Iterable[str], field: str = "cards") -> tuple[Card, ...]:
@@ -165,7 +164,8 @@ def copies_allowed(card: Card, decks: int) -> int:
 
 def check_copies(cards: Sequence[Card], decks: int, field_of: Callable[[int], str]) -> None:
     """Raise naming ``field_of(i)`` for the first card beyond the copies the deck holds."""
-    if all(n <= copies_allowed(card, decks) for card, n in Counter(cards).items()):
+    jokers = 2 * decks
+    if all(n <= (jokers if card.index == 52 else decks) for card, n in Counter(cards).items()):
         return
     seen: Counter[Card] = Counter()
     for i, card in enumerate(cards):
@@ -181,3 +181,8 @@ def check_copies(cards: Sequence[Card], decks: int, field_of: Callable[[int], st
 def deck_counts(decks: int) -> Counter[Card]:
     """How many of each card the whole deck holds."""
     return Counter(deck(decks))
+
+
+def deck_size(decks: int) -> int:
+    """How many cards the whole deck holds."""
+    return 54 * decks

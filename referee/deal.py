@@ -6,7 +6,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Sequence
 
-from referee.cards import Card, check_copies, deck_counts
+from referee.cards import Card, check_copies, deck_counts, deck_size
 from referee.errors import InvalidDealError
 from referee.rules import RuleSet
 
@@ -72,7 +72,8 @@ def check_deal(deal: Deal, rules: RuleSet) -> None:
         raise IndexError(position)
 
     check_copies(placed, rules.decks, field_of)
-    if deal.discard_pile is not None and deal.stock is not None:
+    # With no card beyond its copies, the right total means every card is there.
+    if deal.discard_pile is not None and deal.stock is not None and len(placed) != deck_size(rules.decks):
         missing = deck_counts(rules.decks) - Counter(placed)
         if missing:
             card = min(missing, key=lambda c: c.index)
