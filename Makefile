@@ -52,13 +52,10 @@ lint: $(VENV_STAMP) $(BUF_STAMP) ## buf lint and format check, stale generated c
 protos: $(VENV_STAMP) ## regenerate referee/_gen/ from protos/
 	$(BIN)/python scripts/gen_protos.py
 
-bench: $(VENV_STAMP) ## run every bench/bench_*.py
-	@set -e; found=0; \
-	for script in bench/bench_*.py; do \
-		[ -e "$$script" ] || continue; found=1; \
-		echo "== $$script"; $(BIN)/python "$$script"; \
-	done; \
-	[ $$found -eq 1 ] || echo "no benchmarks in bench/ yet"
+bench: $(VENV_STAMP) ## run the benchmarks (linking engines, service, dispute batches)
+	$(BIN)/python -m bench.solver
+	$(BIN)/python -m bench.service
+	$(BIN)/python -m bench.batch
 
 docker: ## build the container image (needs a Docker engine)
 	docker build -t $(IMAGE) .
