@@ -114,7 +114,7 @@ def _line_id(line: Line) -> str:
 
 def judge_line(line: Line, engine: str | None = None) -> str:
     """The verdict on one input line, as one JSON line; never raises for bad input."""
-    from referee.service.disputes import judge_case, malformed
+    from referee.service.disputes import judge_case
 
     case_or_error = parse_case(line, engine)
     if isinstance(case_or_error, str):
