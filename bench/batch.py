@@ -39,9 +39,7 @@ import argparse
 import json
 import os
 import platform
-import re
 import resource
-import signal
 import subprocess
 import sys
 import tempfile
@@ -56,7 +54,7 @@ if __package__ in (None, ""):
 
 from google.protobuf import json_format  # noqa: E402
 
-from bench.service import make_deals  # noqa: E402
+from bench.service import Server, make_deals  # noqa: E402
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -68,7 +66,6 @@ JOBS = 2
 SERVER_WORKERS = 2
 DEFAULT_SERVER_JOBS = 4
 RUN_TIMEOUT = 900.0
-START_TIMEOUT = 60.0
 
 # The targets: 300 cases/s with the default engine (the issue, on a 2-core machine, locally and
 # through a 2-worker server); 2,000 cases/s with --engine search --jobs 2, locally.
@@ -107,61 +104,6 @@ def head(source: Path, target: Path, count: int) -> None:
 
 
 # Processes -------------------------------------------------------------------------------------
-
-
-def _cpu_seconds(pid: int) -> float:
-    """User plus system CPU time of a live process so far (0 when gone)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-class Server:
-    """``python -m referee.service.server --workers N`` on a free loopback port."""
-
-    def __init__(self, workers: int) -> None:
-        self.workers = workers
-        self.log = tempfile.TemporaryFile(mode="w+", encoding="utf-8", prefix="bench-batch-")
-        command = [sys.executable, "-m", "referee.service.server", "--host", HOST, "--port", "0", "--workers", str(workers)]
-        self.process = subprocess.Popen(command, cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.log)
-        self.port = 0
-        self.pids: list[int] = []
-        deadline = time.monotonic() + START_TIMEOUT
-        pattern = re.compile(r"listening on 127\.0\.0\.1:(\d+) \(pid (\d+)\)")
-        while True:
-            self.log.seek(0)
-            found = pattern.findall(self.log.read())
-            if len(found) >= workers:
-                self.port = int(found[0][0])
-                self.pids = [int(pid) for _, pid in found]
-                return
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                self.log.seek(0)
-                raise RuntimeError(f"the server did not start:\n{self.log.read()[-2000:]}")
-            time.sleep(0.05)
-
-    @property
-    def target(self) -> str:
-        """Where it listens."""
-        return f"{HOST}:{self.port}"
-
-    def cpu_by_worker(self) -> list[float]:
-        """CPU seconds of each worker process so far."""
-        return [_cpu_seconds(pid) for pid in self.pids]
-
-    def stop(self) -> int | None:
-        """SIGTERM, then wait (SIGKILL after 30 s); the exit status."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        return self.process.returncode
 
 
 @dataclass
@@ -297,6 +239,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             runs.append(time_batch("local", engine, path, count, folder / f"local-{engine}.jsonl", JOBS))
         if not args.no_server:
             server = Server(SERVER_WORKERS)
+            server.wait_ready()
             try:
                 for engine in engines:
                     path, count = files[engine]

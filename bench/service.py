@@ -406,6 +406,10 @@ class Server:
         """CPU time of the server processes so far."""
         return sum(_cpu_seconds(pid) for pid in self.pids)
 
+    def cpu_by_worker(self) -> list[float]:
+        """CPU seconds of each worker process so far (the parent of several workers left out)."""
+        return [_cpu_seconds(pid) for pid in self.pids[: self.workers]]
+
     def stop(self) -> int | None:
         """SIGTERM, then wait; the exit status, or None when it had to be killed."""
         if self.process.poll() is None:
