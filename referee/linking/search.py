@@ -101,7 +101,28 @@ def _solve_hand(indices: tuple[int, ...], rules_key: RulesKey) -> Answer:
 
 @lru_cache(maxsize=1 << 16)
 def _solve_joker_free(component: tuple[int, ...], wrap: bool) -> Answer:
+    # 3 to 5 naturals that are one group: nothing is left and no split into two groups exists,
+    # so that group is the only best linking (the usual component of a finished hand).
+    if MIN_GROUP <= len(component) < 2 * MIN_GROUP and _whole_group(component, wrap):
+        return 0, (component,)
     return _Solver(component, 0, (2, 0, wrap, JokerLimit.UNLIMITED)).answer()
+
+
+def _whole_group(naturals: tuple[int, ...], wrap: bool) -> bool:
+    """Whether these natural cards (sorted indices) are one group: one rank, or one suit's run."""
+    if len({i % 13 for i in naturals}) == 1:
+        return True
+    if len({i // 13 for i in naturals}) != 1:
+        return False
+    ranks = [i % 13 + 1 for i in naturals]
+    size = len(ranks)
+    if len(set(ranks)) != size:
+        return False
+    if ranks[-1] - ranks[0] == size - 1:
+        return True
+    if ranks[0] == 1 and 14 - ranks[1] == size - 1:  # the ace above the king
+        return True
+    return wrap and any(all((r - first) % 13 < size for r in ranks) for first in ranks)
 
 
 def _joker_free_components(naturals: tuple[int, ...], wrap: bool) -> tuple[list[tuple[int, ...]], int]:
