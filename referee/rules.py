@@ -102,6 +102,7 @@ class RuleSet:
     multipliers: Mapping[CloseKind, int] = field(default_factory=lambda: DEFAULT_MULTIPLIERS)
     scoring: ScoringRules = ScoringRules()
     engine: str = "cpsat"
+    _hash: int = field(init=False, repr=False, compare=False, default=0)
 
     def __post_init__(self) -> None:
         if not isinstance(self.decks, int) or not 1 <= self.decks <= 4:
@@ -119,14 +120,16 @@ class RuleSet:
             table[kind] = value
         # Frozen: the table is completed with defaults once, so lookups never miss.
         object.__setattr__(self, "multipliers", MappingProxyType(table))
+        # Rule sets key every cache of the engines: hash once, not on every lookup.
+        key = (self.decks, self.joker_points, self.wrap_runs, self.joker_limit, tuple(table.items()), self.scoring, self.engine)
+        object.__setattr__(self, "_hash", hash(key))
         for name in ("start_score", "target", "close_bonus", "limit"):
             value = getattr(self.scoring, name)
             if value is not None and (not isinstance(value, int) or abs(value) > 10**9):
                 raise InvalidOptionError(f"rules.scoring.{name}", value, "must be an integer of at most 10^9")
 
     def __hash__(self) -> int:
-        return hash((self.decks, self.joker_points, self.wrap_runs, self.joker_limit,
-                     tuple(self.multipliers.items()), self.scoring, self.engine))
+        return self._hash
 
     def multiplier(self, kind: CloseKind) -> int:
         """The multiplier of a close kind under this rule set."""
