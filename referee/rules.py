@@ -144,4 +144,3 @@ class RuleSet:
         return (self.decks, self.joker_points, self.wrap_runs, self.joker_limit)
 
 
-DEFAULT_RULES = RuleSet()
