@@ -142,5 +142,3 @@ class RuleSet:
     def linking_key(self) -> tuple[int, int, bool, JokerLimit]:
         """The options that change a best linking, for caches keyed on rules."""
         return (self.decks, self.joker_points, self.wrap_runs, self.joker_limit)
-
-
