@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import re
 import signal
 import socket
@@ -24,21 +23,15 @@ import pytest
 
 try:  # the tests directory is not a package; work whichever way pytest imports it
     from tests import cases
+    from tests.servers import ServerProcess, server_env
 except ImportError:  # pragma: no cover
     import cases  # type: ignore[no-redef]
+    from servers import ServerProcess, server_env  # type: ignore[no-redef]
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.skipif(sys.platform != "linux", reason="signals, ptys")]
 
 ROOT = Path(__file__).resolve().parent.parent
-LISTENING = re.compile(r"listening on (\S+):(\d+) \(pid (\d+)\)")
 OUTCOMES = ("CONFIRMED", "WRONG", "INVALID", "NO_CLAIM", "MALFORMED")
-
-
-def _env() -> dict[str, str]:
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    for name in ("REMIGIO_HOST", "REMIGIO_PORT", "REMIGIO_WORKERS", "REMIGIO_LOG_FORMAT"):
-        env.pop(name, None)
-    return env
 
 
 def batch_command(*args: object) -> list[str]:
@@ -49,7 +42,7 @@ def batch_command(*args: object) -> list[str]:
 def run_batch(*args: object, timeout: float = 90, **kwargs: object) -> subprocess.CompletedProcess[str]:
     """Run ``remigio-referee batch`` to its end (at most ``timeout`` seconds), capturing its output."""
     return subprocess.run(
-        batch_command(*args), cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=timeout, **kwargs  # type: ignore[call-overload]
+        batch_command(*args), cwd=ROOT, env=server_env(), capture_output=True, text=True, timeout=timeout, **kwargs  # type: ignore[call-overload]
     )
 
 
@@ -149,7 +142,7 @@ def test_progress_bar_on_a_terminal(mixed: tuple[Path, dict[str, cases.Expected]
     try:
         proc = subprocess.Popen(
             batch_command(path, "-o", tmp_path / "out.jsonl", "--jobs", "1"),
-            cwd=ROOT, env=_env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=slave,
+            cwd=ROOT, env=server_env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=slave,
         )
         os.close(slave)
         seen = bytearray()
@@ -191,72 +184,17 @@ def test_through_a_server_gives_the_same_verdicts(
     assert_summary(result.stderr, expected)
 
 
-class ServerProcess:
-    """``python -m referee.service.server`` on a free port, its stderr read line by line by a thread."""
-
-    def __init__(self, *args: str) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "referee.service.server", "--host", "127.0.0.1", "--port", "0", *args],
-            cwd=ROOT, env=_env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-        )
-        self.lines: list[str] = []
-        self._queue: queue.Queue[str] = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-        found = self.wait_for(LISTENING)
-        self.address = f"{found.group(1)}:{found.group(2)}"
-
-    def _read(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self.lines.append(line.rstrip("\n"))
-            self._queue.put(line.rstrip("\n"))
-
-    def wait_for(self, pattern: re.Pattern[str], timeout: float = 30) -> re.Match[str]:
-        """The first stderr line from now on matching ``pattern``; fail after ``timeout`` seconds."""
-        deadline = time.monotonic() + timeout
-        while (left := deadline - time.monotonic()) > 0:
-            try:
-                line = self._queue.get(timeout=min(left, 0.5))
-            except queue.Empty:
-                if self.proc.poll() is not None:
-                    break
-                continue
-            if found := pattern.search(line):
-                return found
-        raise AssertionError(f"no line matching {pattern.pattern!r}; stderr so far:\n" + "\n".join(self.lines))
-
-    def judged(self) -> int:
-        """Cases judged by the CheckDisputes calls this server has logged (JSON log lines)."""
-        total = 0
-        for line in list(self.lines):
-            if line.startswith("{"):
-                method = json.loads(line).get("method", "")
-                if found := re.fullmatch(r"CheckDisputes\[(\d+)\]", method):
-                    total += int(found.group(1))
-        return total
-
-    def stop(self) -> None:
-        """SIGTERM, then SIGKILL if it does not stop within 10 s."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
-
-
 @pytest.fixture
 def two_servers() -> Iterator[tuple[ServerProcess, ServerProcess]]:
     """Two referee servers, each its own process and port, logging JSON lines."""
     started: list[ServerProcess] = []
     try:
         for _ in range(2):
-            started.append(ServerProcess("--log-format", "json", "--dispute-jobs", "1"))
+            started.append(ServerProcess("--port", "0", "--log-format", "json", "--dispute-jobs", "1").listening())
         yield started[0], started[1]
     finally:
         for server in started:
-            server.stop()
+            server.terminate()
 
 
 def test_two_servers_behind_one_target_both_receive_cases(
@@ -334,7 +272,7 @@ def test_resume_after_sigkill_neither_redoes_nor_loses_cases(tmp_path: Path) -> 
     out = tmp_path / "verdicts.jsonl"
     proc = subprocess.Popen(
         batch_command(path, "-o", out, "--jobs", "1", *engine),
-        cwd=ROOT, env=_env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        cwd=ROOT, env=server_env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     try:
         deadline = time.monotonic() + 60

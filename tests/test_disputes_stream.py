@@ -21,17 +21,11 @@ figures.
 
 from __future__ import annotations
 
-import os
-import queue
-import re
-import signal
-import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
 from concurrent import futures
-from pathlib import Path
 
 import grpc
 import pytest
@@ -43,13 +37,13 @@ from referee.service.servicer import READ_AHEAD_PER_JOB, RefereeServicer
 
 try:  # the tests directory is not a package; work whichever way pytest imports it
     from tests import cases
+    from tests.servers import ServerProcess
 except ImportError:  # pragma: no cover
     import cases  # type: ignore[no-redef]
+    from servers import ServerProcess  # type: ignore[no-redef]
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.skipif(sys.platform != "linux", reason="/proc, signals")]
 
-ROOT = Path(__file__).resolve().parent.parent
-LISTENING = re.compile(r"listening on (\S+):(\d+) \(pid (\d+)\)")
 
 STREAM_CASES = 10_000
 # Cases the client may have sent ahead of the verdicts it has read: measured plateau about
@@ -100,61 +94,14 @@ def test_ten_thousand_cases_through_one_stream_in_order(stub: referee_pb2_grpc.R
 # A slow reader against a server process ---------------------------------------------------------
 
 
-class ServerProcess:
-    """``python -m referee.service.server`` on a free port; its stderr drained by a thread."""
-
-    def __init__(self, *args: str) -> None:
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        for name in ("REMIGIO_HOST", "REMIGIO_PORT", "REMIGIO_WORKERS", "REMIGIO_LOG_FORMAT"):
-            env.pop(name, None)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "referee.service.server", "--host", "127.0.0.1", "--port", "0", *args],
-            cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-        )
-        self.lines: queue.Queue[str] = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-        deadline = time.monotonic() + 30
-        while True:
-            assert time.monotonic() < deadline and self.proc.poll() is None, "the server did not start"
-            try:
-                found = LISTENING.search(self.lines.get(timeout=0.5))
-            except queue.Empty:
-                continue
-            if found:
-                self.address = f"{found.group(1)}:{found.group(2)}"
-                return
-
-    def _read(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self.lines.put(line)
-
-    def rss_mb(self) -> float:
-        """The server process's resident memory, in MB (VmRSS)."""
-        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-        raise AssertionError("no VmRSS")
-
-    def stop(self) -> None:
-        """SIGTERM, then SIGKILL after 10 s."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
-
-
 @pytest.fixture(scope="module")
 def server_process() -> Iterator[ServerProcess]:
     """A server process judging cases in 2 worker processes."""
-    server = ServerProcess("--dispute-jobs", "2")
+    server = ServerProcess("--port", "0", "--dispute-jobs", "2").listening()
     try:
         yield server
     finally:
-        server.stop()
+        server.terminate()
 
 
 class Counted:

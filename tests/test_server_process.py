@@ -6,18 +6,13 @@ SIGTERM under load drains cleanly (calls in flight succeed, new calls are refuse
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import queue
-import re
 import signal
-import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import grpc
 import pytest
@@ -26,57 +21,14 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
 
+try:  # the tests directory is not a package; work whichever way pytest imports it
+    from tests.servers import LISTENING, WORKERS, ServerProcess
+except ImportError:  # pragma: no cover
+    from servers import LISTENING, WORKERS, ServerProcess  # type: ignore[no-redef]
+
 pytestmark = [pytest.mark.timeout(90), pytest.mark.skipif(sys.platform != "linux", reason="signals and SO_REUSEPORT")]
 
-ROOT = Path(__file__).resolve().parent.parent
 SERVICE = "remigio.referee.v1.RefereeService"
-LISTENING = re.compile(r"listening on (\S+):(\d+) \(pid (\d+)\)")
-WORKERS = re.compile(r"workers on (\S+):(\d+) \(parent pid (\d+)\)")
-
-
-class ServerProcess:
-    """A server subprocess whose stderr is read by a thread, line by line, into a queue."""
-
-    def __init__(self, *args: str) -> None:
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        for name in ("REMIGIO_HOST", "REMIGIO_PORT", "REMIGIO_WORKERS", "REMIGIO_LOG_FORMAT"):
-            env.pop(name, None)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "referee.service.server", "--host", "127.0.0.1", *args],
-            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-            start_new_session=True,  # its own process group, so a failed test can take down the workers too
-        )
-        self.lines: list[str] = []
-        self._queue: queue.Queue[str] = queue.Queue()
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self.lines.append(line.rstrip("\n"))
-            self._queue.put(line.rstrip("\n"))
-
-    def wait_for(self, pattern: re.Pattern[str], timeout: float = 30) -> re.Match[str]:
-        """The first stderr line (from now on) matching ``pattern``; fail after ``timeout`` seconds."""
-        deadline = time.monotonic() + timeout
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0 or self.proc.poll() is not None and self._queue.empty():
-                raise AssertionError(f"no line matching {pattern.pattern!r}; stderr so far:\n" + "\n".join(self.lines))
-            try:
-                line = self._queue.get(timeout=min(left, 0.5))
-            except queue.Empty:
-                continue
-            if found := pattern.search(line):
-                return found
-
-    def stop(self) -> None:
-        """Kill the process and its workers if a test left them running."""
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(timeout=10)
-        self._reader.join(timeout=5)
 
 
 @pytest.fixture
@@ -90,7 +42,7 @@ def launch() -> Iterator:  # type: ignore[type-arg]
 
     yield start
     for server in started:
-        server.stop()
+        server.kill()
 
 
 SLOW_CASES = 12
@@ -167,7 +119,7 @@ def test_sigterm_under_load_drains_and_exits_0(launch) -> None:
     assert set(outcomes) <= {grpc.StatusCode.OK, grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED}, set(outcomes)
 
     # One JSON line per call: method, status code, duration, request id.
-    server.stop()
+    server.kill()
     calls = [json.loads(line) for line in server.lines if line.startswith("{") and '"method"' in line]
     assert sum(1 for c in calls if c["method"] == f"CheckDisputes[{SLOW_CASES}]" and c["code"] == "OK") == 4
     assert all({"method", "code", "duration_ms", "request_id"} <= c.keys() for c in calls)

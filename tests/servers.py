@@ -1,0 +1,102 @@
+"""A referee server as a real process (``python -m referee.service.server``) for the tests."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import queue
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LISTENING = re.compile(r"listening on (\S+):(\d+) \(pid (\d+)\)")
+WORKERS = re.compile(r"workers on (\S+):(\d+) \(parent pid (\d+)\)")
+
+
+def server_env() -> dict[str, str]:
+    """This environment without the server's own variables, so only the test's options count."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    for name in ("REMIGIO_HOST", "REMIGIO_PORT", "REMIGIO_WORKERS", "REMIGIO_LOG_FORMAT"):
+        env.pop(name, None)
+    return env
+
+
+class ServerProcess:
+    """A server process on 127.0.0.1 whose stderr a thread reads, line by line, into ``lines``."""
+
+    def __init__(self, *args: str) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "referee.service.server", "--host", "127.0.0.1", *args],
+            cwd=ROOT, env=server_env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE, text=True,
+            start_new_session=True,  # its own process group, so a failed test can take down the workers too
+        )
+        self.lines: list[str] = []
+        self.address = ""
+        self._queue: queue.Queue[str] = queue.Queue()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.lines.append(line.rstrip("\n"))
+            self._queue.put(line.rstrip("\n"))
+
+    def wait_for(self, pattern: re.Pattern[str], timeout: float = 30) -> re.Match[str]:
+        """The first stderr line (from now on) matching ``pattern``; fail after ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or self.proc.poll() is not None and self._queue.empty():
+                raise AssertionError(f"no line matching {pattern.pattern!r}; stderr so far:\n" + "\n".join(self.lines))
+            try:
+                line = self._queue.get(timeout=min(left, 0.5))
+            except queue.Empty:
+                continue
+            if found := pattern.search(line):
+                return found
+
+    def listening(self) -> "ServerProcess":
+        """Wait until it listens; its address is then in ``address``."""
+        found = self.wait_for(LISTENING)
+        self.address = f"{found.group(1)}:{found.group(2)}"
+        return self
+
+    def judged(self) -> int:
+        """Cases judged by the CheckDisputes calls this server has logged (JSON log lines)."""
+        total = 0
+        for line in list(self.lines):
+            if line.startswith("{"):
+                method = json.loads(line).get("method", "")
+                if found := re.fullmatch(r"CheckDisputes\[(\d+)\]", method):
+                    total += int(found.group(1))
+        return total
+
+    def rss_mb(self) -> float:
+        """The server process's resident memory, in MB (VmRSS)."""
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        raise AssertionError("no VmRSS")
+
+    def terminate(self) -> None:
+        """SIGTERM (a clean drain), then kill the whole group if it is still there after 10 s."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=10)
+        self.kill()
+
+    def kill(self) -> None:
+        """Kill the process and its workers if they are still running."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(timeout=10)
+        self._reader.join(timeout=5)
