@@ -15,6 +15,7 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 
 from referee import __version__
+from referee.cards import Card
 from referee.errors import RefereeError
 from referee.service import jsonmsg
 
@@ -105,11 +106,6 @@ def rule_options(args: argparse.Namespace, into: Any) -> None:
         into.engine = pb.Engine.Value(f"ENGINE_{args.engine.upper()}")
 
 
-def to_json(message: Message) -> dict[str, Any]:
-    """A message as protobuf's JSON mapping, every field present, proto field names."""
-    return jsonmsg.to_dict(message)
-
-
 def _dump(obj: object, out: TextIO) -> None:
     out.write(json.dumps(obj, ensure_ascii=False) + "\n")
     out.flush()
@@ -130,7 +126,7 @@ def _run_solve(args: argparse.Namespace) -> int:
 
     if args.cards:
         linking = answer(args.cards)
-        _dump(to_json(linking), sys.stdout) if args.json else print(format_linking(linking))
+        _dump(jsonmsg.to_dict(linking), sys.stdout) if args.json else print(format_linking(linking))
         return EXIT_OK
     status = EXIT_OK
     for number, line in enumerate(sys.stdin, start=1):
@@ -147,7 +143,7 @@ def _run_solve(args: argparse.Namespace) -> int:
                 print(f"line {number}: error: {error}", flush=True)
             continue
         if args.json:
-            _dump(to_json(linking), sys.stdout)
+            _dump(jsonmsg.to_dict(linking), sys.stdout)
         else:
             print(format_linking(linking).replace("\n", "  |  "), flush=True)
     return status
@@ -161,7 +157,7 @@ def _run_close(args: argparse.Namespace) -> int:
     rule_options(args, request.rules)
     close = check_close(request).close
     if args.json:
-        shown = to_json(close)
+        shown = jsonmsg.to_dict(close)
         if not close.valid:
             shown["kind"] = ""  # an invalid close has no kind
         _dump(shown, sys.stdout)
@@ -183,7 +179,7 @@ def _run_score(args: argparse.Namespace) -> int:
     rule_options(args, request.rules)
     response = score_deal(request)
     if args.json:
-        _dump(to_json(response), sys.stdout)
+        _dump(jsonmsg.to_dict(response), sys.stdout)
     else:
         print(format_deal(response))
     return EXIT_OK
@@ -201,9 +197,11 @@ def _read(path: str) -> str:
 
 
 def pretty(code: str) -> str:
-    """A card code with its suit symbol."""
-    symbols = {"C": "♣", "D": "♦", "H": "♥", "S": "♠"}
-    return code if code == "JK" or not code else code[:-1] + symbols.get(code[-1], code[-1])
+    """A card code with its suit symbol (a joker's stand-in rank alone stays as it is)."""
+    try:
+        return Card.parse(code).pretty()
+    except RefereeError:
+        return code
 
 
 def _cards(codes: Iterable[str]) -> str:
