@@ -3,13 +3,16 @@
 One integer variable per candidate group (how many times the linking uses it, candidates in
 canonical order, see ``candidates``), one capacity constraint per card kind. When the hand has
 few candidate groups (most hands), one solve of one weighted objective gives the canonical
-answer directly. Otherwise the first solve
-maximises the linked points. Then the canonical linking among the optimal ones (``Linking.rank``: its groups in
-ascending candidate order, lexicographically first) is fixed group by group: each further solve
-minimises the number of the next group, given the ones already fixed. A linking holds at most
-``len(hand) // 3`` groups, so that is at most four small solves. (Folding the first group into
-the first solve's objective saved a solve but made that solve slower to prove.) Every solve must
-be proven OPTIMAL; anything else is an error, never a guess.
+answer (``Linking.rank``: the fewest points, then the groups in ascending candidate order,
+lexicographically first) directly. With many candidates (jokers and duplicates) that objective
+would not fit in 64 bits. Then one solve finds the canonical linking's lowest group: exactly one
+boolean *designates* a group the linking uses, and the objective maximises the linked points
+first and minimises the designated number second, so the optimum designates the lowest group
+any best linking holds (nothing has to say "this is the lowest used", which keeps the solve easy
+to prove). The rest of the canonical linking is the canonical linking of the cards left, among
+the candidates from that group on that still fit: the same problem, smaller, usually small
+enough for the one weighted solve. A linking holds at most ``len(hand) // 3`` groups, so that is
+at most four solves. Every solve must be proven OPTIMAL; anything else is an error, never a guess.
 """
 
 from __future__ import annotations
@@ -65,37 +68,52 @@ class CpSatEngine:
         points = [CARD_BY_INDEX[i].points(rules.joker_points) for i in range(53)]
         # A group worth no points (jokers only, when jokers score 0) never belongs to the canonical
         # answer: leaving it out gives as few points and a shorter list of groups.
-        candidates = [group for group in candidate_groups(counts, rules) if sum(points[i] for i in group)]
+        candidates = []
+        for group in candidate_groups(counts, rules):
+            if worth := sum(points[i] for i in group):
+                candidates.append((group, worth))
+        return linking_from_parts(cards, self._canonical(cards, counts, candidates), rules)
+
+    def _canonical(
+        self, cards: tuple[Card, ...], counts: Counter[int], candidates: list[tuple[Candidate, int]]
+    ) -> list[Candidate]:
+        """The groups of the canonical best linking of ``counts`` among ``candidates`` (each
+        with its points, in canonical order, all within ``counts``); ``cards`` names the hand in errors."""
         if not candidates:
-            return linking_from_parts(cards, (), rules)
-        model, uses = _model(counts, candidates, cover_all=False)
-        weights = [sum(points[i] for i in group) for group in candidates]
-        linked = sum(w * use for w, use in zip(weights, uses))
-        slots = len(cards) // 3
-        base = slots + 1
-        top = base ** len(candidates)
-        coefficients = [top * w + base ** (len(candidates) - 1 - n) for n, w in enumerate(weights)]
-        if sum(c * most for c, most in zip(coefficients, _most_uses(counts, candidates))) < _ONE_SOLVE_LIMIT:
+            return []
+        groups = [group for group, _ in candidates]
+        weights = [worth for _, worth in candidates]
+        most = _most_uses(counts, groups)
+        model, uses = _model(counts, groups, most, cover_all=False)
+        base = sum(counts.values()) // 3 + 1  # more than the groups a linking can hold
+        top = base ** len(groups)
+        coefficients = [top * w + base ** (len(groups) - 1 - n) for n, w in enumerate(weights)]
+        if sum(c * k for c, k in zip(coefficients, most)) < _ONE_SOLVE_LIMIT:
             # Small enough for one objective: a linked point outweighs every tie-break term, and
             # group n weighs base^(N-1-n), more than all later groups of a linking together, so the
             # optimum is the lexicographically first list of groups among the best linkings.
-            model.maximize(sum(c * use for c, use in zip(coefficients, uses)))
-            solver = self._solve(model, cards)
-            parts = [candidates[n] for n, use in enumerate(uses) for _ in range(solver.value(use))]
-            return linking_from_parts(cards, parts, rules)
-
-        model.maximize(linked)
-        best = self._solve(model, cards).value(linked)
-        model.add(linked == best)
-        chosen: list[int] = []
-        while sum(weights[n] for n in chosen) < best:
-            # The next group is the lowest-numbered one still used beyond the groups fixed so far.
-            following = _next_group(model, uses, chosen)
-            model.minimize(following)
-            step = self._solve(model, cards).value(following)
-            chosen.append(step)
-            model.add(following == step)
-        return linking_from_parts(cards, [candidates[n] for n in chosen], rules)
+            model.maximize(cp_model.LinearExpr.weighted_sum(uses, coefficients))
+            solution = _solution(self._solve(model, cards))
+            return [group for n, group in enumerate(groups) for _ in range(solution[n])]
+        # Too many candidates for that: find the lowest group of the canonical linking (the lowest
+        # group any best linking holds). Exactly one flag designates a group the linking uses; a
+        # linked point outweighs every designation, so the optimum designates that group.
+        flags = [model.new_bool_var(f"first{n}") for n in range(len(groups))]
+        model.add_exactly_one(flags)
+        for use, flag in zip(uses, flags):
+            model.add(use >= 1).only_enforce_if(flag)
+        linked = cp_model.LinearExpr.weighted_sum(uses, weights)
+        model.maximize(linked * len(groups) - cp_model.LinearExpr.weighted_sum(flags, range(len(groups))))
+        # The linear relaxation bounds the points quickly here (measured on bench.hands).
+        solution = _solution(self._solve(model, cards, relaxation=True))
+        first = next(n for n, flag in enumerate(flags) if solution[flag.index])
+        # The rest of the canonical linking is the canonical linking of the cards left, among the
+        # groups from the first on: every best linking holding the first group is that group plus a
+        # best linking of the rest, and its other groups come after the first in canonical order.
+        rest = counts.copy()
+        rest.subtract(groups[first])
+        later = [(group, worth) for group, worth in candidates[first:] if _fits(group, rest)]
+        return [groups[first], *self._canonical(cards, rest, later)]
 
     def links_fully(self, cards: tuple[Card, ...], rules: RuleSet) -> bool:
         """Whether the cards split into groups with none left over: one feasibility solve."""
@@ -103,7 +121,7 @@ class CpSatEngine:
         candidates = candidate_groups(counts, rules)
         if not candidates:
             return False
-        model, _ = _model(counts, candidates, cover_all=True)
+        model, _ = _model(counts, candidates, _most_uses(counts, candidates), cover_all=True)
         solver = self._solver(cards)
         status = solver.solve(model)
         if status == cp_model.INFEASIBLE:
@@ -112,8 +130,11 @@ class CpSatEngine:
             raise SolverError(f"CP-SAT could not decide ({solver.status_name(status)}) for {_codes(cards)}")
         return True
 
-    def _solve(self, model: cp_model.CpModel, cards: tuple[Card, ...]) -> cp_model.CpSolver:
+    def _solve(self, model: cp_model.CpModel, cards: tuple[Card, ...], relaxation: bool = False) -> cp_model.CpSolver:
+        """A proven optimum of ``model`` (with the linear relaxation on when ``relaxation``)."""
         solver = self._solver(cards)
+        if relaxation:
+            solver.parameters.linearization_level = 1
         status = solver.solve(model)
         if status != cp_model.OPTIMAL:
             raise SolverError(f"CP-SAT found no proven optimum ({solver.status_name(status)}) for {_codes(cards)}")
@@ -130,9 +151,10 @@ class CpSatEngine:
         solver.parameters.num_workers = 1
         solver.parameters.max_deterministic_time = DETERMINISTIC_CAP
         solver.parameters.max_time_in_seconds = cap
-        # These models are small and tight: presolve, probing, symmetry detection and the LP
-        # relaxation cost more than they save (measured on bench.hands: presolve off about 1.7x
-        # faster on end-of-deal hands, the other three off about 12% more). Answers stay proven.
+        # These models are small and tight: presolve, probing, symmetry detection and (but for the
+        # designating solve, see _solve's callers) the LP relaxation cost more than they save
+        # (measured on bench.hands: presolve off about 1.7x faster on end-of-deal hands, the other
+        # three off about 12% more). Answers stay proven.
         solver.parameters.cp_model_presolve = False
         solver.parameters.cp_model_probing_level = 0
         solver.parameters.symmetry_level = 0
@@ -148,14 +170,21 @@ class _Model(cp_model.CpModel):
 
 
 def _model(
-    counts: Counter[int], candidates: list[Candidate], cover_all: bool
+    counts: Counter[int], candidates: list[Candidate], most: list[int], cover_all: bool
 ) -> tuple[cp_model.CpModel, list[cp_model.IntVar]]:
-    """Uses of each candidate group, no card used more often than held (exactly as often: cover_all)."""
+    """Uses of each candidate group (at most ``most`` times), no card used more often than held
+    (exactly as often: cover_all)."""
     model = _Model()
-    uses = [model.new_int_var(0, most, f"group{n}") for n, most in enumerate(_most_uses(counts, candidates))]
-    for index, held in sorted(counts.items()):
-        used = sum(k * uses[n] for n, group in enumerate(candidates) if (k := group.count(index)))
-        model.add(used == held if cover_all else used <= held)
+    uses = [model.new_int_var(0, k, f"group{n}") for n, k in enumerate(most)]
+    terms: dict[int, tuple[list[cp_model.IntVar], list[int]]] = {index: ([], []) for index in sorted(counts)}
+    for use, group in zip(uses, candidates):
+        for index, k in Counter(group).items():
+            variables, copies = terms[index]
+            variables.append(use)
+            copies.append(k)
+    for index, (variables, copies) in terms.items():
+        held = counts[index]
+        model.add_linear_constraint(cp_model.LinearExpr.weighted_sum(variables, copies), held if cover_all else 0, held)
     return model, uses
 
 
@@ -164,19 +193,15 @@ def _most_uses(counts: Counter[int], candidates: list[Candidate]) -> list[int]:
     return [min(counts[i] // k for i, k in Counter(group).items()) for group in candidates]
 
 
-def _next_group(model: cp_model.CpModel, uses: list[cp_model.IntVar], chosen: list[int]) -> cp_model.IntVar:
-    """A variable equal to the lowest candidate number used beyond ``chosen`` (len(uses) if none)."""
-    none = len(uses)
-    last = chosen[-1] if chosen else 0
-    beyond = []
-    for n in range(last, none):
-        extra = model.new_bool_var(f"beyond{len(chosen)}_{n}")
-        model.add(uses[n] >= chosen.count(n) + 1).only_enforce_if(extra)
-        model.add(uses[n] <= chosen.count(n)).only_enforce_if(extra.Not())
-        beyond.append(none - (none - n) * extra)
-    following = model.new_int_var(last, none, f"next{len(chosen)}")
-    model.add_min_equality(following, beyond)
-    return following
+def _solution(solver: cp_model.CpSolver) -> list[int]:
+    """Every variable's value, by variable index: one copy instead of one call per variable. (The
+    response belongs to the solver: it is copied while the solver is alive.)"""
+    return list(solver.response_proto.solution)
+
+
+def _fits(group: Candidate, counts: Counter[int]) -> bool:
+    """Whether ``counts`` holds every card of ``group``."""
+    return all(counts[index] >= k for index, k in Counter(group).items())
 
 
 def _codes(cards: tuple[Card, ...]) -> str:
