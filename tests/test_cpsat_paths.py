@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from referee.cards import JOKER, NATURALS, sort_cards
+from referee.cards import JOKER, NATURALS, format_cards, parse_cards, sort_cards
 from referee.linking import cpsat
 from referee.linking.cpsat import CpSatEngine
 from referee.rules import JokerLimit, RuleSet
@@ -47,3 +47,13 @@ def test_a_time_budget_already_spent_is_a_solver_error() -> None:
     hand = sort_cards(NATURALS[:3])
     with cpsat.time_budget(0.0), pytest.raises(SolverError, match="time budget"):
         CpSatEngine().best_linking(hand, RuleSet())
+
+
+def test_a_tie_break_beyond_double_precision_is_not_lost() -> None:
+    # Two best linkings of the cards left after the first group differ by one tie-break unit on
+    # an objective near 3^36; a floating-point gap check once took the wrong one as optimal.
+    rules = RuleSet(joker_points=0, wrap_runs=True, joker_limit=JokerLimit.NO_MORE_THAN_NATURALS)
+    hand = sort_cards(parse_cards("AC AC AD AD AH AH AS AS JK JK".split()))
+    linking = CpSatEngine().best_linking(hand, rules)
+    assert [format_cards(group.cards) for group in linking.groups] == ["AC AC AD", "AD AH AH", "AS AS JK"]
+    assert format_cards(linking.unlinked) == "JK"

@@ -5,7 +5,7 @@ canonical order, see ``candidates``), one capacity constraint per card kind. Whe
 few candidate groups (most hands), one solve of one weighted objective gives the canonical
 answer (``Linking.rank``: the fewest points, then the groups in ascending candidate order,
 lexicographically first) directly. With many candidates (jokers and duplicates) that objective
-would not fit in 64 bits. Then one solve finds the canonical linking's lowest group: exactly one
+would outgrow the integers a double holds exactly. Then one solve finds the canonical linking's lowest group: exactly one
 boolean *designates* a group the linking uses, and the objective maximises the linked points
 first and minimises the designated number second, so the optimum designates the lowest group
 any best linking holds (nothing has to say "this is the lowest used", which keeps the solve easy
@@ -21,7 +21,8 @@ import time
 from collections import Counter
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Iterator
+from dataclasses import dataclass
+from typing import Collection, Iterator
 
 from ortools.sat.python import cp_model
 
@@ -33,8 +34,10 @@ from referee.rules import RuleSet
 
 # Deterministic time units, not seconds: the same hand stops at the same point on any machine.
 DETERMINISTIC_CAP = 20.0
-# One weighted objective is used while its largest possible value stays well inside 64 bits.
-_ONE_SOLVE_LIMIT = 1 << 60
+# One weighted objective is used while its largest possible value is below 2^53. CP-SAT checks the
+# gap between the objective and its bound in floating point: beyond 2^53 two values one tie-break
+# unit apart can compare equal, and a solve can stop "optimal" at the wrong tie (seen at 3^36).
+_ONE_SOLVE_LIMIT = 1 << 53
 
 # A wall-clock cap per solve; a caller's time budget (``time_budget``) may lower it.
 WALL_CAP_SECONDS = 10.0
@@ -68,60 +71,96 @@ class CpSatEngine:
         points = [CARD_BY_INDEX[i].points(rules.joker_points) for i in range(53)]
         # A group worth no points (jokers only, when jokers score 0) never belongs to the canonical
         # answer: leaving it out gives as few points and a shorter list of groups.
-        candidates = []
+        columns = []
         for group in candidate_groups(counts, rules):
             if worth := sum(points[i] for i in group):
-                candidates.append((group, worth))
-        return linking_from_parts(cards, self._canonical(cards, counts, candidates), rules)
+                columns.append(_Column(group, worth, tuple(Counter(group).items())))
+        scoring = frozenset(i for i in counts if points[i])
+        return linking_from_parts(cards, self._canonical(cards, counts, columns, scoring, None), rules)
 
     def _canonical(
-        self, cards: tuple[Card, ...], counts: Counter[int], candidates: list[tuple[Candidate, int]]
+        self,
+        cards: tuple[Card, ...],
+        counts: Counter[int],
+        columns: list[_Column],
+        scoring: frozenset[int],
+        full: bool | None,
     ) -> list[Candidate]:
-        """The groups of the canonical best linking of ``counts`` among ``candidates`` (each
-        with its points, in canonical order, all within ``counts``); ``cards`` names the hand in errors."""
-        if not candidates:
+        """The groups of the canonical best linking of ``counts`` among ``columns`` (in canonical
+        order, all within ``counts``). ``full``: whether that linking leaves no card that scores
+        (an index in ``scoring``) unlinked, None when not known yet. ``cards`` names the hand in errors."""
+        if not columns:
             return []
-        groups = [group for group, _ in candidates]
-        weights = [worth for _, worth in candidates]
-        most = _most_uses(counts, groups)
-        model, uses = _model(counts, groups, most, cover_all=False)
         base = sum(counts.values()) // 3 + 1  # more than the groups a linking can hold
-        top = base ** len(groups)
-        coefficients = [top * w + base ** (len(groups) - 1 - n) for n, w in enumerate(weights)]
+        top = base ** len(columns)
+        # Group n weighs base^(N-1-n), more than all later groups of a linking together, so the
+        # highest total is the lexicographically first list of groups. Unless every scoring card
+        # is linked anyway, a linked point outweighs all of those terms.
+        coefficients = [base ** (len(columns) - 1 - n) + (0 if full else top * column.worth) for n, column in enumerate(columns)]
+        most = [column.most(counts) for column in columns]
         if sum(c * k for c, k in zip(coefficients, most)) < _ONE_SOLVE_LIMIT:
-            # Small enough for one objective: a linked point outweighs every tie-break term, and
-            # group n weighs base^(N-1-n), more than all later groups of a linking together, so the
-            # optimum is the lexicographically first list of groups among the best linkings.
+            model, uses = _model(counts, columns, most, scoring if full else ())
             model.maximize(cp_model.LinearExpr.weighted_sum(uses, coefficients))
             solution = _solution(self._solve(model, cards))
-            return [group for n, group in enumerate(groups) for _ in range(solution[n])]
-        # Too many candidates for that: find the lowest group of the canonical linking (the lowest
-        # group any best linking holds). Exactly one flag designates a group the linking uses; a
-        # linked point outweighs every designation, so the optimum designates that group.
-        flags = [model.new_bool_var(f"first{n}") for n in range(len(groups))]
-        model.add_exactly_one(flags)
-        for use, flag in zip(uses, flags):
-            model.add(use >= 1).only_enforce_if(flag)
-        linked = cp_model.LinearExpr.weighted_sum(uses, weights)
-        model.maximize(linked * len(groups) - cp_model.LinearExpr.weighted_sum(flags, range(len(groups))))
-        # The linear relaxation bounds the points quickly here (measured on bench.hands).
-        solution = _solution(self._solve(model, cards, relaxation=True))
-        first = next(n for n, flag in enumerate(flags) if solution[flag.index])
+            return [column.group for n, column in enumerate(columns) for _ in range(solution[n])]
+        # Too many candidates for one objective: find the canonical linking's lowest group, then
+        # the rest. Hands with that many are mostly linked in full (jokers and duplicates), and a
+        # full linking, every scoring card used exactly, is quick to search for; try it first.
+        first = None
+        if full is not False:
+            first = self._lowest_group(cards, counts, columns, most, scoring)
+            full = first is not None
+        if first is None:
+            first = self._lowest_group(cards, counts, columns, most, ())
+            if first is None:
+                raise AssertionError("a column that fits the hand makes a linking")
         # The rest of the canonical linking is the canonical linking of the cards left, among the
         # groups from the first on: every best linking holding the first group is that group plus a
         # best linking of the rest, and its other groups come after the first in canonical order.
         rest = counts.copy()
-        rest.subtract(groups[first])
-        later = [(group, worth) for group, worth in candidates[first:] if _fits(group, rest)]
-        return [groups[first], *self._canonical(cards, rest, later)]
+        rest.subtract(columns[first].group)
+        later = [column for column in columns[first:] if column.fits(rest)]
+        return [columns[first].group, *self._canonical(cards, rest, later, scoring, full)]
+
+    def _lowest_group(
+        self, cards: tuple[Card, ...], counts: Counter[int], columns: list[_Column], most: list[int], exact: Collection[int]
+    ) -> int | None:
+        """The lowest column any best linking holds, when every card in ``exact`` must be linked
+        (None: no linking does that); the best linking has the most linked points.
+
+        Exactly one flag designates a group the linking uses, and the optimum designates the
+        lowest such group: nothing has to say "this is the lowest used", which keeps it easy to prove.
+        """
+        model, uses = _model(counts, columns, most, exact)
+        flags = [model.new_bool_var(f"first{n}") for n in range(len(columns))]
+        model.add_exactly_one(flags)
+        for use, flag in zip(uses, flags):
+            model.add(use >= 1).only_enforce_if(flag)
+        designated = cp_model.LinearExpr.weighted_sum(flags, range(len(columns)))
+        if exact:
+            model.minimize(designated)  # the linked points are all there are
+        else:
+            # One linked point outweighs every designation.
+            linked = cp_model.LinearExpr.weighted_sum(uses, [column.worth for column in columns])
+            model.maximize(linked * len(columns) - designated)
+        # The linear relaxation pays here (measured on bench.hands): it proves infeasible or
+        # bounds the points quickly, where the search alone would wander.
+        solver = self._solver(cards)
+        solver.parameters.linearization_level = 2
+        status = solver.solve(model)
+        if status == cp_model.INFEASIBLE and exact:
+            return None
+        _check_optimal(solver, status, cards)
+        solution = _solution(solver)
+        return next(n for n, flag in enumerate(flags) if solution[flag.index])
 
     def links_fully(self, cards: tuple[Card, ...], rules: RuleSet) -> bool:
         """Whether the cards split into groups with none left over: one feasibility solve."""
         counts = Counter(card.index for card in cards)
-        candidates = candidate_groups(counts, rules)
-        if not candidates:
+        columns = [_Column(group, 0, tuple(Counter(group).items())) for group in candidate_groups(counts, rules)]
+        if not columns:
             return False
-        model, _ = _model(counts, candidates, _most_uses(counts, candidates), cover_all=True)
+        model, _ = _model(counts, columns, [column.most(counts) for column in columns], exact=counts)
         solver = self._solver(cards)
         status = solver.solve(model)
         if status == cp_model.INFEASIBLE:
@@ -130,14 +169,10 @@ class CpSatEngine:
             raise SolverError(f"CP-SAT could not decide ({solver.status_name(status)}) for {_codes(cards)}")
         return True
 
-    def _solve(self, model: cp_model.CpModel, cards: tuple[Card, ...], relaxation: bool = False) -> cp_model.CpSolver:
-        """A proven optimum of ``model`` (with the linear relaxation on when ``relaxation``)."""
+    def _solve(self, model: cp_model.CpModel, cards: tuple[Card, ...]) -> cp_model.CpSolver:
+        """A solver holding a proven optimum of ``model``."""
         solver = self._solver(cards)
-        if relaxation:
-            solver.parameters.linearization_level = 1
-        status = solver.solve(model)
-        if status != cp_model.OPTIMAL:
-            raise SolverError(f"CP-SAT found no proven optimum ({solver.status_name(status)}) for {_codes(cards)}")
+        _check_optimal(solver, solver.solve(model), cards)
         return solver
 
     def _solver(self, cards: tuple[Card, ...]) -> cp_model.CpSolver:
@@ -169,39 +204,51 @@ class _Model(cp_model.CpModel):
         pass
 
 
+@dataclass(frozen=True, slots=True)
+class _Column:
+    """A candidate group as the model sees it: its cards, its points, and its copies of each card."""
+
+    group: Candidate
+    worth: int
+    copies: tuple[tuple[int, int], ...]  # (card index, copies in the group)
+
+    def most(self, counts: Counter[int]) -> int:
+        """How many times ``counts`` could form this group on its own."""
+        return min(counts[index] // k for index, k in self.copies)
+
+    def fits(self, counts: Counter[int]) -> bool:
+        """Whether ``counts`` holds every card of this group."""
+        return all(counts[index] >= k for index, k in self.copies)
+
+
 def _model(
-    counts: Counter[int], candidates: list[Candidate], most: list[int], cover_all: bool
+    counts: Counter[int], columns: list[_Column], most: list[int], exact: Collection[int]
 ) -> tuple[cp_model.CpModel, list[cp_model.IntVar]]:
-    """Uses of each candidate group (at most ``most`` times), no card used more often than held
-    (exactly as often: cover_all)."""
+    """Uses of each column (at most ``most`` times), no card used more often than held, the cards
+    in ``exact`` exactly as often."""
     model = _Model()
     uses = [model.new_int_var(0, k, f"group{n}") for n, k in enumerate(most)]
     terms: dict[int, tuple[list[cp_model.IntVar], list[int]]] = {index: ([], []) for index in sorted(counts)}
-    for use, group in zip(uses, candidates):
-        for index, k in Counter(group).items():
+    for use, column in zip(uses, columns):
+        for index, k in column.copies:
             variables, copies = terms[index]
             variables.append(use)
             copies.append(k)
     for index, (variables, copies) in terms.items():
         held = counts[index]
-        model.add_linear_constraint(cp_model.LinearExpr.weighted_sum(variables, copies), held if cover_all else 0, held)
+        model.add_linear_constraint(cp_model.LinearExpr.weighted_sum(variables, copies), held if index in exact else 0, held)
     return model, uses
 
 
-def _most_uses(counts: Counter[int], candidates: list[Candidate]) -> list[int]:
-    """How many times the hand could form each candidate group on its own."""
-    return [min(counts[i] // k for i, k in Counter(group).items()) for group in candidates]
+def _check_optimal(solver: cp_model.CpSolver, status: int, cards: tuple[Card, ...]) -> None:
+    if status != cp_model.OPTIMAL:
+        raise SolverError(f"CP-SAT found no proven optimum ({solver.status_name(status)}) for {_codes(cards)}")
 
 
 def _solution(solver: cp_model.CpSolver) -> list[int]:
     """Every variable's value, by variable index: one copy instead of one call per variable. (The
     response belongs to the solver: it is copied while the solver is alive.)"""
     return list(solver.response_proto.solution)
-
-
-def _fits(group: Candidate, counts: Counter[int]) -> bool:
-    """Whether ``counts`` holds every card of ``group``."""
-    return all(counts[index] >= k for index, k in Counter(group).items())
 
 
 def _codes(cards: tuple[Card, ...]) -> str:
