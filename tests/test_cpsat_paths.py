@@ -36,7 +36,7 @@ def test_one_solve_and_group_by_group_give_the_same_linking(rules: RuleSet, monk
     engine = CpSatEngine()
     sample = hands(seed=7, count=120)
     one_solve = [engine.best_linking(hand, rules) for hand in sample]
-    monkeypatch.setattr(cpsat, "_ONE_SOLVE_LIMIT", 0)  # every hand now takes the group-by-group way
+    monkeypatch.setattr(cpsat, "_EXACT_IN_DOUBLE", 0)  # every hand now takes the group-by-group way
     by_group = [engine.best_linking(hand, rules) for hand in sample]
     assert one_solve == by_group
 

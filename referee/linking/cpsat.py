@@ -34,10 +34,12 @@ from referee.rules import RuleSet
 
 # Deterministic time units, not seconds: the same hand stops at the same point on any machine.
 DETERMINISTIC_CAP = 20.0
-# One weighted objective is used while its largest possible value is below 2^53. CP-SAT checks the
-# gap between the objective and its bound in floating point: beyond 2^53 two values one tie-break
+# One weighted objective is used while every value it can reach is below 2^53. CP-SAT checks the
+# gap between the objective and its bound in floating point: beyond 2^53 two values one order
 # unit apart can compare equal, and a solve can stop "optimal" at the wrong tie (seen at 3^36).
-_ONE_SOLVE_LIMIT = 1 << 53
+_EXACT_IN_DOUBLE = 1 << 53
+# CP-SAT also refuses a model whose objective could overflow 64 bits over the variables' domains.
+_INT64_SAFE = 1 << 62
 
 # A wall-clock cap per solve; a caller's time budget (``time_budget``) may lower it.
 WALL_CAP_SECONDS = 10.0
@@ -75,30 +77,29 @@ class CpSatEngine:
         for group in candidate_groups(counts, rules):
             if worth := sum(points[i] for i in group):
                 columns.append(_Column(group, worth, tuple(Counter(group).items())))
-        scoring = frozenset(i for i in counts if points[i])
-        return linking_from_parts(cards, self._canonical(cards, counts, columns, scoring, None), rules)
+        return linking_from_parts(cards, self._canonical(cards, counts, columns, points, None), rules)
 
     def _canonical(
         self,
         cards: tuple[Card, ...],
         counts: Counter[int],
         columns: list[_Column],
-        scoring: frozenset[int],
+        points: list[int],
         full: bool | None,
     ) -> list[Candidate]:
         """The groups of the canonical best linking of ``counts`` among ``columns`` (in canonical
-        order, all within ``counts``). ``full``: whether that linking leaves no card that scores
-        (an index in ``scoring``) unlinked, None when not known yet. ``cards`` names the hand in errors."""
+        order, all within ``counts``), ``points`` by card index. ``full``: whether that linking
+        leaves no card with points unlinked, None when not known yet. ``cards`` names the hand in errors."""
         if not columns:
             return []
-        base = sum(counts.values()) // 3 + 1  # more than the groups a linking can hold
-        top = base ** len(columns)
-        # Group n weighs base^(N-1-n), more than all later groups of a linking together, so the
-        # highest total is the lexicographically first list of groups. Unless every scoring card
-        # is linked anyway, a linked point outweighs all of those terms.
-        coefficients = [base ** (len(columns) - 1 - n) + (0 if full else top * column.worth) for n, column in enumerate(columns)]
+        scoring = [i for i in counts if points[i]]
         most = [column.most(counts) for column in columns]
-        if sum(c * k for c, k in zip(coefficients, most)) < _ONE_SOLVE_LIMIT:
+        order, most_order = _order_weights(columns, most, sum(counts.values()))
+        # Unless every scoring card is linked anyway, a linked point outweighs every order weight.
+        top = 0 if full else most_order + 1
+        coefficients = [w + top * column.worth for w, column in zip(order, columns)]
+        highest = top * sum(points[i] * k for i, k in counts.items()) + most_order
+        if highest < _EXACT_IN_DOUBLE and sum(c * k for c, k in zip(coefficients, most)) < _INT64_SAFE:
             model, uses = _model(counts, columns, most, scoring if full else ())
             model.maximize(cp_model.LinearExpr.weighted_sum(uses, coefficients))
             solution = _solution(self._solve(model, cards))
@@ -120,7 +121,7 @@ class CpSatEngine:
         rest = counts.copy()
         rest.subtract(columns[first].group)
         later = [column for column in columns[first:] if column.fits(rest)]
-        return [columns[first].group, *self._canonical(cards, rest, later, scoring, full)]
+        return [columns[first].group, *self._canonical(cards, rest, later, points, full)]
 
     def _lowest_group(
         self, cards: tuple[Card, ...], counts: Counter[int], columns: list[_Column], most: list[int], exact: Collection[int]
@@ -243,6 +244,29 @@ def _model(
 def _check_optimal(solver: cp_model.CpSolver, status: int, cards: tuple[Card, ...]) -> None:
     if status != cp_model.OPTIMAL:
         raise SolverError(f"CP-SAT found no proven optimum ({solver.status_name(status)}) for {_codes(cards)}")
+
+
+def _order_weights(columns: list[_Column], most: list[int], size: int) -> tuple[list[int], int]:
+    """A weight per column such that, among linkings of ``size`` cards, the higher total is the
+    list of groups (in ascending column order) that comes first lexicographically; and the largest
+    total a linking can reach.
+
+    Two linkings that first differ where one holds column a and the other a later column are
+    ordered right when column a outweighs every set of later columns a linking can hold. The
+    bound used for that is a knapsack on card count alone (the later columns, each as often as it
+    fits, at most ``size`` cards in all): much smaller than ``(size // 3 + 1) ** n``, so many more
+    hands fit one objective.
+    """
+    bound = [0] * (size + 1)  # bound[c]: the most the columns after n can weigh in c cards
+    weights = [0] * len(columns)
+    for n in range(len(columns) - 1, -1, -1):
+        weight = weights[n] = bound[size] + 1
+        length = len(columns[n].group)
+        for _ in range(most[n]):
+            for c in range(size, length - 1, -1):
+                if bound[c - length] + weight > bound[c]:
+                    bound[c] = bound[c - length] + weight
+    return weights, bound[size]
 
 
 def _solution(solver: cp_model.CpSolver) -> list[int]:
