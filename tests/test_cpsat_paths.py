@@ -1,4 +1,5 @@
-"""The CP-SAT engine's two ways to the canonical linking (one weighted solve, or group by group) agree."""
+"""The CP-SAT engine's ways to the canonical linking (one weighted solve or group by group, a full
+linking tried first or not) agree."""
 
 from __future__ import annotations
 
@@ -32,13 +33,21 @@ def hands(seed: int, count: int) -> list[tuple]:
     [RuleSet(), RuleSet(joker_points=0), RuleSet(wrap_runs=True), RuleSet(joker_limit=JokerLimit.NO_MORE_THAN_NATURALS)],
     ids=["default", "jokers-0", "wrap", "no-more-than-naturals"],
 )
-def test_one_solve_and_group_by_group_give_the_same_linking(rules: RuleSet, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    ("one_objective", "try_full_from"),
+    [(True, 0), (True, 10**9), (False, 0), (False, 10**9)],
+    ids=["one-objective,full-first", "one-objective,as-it-comes", "by-group,full-first", "by-group,as-it-comes"],
+)
+def test_every_way_to_the_canonical_linking_gives_the_same_linking(
+    rules: RuleSet, one_objective: bool, try_full_from: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     engine = CpSatEngine()
     sample = hands(seed=7, count=120)
-    one_solve = [engine.best_linking(hand, rules) for hand in sample]
-    monkeypatch.setattr(cpsat, "_EXACT_IN_DOUBLE", 0)  # every hand now takes the group-by-group way
-    by_group = [engine.best_linking(hand, rules) for hand in sample]
-    assert one_solve == by_group
+    default = [engine.best_linking(hand, rules) for hand in sample]
+    if not one_objective:
+        monkeypatch.setattr(cpsat, "_EXACT_IN_DOUBLE", 0)  # every hand goes group by group
+    monkeypatch.setattr(cpsat, "TRY_FULL_FROM", try_full_from)  # a full linking tried first, or never
+    assert [engine.best_linking(hand, rules) for hand in sample] == default
 
 
 def test_a_time_budget_already_spent_is_a_solver_error() -> None:

@@ -40,6 +40,8 @@ DETERMINISTIC_CAP = 20.0
 _EXACT_IN_DOUBLE = 1 << 53
 # CP-SAT also refuses a model whose objective could overflow 64 bits over the variables' domains.
 _INT64_SAFE = 1 << 62
+# From this many candidate groups on, a hand is first tried for a full linking (see _canonical).
+TRY_FULL_FROM = 25
 
 # A wall-clock cap per solve; a caller's time budget (``time_budget``) may lower it.
 WALL_CAP_SECONDS = 10.0
@@ -90,9 +92,27 @@ class CpSatEngine:
         """The groups of the canonical best linking of ``counts`` among ``columns`` (in canonical
         order, all within ``counts``), ``points`` by card index. ``full``: whether that linking
         leaves no card with points unlinked, None when not known yet. ``cards`` names the hand in errors."""
+        if full is None and len(columns) >= TRY_FULL_FROM:
+            # Hands with that many candidates (jokers, duplicates) are nearly always linked in
+            # full, and with every scoring card used exactly the solver finds and proves the
+            # answer about twice as fast; when there is no such linking that costs one more solve.
+            groups = self._linking(cards, counts, columns, points, full=True)
+            if groups is not None:
+                return groups
+            full = False
+        groups = self._linking(cards, counts, columns, points, full=bool(full))
+        if groups is None:
+            raise AssertionError("the columns fit the hand, so some linking exists")
+        return groups
+
+    def _linking(
+        self, cards: tuple[Card, ...], counts: Counter[int], columns: list[_Column], points: list[int], full: bool
+    ) -> list[Candidate] | None:
+        """As ``_canonical``; with ``full``, among the linkings that leave no card with points
+        unlinked, and None if there is none."""
         if not columns:
-            return []
-        scoring = [i for i in counts if points[i]]
+            return None if full and any(points[i] for i in +counts) else []
+        exact = [i for i in counts if points[i]] if full else []
         most = [column.most(counts) for column in columns]
         order, most_order = _order_weights(columns, most, sum(counts.values()))
         # Unless every scoring card is linked anyway, a linked point outweighs every order weight.
@@ -100,24 +120,22 @@ class CpSatEngine:
         coefficients = [w + top * column.worth for w, column in zip(order, columns)]
         highest = top * sum(points[i] * k for i, k in counts.items()) + most_order
         if highest < _EXACT_IN_DOUBLE and sum(c * k for c, k in zip(coefficients, most)) < _INT64_SAFE:
-            model, uses = _model(counts, columns, most, scoring if full else ())
+            model, uses = _model(counts, columns, most, exact)
             model.maximize(cp_model.LinearExpr.weighted_sum(uses, coefficients))
-            solution = _solution(self._solve(model, cards))
+            solver = self._solver(cards)
+            status = solver.solve(model)
+            if status == cp_model.INFEASIBLE and full:
+                return None
+            _check_optimal(solver, status, cards)
+            solution = _solution(solver)
             return [column.group for n, column in enumerate(columns) for _ in range(solution[n])]
         # Too many candidates for one objective: find the canonical linking's lowest group, then
-        # the rest. Hands with that many are mostly linked in full (jokers and duplicates), and a
-        # full linking, every scoring card used exactly, is quick to search for; try it first.
-        first = None
-        if full is not False:
-            first = self._lowest_group(cards, counts, columns, most, scoring)
-            full = first is not None
+        # the rest: the canonical linking of the cards left, among the groups from the first on.
+        # Every best linking holding the first group is that group plus a best linking of the
+        # rest, and its other groups come after the first in canonical order.
+        first = self._lowest_group(cards, counts, columns, most, exact)
         if first is None:
-            first = self._lowest_group(cards, counts, columns, most, ())
-            if first is None:
-                raise AssertionError("a column that fits the hand makes a linking")
-        # The rest of the canonical linking is the canonical linking of the cards left, among the
-        # groups from the first on: every best linking holding the first group is that group plus a
-        # best linking of the rest, and its other groups come after the first in canonical order.
+            return None
         rest = counts.copy()
         rest.subtract(columns[first].group)
         later = [column for column in columns[first:] if column.fits(rest)]
@@ -144,10 +162,7 @@ class CpSatEngine:
             # One linked point outweighs every designation.
             linked = cp_model.LinearExpr.weighted_sum(uses, [column.worth for column in columns])
             model.maximize(linked * len(columns) - designated)
-        # The linear relaxation pays here (measured on bench.hands): it proves infeasible or
-        # bounds the points quickly, where the search alone would wander.
         solver = self._solver(cards)
-        solver.parameters.linearization_level = 2
         status = solver.solve(model)
         if status == cp_model.INFEASIBLE and exact:
             return None
@@ -170,12 +185,6 @@ class CpSatEngine:
             raise SolverError(f"CP-SAT could not decide ({solver.status_name(status)}) for {_codes(cards)}")
         return True
 
-    def _solve(self, model: cp_model.CpModel, cards: tuple[Card, ...]) -> cp_model.CpSolver:
-        """A solver holding a proven optimum of ``model``."""
-        solver = self._solver(cards)
-        _check_optimal(solver, solver.solve(model), cards)
-        return solver
-
     def _solver(self, cards: tuple[Card, ...]) -> cp_model.CpSolver:
         cap = self.wall_cap_seconds
         deadline = _DEADLINE.get()
@@ -187,10 +196,10 @@ class CpSatEngine:
         solver.parameters.num_workers = 1
         solver.parameters.max_deterministic_time = DETERMINISTIC_CAP
         solver.parameters.max_time_in_seconds = cap
-        # These models are small and tight: presolve, probing, symmetry detection and (but for the
-        # designating solve, see _solve's callers) the LP relaxation cost more than they save
-        # (measured on bench.hands: presolve off about 1.7x faster on end-of-deal hands, the other
-        # three off about 12% more). Answers stay proven.
+        # These models are small and tight: presolve, probing, symmetry detection and the LP
+        # relaxation cost more than they save (measured on bench.hands: presolve off about 1.7x
+        # faster on end-of-deal hands, the other three off about 12% more; the LP also slows the
+        # designating solves of _lowest_group). Answers stay proven.
         solver.parameters.cp_model_presolve = False
         solver.parameters.cp_model_probing_level = 0
         solver.parameters.symmetry_level = 0
