@@ -6,6 +6,7 @@ import enum
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
+from operator import attrgetter
 from typing import Callable, Iterable, Sequence
 
 from referee.errors import InvalidCardError
@@ -137,6 +138,9 @@ CARD_BY_INDEX: tuple[Card, ...] = NATURALS + (JOKER,)
 _CODES: tuple[str, ...] = tuple(rank_code(c.rank) + c.suit.value for c in NATURALS if c.rank and c.suit) + (JOKER_CODE,)
 
 
+_INDEX = attrgetter("index")
+
+
 def parse_cards(codes: Iterable[str], field: str = "cards") -> tuple[Card, ...]:
     """Parse card codes in order; an error names ``field[i]`` and the bad code."""
     return tuple(Card.parse(code, f"{field}[{i}]") for i, code in enumerate(codes))
@@ -144,7 +148,7 @@ def parse_cards(codes: Iterable[str], field: str = "cards") -> tuple[Card, ...]:
 
 def sort_cards(cards: Iterable[Card]) -> tuple[Card, ...]:
     """The cards in canonical order, which makes every answer independent of input order."""
-    return tuple(sorted(cards, key=lambda c: c.index))
+    return tuple(sorted(cards, key=_INDEX))
 
 
 def format_cards(cards: Iterable[Card]) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterable, Protocol, Sequence
@@ -52,13 +51,20 @@ def _laid_out(part: tuple[int, ...], rules: RuleSet) -> Group:
 
 def linking_from_parts(cards: Sequence[Card], parts: Iterable[Sequence[int]], rules: RuleSet) -> Linking:
     """Build the linking whose groups are ``parts`` (card indices); the rest of ``cards`` is unlinked."""
-    left = Counter(c.index for c in cards)
-    groups: list[Group] = []
-    for part in parts:
-        groups.append(_laid_out(tuple(sorted(part)), rules))
-        left.subtract(part)
-    if any(n < 0 for n in left.values()):
+    # Groups in canonical order are the parts sorted by their sorted indices (a group's key).
+    keys = sorted(tuple(sorted(part)) for part in parts)
+    used: dict[int, int] = {}
+    for key in keys:
+        for i in key:
+            used[i] = used.get(i, 0) + 1
+    unlinked: list[Card] = []
+    for card in sort_cards(cards):
+        n = used.get(card.index)
+        if n:
+            used[card.index] = n - 1
+        else:
+            unlinked.append(card)
+    if any(used.values()):
         raise AssertionError("engine used a card the hand does not hold")
-    unlinked = sort_cards(CARD_BY_INDEX[i] for i, n in left.items() for _ in range(n))
-    groups.sort(key=lambda g: g.key)
-    return Linking(tuple(groups), unlinked, sum(c.points(rules.joker_points) for c in unlinked))
+    groups = tuple(_laid_out(key, rules) for key in keys)
+    return Linking(groups, tuple(unlinked), sum(c.points(rules.joker_points) for c in unlinked))
