@@ -8,7 +8,8 @@ The parts come straight from the hand's counts: per rank, every sub-multiset of 
 naturals; per suit, every set of at least two distinct ranks whose gaps on the A…A scale (round
 the clock with ``wrap_runs``) the jokers can fill. Each part carries the range of jokers it may
 take: at least enough for 3 cards and to fill its gaps, at most what ``joker_limit`` allows and a
-run of 13. A group's key is its sorted card indices (jokers, index 52, last).
+run of 13. A group's key is its sorted card indices (jokers, index 52, last). The groups are
+listed by their lowest card, each list in key order.
 
 **State.** What is left of the hand is a vector of counts packed into one integer: five bits per
 kind of card held, the top one a guard, the jokers in the top field. "Does this part fit" is
@@ -23,14 +24,15 @@ fail-soft memo: ``_points(state, beta)`` returns the exact optimum when it is at
 otherwise a lower bound above ``beta``; both are remembered per state.
 
 **Canonical answer.** ``Linking.rank`` wants, among the fewest points, the groups' keys in
-ascending order lexicographically smallest (a prefix first). Built greedily: the smallest key of
-a best linking is the smallest key of any group that some best linking uses, and a group holding
-the lowest card left has a smaller key than any group that does not. So try the groups whose
-lowest card is the lowest card left, in key order, and keep the first whose remainder still
-reaches the optimum (asked as ``_points(rest, optimum) <= optimum``); if none does, every best
-linking leaves that card unlinked. Repeat on what is left. Leftover jokers (``UNLIMITED``, three
-or more, jokers worth points) make groups of three, the last one larger: the smallest keys.
-Groups worth 0 points (jokers only, ``joker_points`` 0) are never added: the shorter tuple wins.
+ascending order lexicographically smallest (a prefix first). The smallest key of a best linking is
+the smallest key of any group that some best linking uses, and a group holding the lowest card
+left has a smaller key than any group that does not. So the moves of a state are tried in that
+order: the groups whose lowest card is the lowest card left, in key order, then leaving it
+unlinked; a move replaces the best so far only when strictly better, so the move kept for each
+state solved exactly is the first move of its canonical best linking. The answer follows the kept
+moves from the whole hand. Leftover jokers (``UNLIMITED``, three or more, jokers worth points)
+make groups of three, the last one larger: the smallest keys. Groups worth 0 points (jokers only,
+``joker_points`` 0) are never added: the shorter tuple wins.
 
 **Across hands.** Without jokers, a natural in no group (fewer than three of its rank, no three
 consecutive ranks of its suit through it) is unlinked at once, and the others split into
@@ -175,20 +177,13 @@ def _joker_free_components(naturals: tuple[int, ...], wrap: bool) -> tuple[list[
     return [tuple(members) for _, members in sorted(groups.items())], points
 
 
-# A natural part with what the search needs: (packed counts, fewest jokers, most jokers, key, points).
-Part = tuple[int, int, int, Key, int]
+# A move of the search: a group whose lowest card is the lowest natural left, as (its key, the
+# packed counts it takes out, jokers included).
+Option = tuple[Key, int]
 
-
-def count_of(naturals: tuple[int, ...]) -> dict[int, int]:
-    """Copies held of each natural index, in ascending order."""
-    count: dict[int, int] = {}
-    for i in naturals:
-        count[i] = count.get(i, 0) + 1
-    return count
-
-
-def _by_points(part: Part) -> int:
-    return -part[4]
+# One kind of card's field in a packed state, and the guard bits of ``n`` fields plus the jokers'.
+_UNIT = tuple(1 << (_BITS * f) for f in range(54))
+_GUARDS = tuple(sum(_GUARD << (_BITS * f) for f in range(n + 1)) for n in range(54))
 
 
 class _Solver:
@@ -198,28 +193,29 @@ class _Solver:
         _, joker_points, wrap, limit = rules_key
         self.joker_points = joker_points
         self.limit = limit
-        kinds = sorted(set(naturals))
-        unit_of = {k: 1 << (_BITS * f) for f, k in enumerate(kinds)}
-        field_of = {k: f for f, k in enumerate(kinds)}
-        self.unit = [unit_of[k] for k in kinds]
+        # The kinds of natural held (ascending: field f is the f-th kind) and their copies.
+        kinds: list[int] = []
+        copies: list[int] = []
+        for i in naturals:
+            if kinds and kinds[-1] == i:
+                copies[-1] += 1
+            else:
+                kinds.append(i)
+                copies.append(1)
+        self.unit = _UNIT[: len(kinds)]
         self.points = [_POINTS[k] for k in kinds]
         self.jshift = _BITS * len(kinds)
-        self.junit = 1 << self.jshift
-        self.natmask = self.junit - 1
-        self.guard = sum(_GUARD << (_BITS * f) for f in range(len(kinds) + 1))
-        self.start = sum(unit_of[i] for i in naturals) + jokers * self.junit
+        self.natmask = (1 << self.jshift) - 1
+        self.guard = _GUARDS[len(kinds)]
+        self.start = sum(n * unit for n, unit in zip(copies, self.unit)) + (jokers << self.jshift)
         # What the jokers left over cost once the naturals are done.
         self.leftover = [self._leftover_cost(k) for k in range(jokers + 1)]
-        # Parts by their lowest kind: (packed naturals, fewest jokers, most jokers, key, points).
-        parts: list[list[Part]] = [[] for _ in kinds]
-        for part in _parts(count_of(naturals), jokers, wrap, limit, unit_of):
-            parts[field_of[part[3][0]]].append(part)
-        for options in parts:
-            # Try the parts that link the most points first: good bounds come early.
-            options.sort(key=_by_points)
-        self.parts = parts
+        self.options = _options(kinds, copies, jokers, wrap, limit)
         self.exact: dict[int, int] = {}
         self.lower: dict[int, int] = {}
+        # The first move in canonical order of a best linking of each state in ``exact``; None:
+        # leave the lowest natural unlinked.
+        self.move: dict[int, Option | None] = {}
 
     def _leftover_cost(self, k: int) -> int:
         if k == 0 or self.joker_points == 0:
@@ -232,36 +228,25 @@ class _Solver:
         """The fewest unlinked points and the canonical groups (sorted keys)."""
         state = self.start
         best = self._points(state, _INF)
-        target = best
         keys: list[Key] = []
-        natmask, jshift, junit, guard = self.natmask, self.jshift, self.junit, self.guard
-        while True:
-            nat = state & natmask
-            k = state >> jshift
-            if not nat:
-                if k >= MIN_GROUP and self.joker_points and self.limit is JokerLimit.UNLIMITED:
-                    keys.extend(_jokers_only(k))
-                break
-            f = ((nat & -nat).bit_length() - 1) // _BITS
-            options: list[tuple[Key, int]] = []
-            for packed, lo, hi, key, _ in self.parts[f]:
-                if lo > k or ((state | guard) - packed) & guard != guard:
-                    continue
-                for j in range(lo, min(hi, k) + 1):
-                    options.append((key + _JOKER_TAILS[j], packed + j * junit))
-            options.sort()
-            for key, packed in options:
-                if self._points(state - packed, target) <= target:
-                    keys.append(key)
-                    state -= packed
-                    break
+        while state & self.natmask:
+            option = self.move[state]
+            if option is None:
+                state -= self.unit[_lowest_field(state)]
             else:
-                state -= self.unit[f]
-                target -= self.points[f]
+                keys.append(option[0])
+                state -= option[1]
+        left = state >> self.jshift
+        if left >= MIN_GROUP and self.joker_points and self.limit is JokerLimit.UNLIMITED:
+            keys.extend(_jokers_only(left))
         return best, tuple(keys)
 
     def _points(self, state: int, beta: int) -> int:
-        """The fewest unlinked points of ``state`` if at most ``beta``; else a lower bound above ``beta``."""
+        """The fewest unlinked points of ``state`` if at most ``beta``; else a lower bound above ``beta``.
+
+        The moves are tried in canonical order (groups by key, then leaving the card unlinked) and
+        only a strictly better one replaces the best so far, so the move kept is the canonical one.
+        """
         nat = state & self.natmask
         if not nat:
             return self.leftover[state >> self.jshift]
@@ -272,41 +257,35 @@ class _Solver:
         if floor > beta:
             return floor
         f = ((nat & -nat).bit_length() - 1) // _BITS
-        k = state >> self.jshift
-        guard, junit = self.guard, self.junit
+        guard = self.guard
         best = _INF
+        move: Option | None = None
         bound = beta
         failed = _INF  # the least lower bound among moves that could not reach ``bound``
-        for packed, lo, hi, _, _ in self.parts[f]:
-            if lo > k or ((state | guard) - packed) & guard != guard:
+        for option in self.options[f]:
+            packed = option[1]
+            if ((state | guard) - packed) & guard != guard:
                 continue
-            rest = state - packed
-            top = hi if hi < k else k
-            # More jokers in the group first when jokers have points, fewer first otherwise.
-            js = range(top, lo - 1, -1) if self.joker_points else range(lo, top + 1)
-            for j in js:
-                value = self._points(rest - j * junit, bound)
-                if value <= bound:
-                    best = value
-                    bound = value - 1
-                    if bound < 0:
-                        break
-                elif value < failed:
-                    failed = value
-            if bound < 0:
-                break
+            value = self._points(state - packed, bound)
+            if value <= bound:
+                best, move, bound = value, option, value - 1
+                if bound < 0:
+                    break
+            elif value < failed:
+                failed = value
         if bound >= 0:
             cost = self.points[f]
             if cost <= bound:
                 value = cost + self._points(state - self.unit[f], bound - cost)
                 if value <= bound:
-                    best = value
+                    best, move = value, None
                 elif value < failed:
                     failed = value
             elif cost < failed:
                 failed = cost
         if best <= beta:
             self.exact[state] = best
+            self.move[state] = move
             return best
         if failed > floor:
             self.lower[state] = failed
@@ -320,79 +299,103 @@ def _jokers_only(left: int) -> list[Key]:
     return [_JOKER_TAILS[size] for size in sizes]
 
 
-def _parts(count: dict[int, int], jokers: int, wrap: bool, limit: JokerLimit, unit_of: dict[int, int]) -> list[Part]:
-    """Every natural part of a group within the naturals ``count`` holds, with the jokers it may take."""
+def _options(kinds: list[int], copies: list[int], jokers: int, wrap: bool, limit: JokerLimit) -> list[list[Option]]:
+    """Every group within the hand (``copies`` of each of ``kinds``, ascending, and ``jokers``),
+    listed by the field of its lowest card, each list in key order."""
+    # The most jokers a part of n naturals may take: n is at most all the naturals, or a run of 13.
+    sizes = max(sum(copies), MAX_RUN) + 1
     if limit is JokerLimit.ONE_PER_GROUP:
-        cap = [min(1, jokers)] * 64
+        cap = [min(1, jokers)] * sizes
     elif limit is JokerLimit.NO_MORE_THAN_NATURALS:
-        cap = [min(n, jokers) for n in range(64)]
+        cap = [min(n, jokers) for n in range(sizes)]
     else:
-        cap = [jokers] * 64
-    out: list[Part] = []
-    # Same rank: any sub-multiset of one rank's naturals (duplicates allowed, no upper size).
+        cap = [jokers] * sizes
+    options: list[list[Option]] = [[] for _ in kinds]
+    junit = _UNIT[len(kinds)]
     by_rank: dict[int, list[int]] = {}
-    for i in count:
-        by_rank.setdefault(i % 13, []).append(i)
-    for rank, members in by_rank.items():
-        if sum(count[i] for i in members) + jokers < MIN_GROUP:
-            continue
-        value = _POINTS[rank]
-        # (key, packed) of every sub-multiset, one kind of card at a time.
-        subsets: list[tuple[Key, int]] = [((), 0)]
-        for i in members:
-            unit = unit_of[i]
-            copies = [((i,) * m, m * unit) for m in range(count[i] + 1)]
-            subsets = [(key + more, packed + extra) for key, packed in subsets for more, extra in copies]
-        for key, packed in subsets[1:]:
-            n = len(key)
-            lo = MIN_GROUP - n if n < MIN_GROUP else 0
-            if lo <= cap[n]:
-                out.append((packed, lo, cap[n], key, n * value))
-    # Runs: at least two distinct ranks of one suit, the gaps filled by jokers.
     by_suit: dict[int, list[int]] = {}
-    for i in count:
-        by_suit.setdefault(i // 13, []).append(i % 13 + 1)
-    for suit, ranks in by_suit.items():
-        if len(ranks) < 2 or len(ranks) + jokers < MIN_GROUP:
-            continue
-        base = suit * 13 - 1
-        for rankset, span in _run_sets(tuple(ranks), jokers, wrap):
-            n = len(rankset)
-            lo = max(0, span - n, MIN_GROUP - n)
-            hi = min(cap[n], MAX_RUN - n)
-            if lo <= hi:
-                key = tuple(base + r for r in rankset)
-                out.append((sum(unit_of[i] for i in key), lo, hi, key, sum(_POINTS[i] for i in key)))
-    return out
+    for f, i in enumerate(kinds):
+        by_rank.setdefault(i % 13, []).append(f)
+        by_suit.setdefault(i // 13, []).append(f)
+    for fields in by_rank.values():
+        if sum(copies[f] for f in fields) + jokers >= MIN_GROUP:
+            _same_rank_parts(fields, kinds, copies, cap, options, junit)
+    for fields in by_suit.values():
+        if len(fields) >= 2 and len(fields) + jokers >= MIN_GROUP:
+            _run_parts(fields, kinds, jokers, wrap, cap, options, junit)
+    for listed in options:
+        listed.sort()
+    return options
 
 
-@lru_cache(maxsize=1 << 12)
-def _run_sets(ranks: tuple[int, ...], jokers: int, wrap: bool) -> tuple[tuple[tuple[int, ...], int], ...]:
-    """Every set of two or more of ``ranks`` (distinct ranks of one suit, ascending) that fits in
-    a run whose gaps at most ``jokers`` fill: (the set, ascending; the shortest run holding it)."""
-    shortest: dict[tuple[int, ...], int] = {}
-    held = set(ranks)
-    for first in ranks:
+def _lowest_field(packed: int) -> int:
+    return ((packed & -packed).bit_length() - 1) // _BITS
+
+
+def _add(options: list[list[Option]], key: Key, packed: int, lo: int, hi: int, junit: int) -> None:
+    """List the groups of natural part ``key`` (``packed``) with ``lo`` to ``hi`` jokers."""
+    listed = options[_lowest_field(packed)]
+    for j in range(lo, hi + 1):
+        listed.append((key + _JOKER_TAILS[j], packed + j * junit))
+
+
+def _same_rank_parts(
+    fields: list[int], kinds: list[int], copies: list[int], cap: list[int], options: list[list[Option]], junit: int
+) -> None:
+    """Same rank: any sub-multiset of one rank's naturals (held in ``fields``; no upper size)."""
+    # (packed, size, key) of every sub-multiset, one kind of card at a time.
+    subsets: list[tuple[int, int, Key]] = [(0, 0, ())]
+    for f in fields:
+        i, unit = kinds[f], _UNIT[f]
+        grown: list[tuple[int, int, Key]] = []
+        for m in range(1, copies[f] + 1):
+            more, extra = (i,) * m, m * unit
+            grown += [(packed + extra, n + m, key + more) for packed, n, key in subsets]
+        subsets += grown
+    for packed, n, key in subsets[1:]:
+        lo = MIN_GROUP - n if n < MIN_GROUP else 0
+        if lo <= cap[n]:
+            _add(options, key, packed, lo, cap[n], junit)
+
+
+def _run_parts(
+    fields: list[int], kinds: list[int], jokers: int, wrap: bool, cap: list[int], options: list[list[Option]], junit: int
+) -> None:
+    """Runs of one suit (its distinct ranks held in ``fields``, ascending): every set of two or
+    more of them that fits in a run whose gaps at most ``jokers`` fill, with its shortest run."""
+    base = kinds[fields[0]] // 13 * 13
+    held = [(kinds[f] - base, f) for f in fields]  # (rank - 1, field)
+    ace = held[0] if held[0][0] == 0 else None
+    # By packed: (fewest jokers, most, key); a set may be reached from several first ranks.
+    found: dict[int, tuple[int, int, Key]] = {}
+    for a, (first, f) in enumerate(held):
+        # The ranks after ``first``, as (offset from it, rank - 1, field): round the clock with
+        # ``wrap``; else up to the king, then the ace above the king unless ``first`` is the ace.
         if wrap:
-            # Round the clock: the next 12 ranks after ``first``.
-            ladder = [(first + p - 1) % 13 + 1 for p in range(MAX_RUN)]
+            ladder = [((r - first) % 13, r, g) for r, g in held[a + 1 :] + held[:a]]
         else:
-            # Up the A..A scale from ``first``, the ace last (above the king) unless it is ``first``.
-            ladder = list(range(first, 14)) + ([1] if first != 1 else [])
-        steps = [p for p in range(1, len(ladder)) if ladder[p] in held]
-        # Depth first: (offset of the last rank taken, jokers spent on gaps, ranks taken).
-        stack = [(0, 0, (first,))]
+            ladder = [(r - first, r, g) for r, g in held[a + 1 :]]
+            if ace is not None and first:
+                ladder.append((MAX_RUN - first, 0, ace[1]))
+        # Depth first: (offset of the last rank taken, jokers left for gaps, next ladder step,
+        # packed, cards taken in ladder order).
+        stack = [(0, jokers, 0, _UNIT[f], (base + first,))]
         while stack:
-            last, spent, taken = stack.pop()
-            for p in steps:
-                if p <= last:
-                    continue
-                gaps = spent + p - last - 1
-                if gaps > jokers:
+            last, left, step, packed, taken = stack.pop()
+            for s in range(step, len(ladder)):
+                offset, r, g = ladder[s]
+                gaps = offset - last - 1
+                if gaps > left:
                     break
-                now = taken + (ladder[p],)
-                key = tuple(sorted(now))
-                if shortest.get(key, MAX_RUN + 1) > p + 1:
-                    shortest[key] = p + 1
-                stack.append((p, gaps, now))
-    return tuple(shortest.items())
+                now, more = taken + (base + r,), packed + _UNIT[g]
+                stack.append((offset, left - gaps, s + 1, more, now))
+                n = len(now)
+                lo = max(offset + 1 - n, MIN_GROUP - n)
+                hi = min(cap[n], MAX_RUN - n)
+                if lo <= hi:
+                    seen = found.get(more)
+                    if seen is None or seen[0] > lo:
+                        # Past the king (the ace above it, or round the clock) the ladder is not ascending.
+                        found[more] = (lo, hi, now if r > first else tuple(sorted(now)))
+    for packed, (lo, hi, key) in found.items():
+        _add(options, key, packed, lo, hi, junit)
