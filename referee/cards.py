@@ -182,6 +182,12 @@ def check_copies(cards: Sequence[Card], decks: int, field_of: Callable[[int], st
 
 
 @lru_cache(maxsize=8)
+def points_by_index(joker_points: int) -> tuple[int, ...]:
+    """Every card's points when left unlinked, by card index (``Card.points`` as a table)."""
+    return tuple(card.points(joker_points) for card in CARD_BY_INDEX)
+
+
+@lru_cache(maxsize=8)
 def deck_counts(decks: int) -> Counter[Card]:
     """How many of each card the whole deck holds."""
     return Counter(deck(decks))

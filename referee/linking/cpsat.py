@@ -22,11 +22,11 @@ from collections import Counter
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Collection, Iterator
+from typing import Collection, Iterator, Sequence
 
 from ortools.sat.python import cp_model
 
-from referee.cards import CARD_BY_INDEX, Card
+from referee.cards import Card, points_by_index
 from referee.errors import SolverError
 from referee.linking.base import Linking, linking_from_parts
 from referee.linking.candidates import Candidate, candidate_groups
@@ -72,7 +72,7 @@ class CpSatEngine:
     def best_linking(self, cards: tuple[Card, ...], rules: RuleSet) -> Linking:
         """The canonical best linking of ``cards`` (sorted canonically) under ``rules``."""
         counts = Counter(card.index for card in cards)
-        points = [CARD_BY_INDEX[i].points(rules.joker_points) for i in range(53)]
+        points = points_by_index(rules.joker_points)
         # A group worth no points (jokers only, when jokers score 0) never belongs to the canonical
         # answer: leaving it out gives as few points and a shorter list of groups.
         columns = []
@@ -86,7 +86,7 @@ class CpSatEngine:
         cards: tuple[Card, ...],
         counts: Counter[int],
         columns: list[_Column],
-        points: list[int],
+        points: Sequence[int],
         full: bool | None,
     ) -> list[Candidate]:
         """The groups of the canonical best linking of ``counts`` among ``columns`` (in canonical
@@ -106,7 +106,7 @@ class CpSatEngine:
         return groups
 
     def _linking(
-        self, cards: tuple[Card, ...], counts: Counter[int], columns: list[_Column], points: list[int], full: bool
+        self, cards: tuple[Card, ...], counts: Counter[int], columns: list[_Column], points: Sequence[int], full: bool
     ) -> list[Candidate] | None:
         """As ``_canonical``; with ``full``, among the linkings that leave no card with points
         unlinked, and None if there is none."""
@@ -120,8 +120,11 @@ class CpSatEngine:
         coefficients = [w + top * column.worth for w, column in zip(order, columns)]
         highest = top * sum(points[i] * k for i, k in counts.items()) + most_order
         if highest < _EXACT_IN_DOUBLE and sum(c * k for c, k in zip(coefficients, most)) < _INT64_SAFE:
-            model, uses = _model(counts, columns, most, exact)
-            model.maximize(cp_model.LinearExpr.weighted_sum(uses, coefficients))
+            model = _model(counts, columns, most, exact)
+            # The objective written straight into the proto, as _model does: maximise by
+            # minimising the negated sum (only the solution is read, never the objective value).
+            model.proto.objective.vars.extend(range(len(columns)))
+            model.proto.objective.coeffs.extend(-c for c in coefficients)
             solver = self._solver(cards)
             status = solver.solve(model)
             if status == cp_model.INFEASIBLE and full:
@@ -150,7 +153,8 @@ class CpSatEngine:
         Exactly one flag designates a group the linking uses, and the optimum designates the
         lowest such group: nothing has to say "this is the lowest used", which keeps it easy to prove.
         """
-        model, uses = _model(counts, columns, most, exact)
+        model = _model(counts, columns, most, exact)
+        uses = [model.get_int_var_from_proto_index(n) for n in range(len(columns))]
         flags = [model.new_bool_var(f"first{n}") for n in range(len(columns))]
         model.add_exactly_one(flags)
         for use, flag in zip(uses, flags):
@@ -176,7 +180,7 @@ class CpSatEngine:
         columns = [_Column(group, 0, tuple(Counter(group).items())) for group in candidate_groups(counts, rules)]
         if not columns:
             return False
-        model, _ = _model(counts, columns, [column.most(counts) for column in columns], exact=counts)
+        model = _model(counts, columns, [column.most(counts) for column in columns], exact=counts)
         solver = self._solver(cards)
         status = solver.solve(model)
         if status == cp_model.INFEASIBLE:
@@ -231,23 +235,30 @@ class _Column:
         return all(counts[index] >= k for index, k in self.copies)
 
 
-def _model(
-    counts: Counter[int], columns: list[_Column], most: list[int], exact: Collection[int]
-) -> tuple[cp_model.CpModel, list[cp_model.IntVar]]:
-    """Uses of each column (at most ``most`` times), no card used more often than held, the cards
-    in ``exact`` exactly as often."""
+def _model(counts: Counter[int], columns: list[_Column], most: list[int], exact: Collection[int]) -> cp_model.CpModel:
+    """Variable n: the uses of column n (at most ``most[n]``); no card used more often than held,
+    the cards in ``exact`` exactly as often.
+
+    Written straight into the model's proto: for models this small, building them through the
+    Python expression layer cost more than solving them (measured on bench.hands).
+    """
     model = _Model()
-    uses = [model.new_int_var(0, k, f"group{n}") for n, k in enumerate(most)]
-    terms: dict[int, tuple[list[cp_model.IntVar], list[int]]] = {index: ([], []) for index in sorted(counts)}
-    for use, column in zip(uses, columns):
+    proto = model.proto
+    for k in most:
+        proto.variables.add().domain.extend((0, k))
+    terms: dict[int, tuple[list[int], list[int]]] = {index: ([], []) for index in sorted(counts)}
+    for n, column in enumerate(columns):
         for index, k in column.copies:
             variables, copies = terms[index]
-            variables.append(use)
+            variables.append(n)
             copies.append(k)
     for index, (variables, copies) in terms.items():
         held = counts[index]
-        model.add_linear_constraint(cp_model.LinearExpr.weighted_sum(variables, copies), held if index in exact else 0, held)
-    return model, uses
+        linear = proto.constraints.add().linear
+        linear.vars.extend(variables)
+        linear.coeffs.extend(copies)
+        linear.domain.extend((held if index in exact else 0, held))
+    return model
 
 
 def _check_optimal(solver: cp_model.CpSolver, status: int, cards: tuple[Card, ...]) -> None:
