@@ -8,6 +8,7 @@ gRPC servicer and the command line both call them, so both answer the same, byte
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Iterable, Sequence
 
 from referee import closing, scoring
@@ -44,6 +45,14 @@ def cards_from_proto(codes: Iterable[str], field: str) -> tuple[Card, ...]:
 
 def rules_from_proto(options: pb.RuleOptions, field: str = "rules") -> RuleSet:
     """The rule set a RuleOptions message asks for: unset fields and UNSPECIFIED enums take the defaults."""
+    # Clients send the same few rule sets again and again, and building one checks every option:
+    # remember them by their bytes (a rejected one raises and is not remembered).
+    return _rules_from_bytes(options.SerializeToString(deterministic=True), field)
+
+
+@lru_cache(maxsize=256)
+def _rules_from_bytes(data: bytes, field: str) -> RuleSet:
+    options = pb.RuleOptions.FromString(data)
     changes: dict[str, object] = {}
     if options.HasField("decks"):
         changes["decks"] = options.decks
