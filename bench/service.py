@@ -349,10 +349,12 @@ def _cpu_seconds(pid: int) -> float:
 class Server:
     """The referee as a subprocess on a free loopback port."""
 
-    def __init__(self, workers: int) -> None:
+    def __init__(self, workers: int, threads: int | None = None) -> None:
         self.workers = workers
         self.log = tempfile.TemporaryFile(mode="w+", encoding="utf-8", prefix="bench-service-")
         command = [sys.executable, "-m", "referee.service.server", "--host", HOST, "--port", "0", "--workers", str(workers)]
+        if threads is not None:
+            command += ["--threads", str(threads)]
         self.process = subprocess.Popen(command, cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.log)
         self.port = 0
         self.pids: list[int] = []
@@ -548,6 +550,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="server sizes, comma-separated (default 1,2)")
     parser.add_argument("--clients", type=_int_list, default=DEFAULT_CLIENTS, metavar="LIST",
                         help="numbers of client processes, comma-separated (default 1,8,32)")
+    parser.add_argument("--threads", type=int, default=None, metavar="N",
+                        help="threads per server process (default: the server's own default)")
     parser.add_argument("--rpcs", default=",".join(RPCS), metavar="LIST", help="RPCs to load (default SolveHand,ScoreDeal)")
     parser.add_argument("--hands", type=int, default=None, metavar="N",
                         help=f"distinct SolveHand requests (default {DEFAULT_HANDS}, --quick {QUICK_HANDS})")
@@ -612,7 +616,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(HEADER, flush=True)
     try:
         for workers in args.workers:
-            server = Server(workers)
+            server = Server(workers, args.threads)
             try:
                 server.wait_ready()
                 warm_up(server, warm)
