@@ -44,6 +44,7 @@ whole hand's answer is cached on its cards and ``rules.linking_key()``.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from functools import lru_cache
 
 from referee.cards import Card
@@ -303,7 +304,7 @@ def _options(kinds: list[int], copies: list[int], jokers: int, wrap: bool, limit
     """Every group within the hand (``copies`` of each of ``kinds``, ascending, and ``jokers``),
     listed by the field of its lowest card, each list in key order."""
     # The most jokers a part of n naturals may take: n is at most all the naturals, or a run of 13.
-    sizes = max(sum(copies), MAX_RUN) + 1
+    sizes = max(len(kinds) + sum(copies), MAX_RUN) + 1
     if limit is JokerLimit.ONE_PER_GROUP:
         cap = [min(1, jokers)] * sizes
     elif limit is JokerLimit.NO_MORE_THAN_NATURALS:
@@ -312,17 +313,22 @@ def _options(kinds: list[int], copies: list[int], jokers: int, wrap: bool, limit
         cap = [jokers] * sizes
     options: list[list[Option]] = [[] for _ in kinds]
     junit = _UNIT[len(kinds)]
+    # Same rank: the fields of each rank held, when its naturals and the jokers can make 3.
     by_rank: dict[int, list[int]] = {}
-    by_suit: dict[int, list[int]] = {}
     for f, i in enumerate(kinds):
-        by_rank.setdefault(i % 13, []).append(f)
-        by_suit.setdefault(i // 13, []).append(f)
+        fields = by_rank.get(i % 13)
+        if fields is None:
+            by_rank[i % 13] = [f]
+        else:
+            fields.append(f)
     for fields in by_rank.values():
-        if sum(copies[f] for f in fields) + jokers >= MIN_GROUP:
-            _same_rank_parts(fields, kinds, copies, cap, options, junit)
-    for fields in by_suit.values():
-        if len(fields) >= 2 and len(fields) + jokers >= MIN_GROUP:
-            _run_parts(fields, kinds, jokers, wrap, cap, options, junit)
+        if len(fields) + jokers >= MIN_GROUP or sum(copies[f] for f in fields) + jokers >= MIN_GROUP:
+            _same_rank_options(fields, kinds, copies, cap, options, junit)
+    # Runs: a suit's kinds are consecutive fields.
+    bounds = [bisect_left(kinds, 13 * suit) for suit in range(5)]
+    for first, end in zip(bounds, bounds[1:]):
+        if end - first >= 2 and end - first + jokers >= MIN_GROUP:
+            _run_options(kinds[first:end], first, jokers, wrap, cap, options, junit)
     for listed in options:
         listed.sort()
     return options
@@ -332,17 +338,10 @@ def _lowest_field(packed: int) -> int:
     return ((packed & -packed).bit_length() - 1) // _BITS
 
 
-def _add(options: list[list[Option]], key: Key, packed: int, lo: int, hi: int, junit: int) -> None:
-    """List the groups of natural part ``key`` (``packed``) with ``lo`` to ``hi`` jokers."""
-    listed = options[_lowest_field(packed)]
-    for j in range(lo, hi + 1):
-        listed.append((key + _JOKER_TAILS[j], packed + j * junit))
-
-
-def _same_rank_parts(
+def _same_rank_options(
     fields: list[int], kinds: list[int], copies: list[int], cap: list[int], options: list[list[Option]], junit: int
 ) -> None:
-    """Same rank: any sub-multiset of one rank's naturals (held in ``fields``; no upper size)."""
+    """Same rank: any sub-multiset of one rank's naturals (held in ``fields``), no upper size."""
     # (packed, size, key) of every sub-multiset, one kind of card at a time.
     subsets: list[tuple[int, int, Key]] = [(0, 0, ())]
     for f in fields:
@@ -352,50 +351,57 @@ def _same_rank_parts(
             more, extra = (i,) * m, m * unit
             grown += [(packed + extra, n + m, key + more) for packed, n, key in subsets]
         subsets += grown
-    for packed, n, key in subsets[1:]:
+    for packed, n, key in subsets:
         lo = MIN_GROUP - n if n < MIN_GROUP else 0
-        if lo <= cap[n]:
-            _add(options, key, packed, lo, cap[n], junit)
+        if n and lo <= cap[n]:
+            listed = options[_lowest_field(packed)]
+            for j in range(lo, cap[n] + 1):
+                listed.append((key + _JOKER_TAILS[j], packed + j * junit))
 
 
-def _run_parts(
-    fields: list[int], kinds: list[int], jokers: int, wrap: bool, cap: list[int], options: list[list[Option]], junit: int
+def _run_options(
+    cards: list[int], first_field: int, jokers: int, wrap: bool, cap: list[int], options: list[list[Option]], junit: int
 ) -> None:
-    """Runs of one suit (its distinct ranks held in ``fields``, ascending): every set of two or
-    more of them that fits in a run whose gaps at most ``jokers`` fill, with its shortest run."""
-    base = kinds[fields[0]] // 13 * 13
-    held = [(kinds[f] - base, f) for f in fields]  # (rank - 1, field)
-    ace = held[0] if held[0][0] == 0 else None
-    # By packed: (fewest jokers, most, key); a set may be reached from several first ranks.
-    found: dict[int, tuple[int, int, Key]] = {}
-    for a, (first, f) in enumerate(held):
-        # The ranks after ``first``, as (offset from it, rank - 1, field): round the clock with
-        # ``wrap``; else up to the king, then the ace above the king unless ``first`` is the ace.
-        if wrap:
-            ladder = [((r - first) % 13, r, g) for r, g in held[a + 1 :] + held[:a]]
-        else:
-            ladder = [(r - first, r, g) for r, g in held[a + 1 :]]
-            if ace is not None and first:
-                ladder.append((MAX_RUN - first, 0, ace[1]))
-        # Depth first: (offset of the last rank taken, jokers left for gaps, next ladder step,
-        # packed, cards taken in ladder order).
-        stack = [(0, jokers, 0, _UNIT[f], (base + first,))]
+    """Runs of one suit (``cards``: its distinct naturals held, ascending, in the fields from
+    ``first_field`` on): every set of two or more of them that fits in a run whose gaps at most
+    ``jokers`` fill. A set that fits two ways (the ace low and high, or round the clock) may be
+    listed twice, which changes no answer."""
+    held = len(cards)
+    units = list(_UNIT[first_field : first_field + held])
+    base = cards[0] // 13 * 13
+    # The ranks up the scale (rank - 1: the ace 0, the king 12), then past the king the ace again
+    # above it (13) or, round the clock, every rank again (+13).
+    scale = [i - base for i in cards]
+    if wrap:
+        scale += [r + 13 for r in scale]
+        cards = cards + cards
+        units += units
+    elif scale[0] == 0:
+        scale.append(13)
+        cards = cards + cards[:1]
+        units.append(units[0])
+    for a in range(held):
+        first = scale[a]
+        end = min(len(scale), a + held)  # a run holds a rank once
+        # Depth first: (last step taken, its rank, jokers left for gaps, packed, cards taken).
+        stack = [(a, first, jokers, units[a], (cards[a],))]
         while stack:
-            last, left, step, packed, taken = stack.pop()
-            for s in range(step, len(ladder)):
-                offset, r, g = ladder[s]
-                gaps = offset - last - 1
-                if gaps > left:
+            at, last, left, packed, taken = stack.pop()
+            for b in range(at + 1, end):
+                rank = scale[b]
+                spare = left - (rank - last - 1)
+                if spare < 0 or rank - first >= MAX_RUN:
                     break
-                now, more = taken + (base + r,), packed + _UNIT[g]
-                stack.append((offset, left - gaps, s + 1, more, now))
+                now, more = taken + (cards[b],), packed + units[b]
+                stack.append((b, rank, spare, more, now))
                 n = len(now)
-                lo = max(offset + 1 - n, MIN_GROUP - n)
-                hi = min(cap[n], MAX_RUN - n)
+                lo = rank - first + 1 - n  # the gaps
+                if lo < MIN_GROUP - n:
+                    lo = MIN_GROUP - n
+                hi = cap[n] if cap[n] < MAX_RUN - n else MAX_RUN - n
                 if lo <= hi:
-                    seen = found.get(more)
-                    if seen is None or seen[0] > lo:
-                        # Past the king (the ace above it, or round the clock) the ladder is not ascending.
-                        found[more] = (lo, hi, now if r > first else tuple(sorted(now)))
-    for packed, (lo, hi, key) in found.items():
-        _add(options, key, packed, lo, hi, junit)
+                    if b >= held:  # past the king: not in index order
+                        now = tuple(sorted(now))
+                    listed = options[_lowest_field(more)]
+                    for j in range(lo, hi + 1):
+                        listed.append((now + _JOKER_TAILS[j], more + j * junit))
