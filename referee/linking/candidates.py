@@ -19,18 +19,21 @@ def candidate_groups(counts: Mapping[int, int], rules: RuleSet) -> list[Candidat
     found: set[Candidate] = set()
     limit = rules.joker_limit
     size = sum(counts.values())
-    for rank in RANKS:
-        indices = [suit * 13 + rank - 1 for suit in range(len(SUITS))]
-        held = [counts.get(i, 0) for i in indices]
-        if not any(held):
-            continue
+    by_rank: dict[int, list[int]] = {}
+    for index in sorted(counts):
+        if index != JOKER_INDEX and counts[index]:
+            by_rank.setdefault(index % 13, []).append(index)
+    for indices in by_rank.values():
+        held = [counts[i] for i in indices]
+        if sum(held) + jokers < MIN_GROUP:
+            continue  # too few of this rank for any same-rank group
         for take in product(*(range(h + 1) for h in held)):
             naturals = sum(take)
             if naturals == 0:
                 continue
             base = tuple(i for i, n in zip(indices, take) for _ in range(n))
-            for j in range(jokers + 1):
-                if naturals + j >= MIN_GROUP and limit.allows(naturals, j):
+            for j in range(max(0, MIN_GROUP - naturals), jokers + 1):
+                if limit.allows(naturals, j):
                     found.add(base + (JOKER_INDEX,) * j)
     for suit in range(len(SUITS)):
         _runs_of_suit(suit * 13, counts, jokers, size, rules, found)
@@ -43,34 +46,46 @@ def candidate_groups(counts: Mapping[int, int], rules: RuleSet) -> list[Candidat
 def _runs_of_suit(
     base: int, counts: Mapping[int, int], jokers: int, size: int, rules: RuleSet, found: set[Candidate]
 ) -> None:
-    """Add every run of one suit: windows on the scale, jokers in the gaps or replacing naturals."""
-    held = [counts.get(base + rank - 1, 0) > 0 for rank in RANKS]
-    if not any(held):
+    """Add every run of one suit: a set of the suit's ranks held (one copy each) plus jokers.
+
+    A set of ranks spanning ``span`` places of the scale takes at least ``span - k`` jokers (its
+    gaps, whether the hand holds those cards or not) and at most as many as keep the run within
+    13 cards and the hand; every count between is a run (the extra jokers extend it at one end).
+    Sets are grown in scale order from their lowest place and abandoned once their gaps outgrow
+    the jokers, so a suit of scattered ranks costs little.
+    """
+    ranks = [rank for rank in RANKS if counts.get(base + rank - 1, 0)]
+    if not ranks:
         return
     longest = min(MAX_RUN, size)
-    starts = range(1, 14) if rules.wrap_runs else range(1, 15)
-    for start in starts:
-        window: list[int] = []  # indices held in the window so far
-        missing = 0
-        for length in range(1, longest + 1):
-            position = start + length - 1
-            if not rules.wrap_runs and position > 14:
-                break
-            rank = (position - 1) % 13 + 1
-            if held[rank - 1]:
-                window.append(base + rank - 1)
-            else:
-                missing += 1
-            if missing > jokers:
-                break
-            if length < MIN_GROUP or not window:
-                continue
-            # Jokers may also stand in for cards the hand holds (e.g. to free them for a set).
-            for extra in range(0, min(jokers - missing, len(window) - 1) + 1):
-                used_jokers = missing + extra
-                naturals = len(window) - extra
-                if not rules.joker_limit.allows(naturals, used_jokers):
-                    continue
-                for dropped in combinations(window, extra):
-                    kept = [i for i in window if i not in dropped]
-                    found.add(tuple(sorted(kept)) + (JOKER_INDEX,) * used_jokers)
+    allows = rules.joker_limit.allows
+    if rules.wrap_runs:
+        # Round the clock: a set's shortest arc starts at one of its ranks; read the scale from each.
+        scales = []
+        for rank in ranks:
+            onward = [(rank + place - 1) % 13 + 1 for place in range(13)]
+            scales.append([(place, base + r - 1) for place, r in enumerate(onward) if r in ranks])
+        firsts_only = True
+    else:
+        # The ace low (A 2 3 ...) or high (... Q K A): two readings of the scale.
+        scales = [[(rank, base + rank - 1) for rank in ranks]]
+        if ranks[0] == 1:
+            scales.append([(rank, base + rank - 1) for rank in ranks[1:]] + [(14, base)])
+        firsts_only = False
+
+    def grow(scale: list[tuple[int, int]], after: int, first: int, naturals: tuple[int, ...]) -> None:
+        k = len(naturals)
+        span = scale[after - 1][0] - first + 1
+        fewest = max(span - k, MIN_GROUP - k, 0)
+        for used in range(fewest, min(jokers, longest - k) + 1):
+            if allows(k, used):
+                found.add(tuple(sorted(naturals)) + (JOKER_INDEX,) * used)
+        for n in range(after, len(scale)):
+            place, index = scale[n]
+            if place - first + 1 - (k + 1) > jokers or k + 1 > longest:
+                break  # later places only leave wider gaps
+            grow(scale, n + 1, first, naturals + (index,))
+
+    for scale in scales:
+        for n in (range(1) if firsts_only else range(len(scale))):
+            grow(scale, n + 1, scale[n][0], (scale[n][1],))

@@ -78,7 +78,7 @@ class CpSatEngine:
         columns = []
         for group in candidate_groups(counts, rules):
             if worth := sum(points[i] for i in group):
-                columns.append(_Column(group, worth, tuple(Counter(group).items())))
+                columns.append(_Column(group, worth, _copies(group)))
         return linking_from_parts(cards, self._canonical(cards, counts, columns, points, None), rules)
 
     def _canonical(
@@ -177,7 +177,7 @@ class CpSatEngine:
     def links_fully(self, cards: tuple[Card, ...], rules: RuleSet) -> bool:
         """Whether the cards split into groups with none left over: one feasibility solve."""
         counts = Counter(card.index for card in cards)
-        columns = [_Column(group, 0, tuple(Counter(group).items())) for group in candidate_groups(counts, rules)]
+        columns = [_Column(group, 0, _copies(group)) for group in candidate_groups(counts, rules)]
         if not columns:
             return False
         model = _model(counts, columns, [column.most(counts) for column in columns], exact=counts)
@@ -238,6 +238,14 @@ class _Column:
     def fits(self, counts: Counter[int]) -> bool:
         """Whether ``counts`` holds every card of this group."""
         return all(counts[index] >= k for index, k in self.copies)
+
+
+def _copies(group: Candidate) -> tuple[tuple[int, int], ...]:
+    """(card index, copies) of a group's sorted card indices; a Counter costs more for so few."""
+    copies: dict[int, int] = {}
+    for index in group:
+        copies[index] = copies.get(index, 0) + 1
+    return tuple(copies.items())
 
 
 def _model(counts: Counter[int], columns: list[_Column], most: list[int], exact: Collection[int]) -> cp_model.CpModel:
