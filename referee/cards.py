@@ -136,6 +136,7 @@ JOKER = Card(None, None)
 NATURALS: tuple[Card, ...] = tuple(Card(rank, suit) for suit in SUITS for rank in RANKS)
 CARD_BY_INDEX: tuple[Card, ...] = NATURALS + (JOKER,)
 _CODES: tuple[str, ...] = tuple(rank_code(c.rank) + c.suit.value for c in NATURALS if c.rank and c.suit) + (JOKER_CODE,)
+_PARSED.update(zip(_CODES, CARD_BY_INDEX))  # the canonical spellings, the joker's included
 
 
 _INDEX = attrgetter("index")
@@ -143,7 +144,13 @@ _INDEX = attrgetter("index")
 
 def parse_cards(codes: Iterable[str], field: str = "cards") -> tuple[Card, ...]:
     """Parse card codes in order; an error names ``field[i]`` and the bad code."""
-    return tuple(Card.parse(code, f"{field}[{i}]") for i, code in enumerate(codes))
+    codes = tuple(codes)
+    try:
+        # Spellings seen before need one lookup each (a deal holds a hundred cards); anything
+        # else, errors included, goes through Card.parse.
+        return tuple(map(_PARSED.__getitem__, codes))
+    except (KeyError, TypeError):
+        return tuple(Card.parse(code, f"{field}[{i}]") for i, code in enumerate(codes))
 
 
 def sort_cards(cards: Iterable[Card]) -> tuple[Card, ...]:
