@@ -141,13 +141,13 @@ def _fill(message: Message, data: dict[str, Any]) -> None:
             if not isinstance(value, list):
                 raise _Unsupported
             target = getattr(message, field.name)
+            if field.type != FieldDescriptor.TYPE_MESSAGE:
+                target.extend(_scalars(field, value))
+                continue
             for item in value:
-                if field.type == FieldDescriptor.TYPE_MESSAGE:
-                    if not isinstance(item, dict):
-                        raise _Unsupported
-                    _fill(target.add(), item)
-                else:
-                    target.append(_scalar(field, item))
+                if not isinstance(item, dict):
+                    raise _Unsupported
+                _fill(target.add(), item)
         elif field.type == FieldDescriptor.TYPE_MESSAGE:
             if not isinstance(value, dict):
                 raise _Unsupported
@@ -156,6 +156,13 @@ def _fill(message: Message, data: dict[str, Any]) -> None:
             _fill(sub, value)
         else:
             setattr(message, field.name, _scalar(field, value))
+
+
+def _scalars(field: FieldDescriptor, values: list[Any]) -> list[Any]:
+    # Lists of card codes are most of a case: strings are checked without a call each.
+    if field.type == FieldDescriptor.TYPE_STRING and all(type(value) is str for value in values):
+        return values
+    return [_scalar(field, value) for value in values]
 
 
 def _scalar(field: FieldDescriptor, value: Any) -> Any:
