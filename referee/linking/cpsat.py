@@ -153,26 +153,32 @@ class CpSatEngine:
         Exactly one flag designates a group the linking uses, and the optimum designates the
         lowest such group: nothing has to say "this is the lowest used", which keeps it easy to prove.
         """
+        size = len(columns)
         model = _model(counts, columns, most, exact)
-        uses = [model.get_int_var_from_proto_index(n) for n in range(len(columns))]
-        flags = [model.new_bool_var(f"first{n}") for n in range(len(columns))]
-        model.add_exactly_one(flags)
-        for use, flag in zip(uses, flags):
-            model.add(use >= 1).only_enforce_if(flag)
-        designated = cp_model.LinearExpr.weighted_sum(flags, range(len(columns)))
-        if exact:
-            model.minimize(designated)  # the linked points are all there are
-        else:
-            # One linked point outweighs every designation.
-            linked = cp_model.LinearExpr.weighted_sum(uses, [column.worth for column in columns])
-            model.maximize(linked * len(columns) - designated)
+        proto = model.proto  # written directly, as in _model
+        # Variables size + n: the flags; flag n set means column n is used at least once.
+        for _ in range(size):
+            proto.variables.add().domain.extend((0, 1))
+        proto.constraints.add().exactly_one.literals.extend(range(size, 2 * size))
+        for n in range(size):
+            constraint = proto.constraints.add()
+            constraint.enforcement_literal.append(size + n)
+            constraint.linear.vars.append(n)
+            constraint.linear.coeffs.append(1)
+            constraint.linear.domain.extend((1, most[n]))
+        # Minimise the designated number; unless every scoring card is linked anyway, first
+        # maximise the linked points (one point outweighs every designation).
+        objective = proto.objective
+        objective.vars.extend(range(2 * size))
+        objective.coeffs.extend([0 if exact else -size * column.worth for column in columns])
+        objective.coeffs.extend(range(size))
         solver = self._solver(cards)
         status = solver.solve(model)
         if status == cp_model.INFEASIBLE and exact:
             return None
         _check_optimal(solver, status, cards)
         solution = _solution(solver)
-        return next(n for n, flag in enumerate(flags) if solution[flag.index])
+        return next(n for n in range(size) if solution[size + n])
 
     def links_fully(self, cards: tuple[Card, ...], rules: RuleSet) -> bool:
         """Whether the cards split into groups with none left over: one feasibility solve."""
