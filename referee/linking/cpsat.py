@@ -125,12 +125,9 @@ class CpSatEngine:
             # minimising the negated sum (only the solution is read, never the objective value).
             model.proto.objective.vars.extend(range(len(columns)))
             model.proto.objective.coeffs.extend(-c for c in coefficients)
-            solver = self._solver(cards)
-            status = solver.solve(model)
-            if status == cp_model.INFEASIBLE and full:
+            solution = self._optimum(model, cards, infeasible_ok=full)
+            if solution is None:
                 return None
-            _check_optimal(solver, status, cards)
-            solution = _solution(solver)
             return [column.group for n, column in enumerate(columns) for _ in range(solution[n])]
         # Too many candidates for one objective: find the canonical linking's lowest group, then
         # the rest: the canonical linking of the cards left, among the groups from the first on.
@@ -172,12 +169,9 @@ class CpSatEngine:
         objective.vars.extend(range(2 * size))
         objective.coeffs.extend([0 if exact else -size * column.worth for column in columns])
         objective.coeffs.extend(range(size))
-        solver = self._solver(cards)
-        status = solver.solve(model)
-        if status == cp_model.INFEASIBLE and exact:
+        solution = self._optimum(model, cards, infeasible_ok=bool(exact))
+        if solution is None:
             return None
-        _check_optimal(solver, status, cards)
-        solution = _solution(solver)
         return next(n for n in range(size) if solution[size + n])
 
     def links_fully(self, cards: tuple[Card, ...], rules: RuleSet) -> bool:
@@ -187,13 +181,19 @@ class CpSatEngine:
         if not columns:
             return False
         model = _model(counts, columns, [column.most(counts) for column in columns], exact=counts)
+        return self._optimum(model, cards, infeasible_ok=True) is not None
+
+    def _optimum(self, model: cp_model.CpModel, cards: tuple[Card, ...], infeasible_ok: bool) -> list[int] | None:
+        """Every variable's value, by index, in a proven optimum of ``model`` (with no objective:
+        any solution); None when there is none and ``infeasible_ok``. Anything else is an error."""
         solver = self._solver(cards)
         status = solver.solve(model)
-        if status == cp_model.INFEASIBLE:
-            return False
-        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            raise SolverError(f"CP-SAT could not decide ({solver.status_name(status)}) for {_codes(cards)}")
-        return True
+        if status == cp_model.INFEASIBLE and infeasible_ok:
+            return None
+        if status != cp_model.OPTIMAL:
+            raise SolverError(f"CP-SAT found no proven optimum ({solver.status_name(status)}) for {_codes(cards)}")
+        # One copy of the response (it belongs to the solver) instead of a call per variable.
+        return list(solver.response_proto.solution)
 
     def _solver(self, cards: tuple[Card, ...]) -> cp_model.CpSolver:
         cap = self.wall_cap_seconds
@@ -280,11 +280,6 @@ def _model(counts: Counter[int], columns: list[_Column], most: list[int], exact:
     return model
 
 
-def _check_optimal(solver: cp_model.CpSolver, status: int, cards: tuple[Card, ...]) -> None:
-    if status != cp_model.OPTIMAL:
-        raise SolverError(f"CP-SAT found no proven optimum ({solver.status_name(status)}) for {_codes(cards)}")
-
-
 def _order_weights(columns: list[_Column], most: list[int], size: int) -> tuple[list[int], int]:
     """A weight per column such that, among linkings of ``size`` cards, the higher total is the
     list of groups (in ascending column order) that comes first lexicographically; and the largest
@@ -306,12 +301,6 @@ def _order_weights(columns: list[_Column], most: list[int], size: int) -> tuple[
                 if bound[c - length] + weight > bound[c]:
                     bound[c] = bound[c - length] + weight
     return weights, bound[size]
-
-
-def _solution(solver: cp_model.CpSolver) -> list[int]:
-    """Every variable's value, by variable index: one copy instead of one call per variable. (The
-    response belongs to the solver: it is copied while the solver is alive.)"""
-    return list(solver.response_proto.solution)
 
 
 def _codes(cards: tuple[Card, ...]) -> str:
