@@ -6,7 +6,7 @@ import enum
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from referee.cards import ACE, CARD_BY_INDEX, JOKER, Card, Suit, rank_code, sort_cards
+from referee.cards import ACE, CARD_BY_INDEX, JOKER, Card, rank_code, sort_cards
 from referee.rules import RuleSet
 
 MIN_GROUP = 3
@@ -61,7 +61,7 @@ def judge_group(cards: Iterable[Card], rules: RuleSet) -> Group | NotAGroup:
     cards = sort_cards(cards)
     if len(cards) < MIN_GROUP:
         return NotAGroup(f"a group needs at least {MIN_GROUP} cards, not {len(cards)}")
-    naturals = [c for c in cards if not c.is_joker]
+    naturals = [c for c in cards if c.rank is not None]
     jokers = len(cards) - len(naturals)
     if not rules.joker_limit.allows(len(naturals), jokers):
         return NotAGroup(
@@ -88,11 +88,10 @@ def same_rank_group(naturals: Sequence[Card], jokers: int) -> Group | None:
 
 def run_group(naturals: Sequence[Card], jokers: int, wrap_runs: bool) -> Group | NotAGroup:
     """The run of these naturals and jokers, or why they make none."""
-    suits = {card.suit for card in naturals}
-    if len(suits) > 1:
+    # A card's suit is its index // 13 (suits are enum members, whose hashing is slow).
+    suit = naturals[0].index // 13
+    if any(card.index // 13 != suit for card in naturals):
         return NotAGroup("neither one rank nor one suit")
-    suit = naturals[0].suit
-    assert suit is not None
     ranks = [card.rank for card in naturals if card.rank is not None]
     if len(set(ranks)) != len(ranks):
         return NotAGroup("a run cannot hold a rank twice")
@@ -102,7 +101,7 @@ def run_group(naturals: Sequence[Card], jokers: int, wrap_runs: bool) -> Group |
     start = run_start(ranks, size, wrap_runs)
     if start is None:
         return NotAGroup("the cards are not consecutive, even with the jokers standing in")
-    return _lay_run(suit, ranks, start, size)
+    return _lay_run(suit * 13, ranks, start, size)
 
 
 def run_start(ranks: Sequence[int], size: int, wrap_runs: bool) -> int | None:
@@ -123,13 +122,14 @@ def run_start(ranks: Sequence[int], size: int, wrap_runs: bool) -> int | None:
     return None
 
 
-def _lay_run(suit: Suit, ranks: Sequence[int], start: int, size: int) -> Group:
+def _lay_run(base: int, ranks: Sequence[int], start: int, size: int) -> Group:
+    """The run from ``start`` of ``size`` cards of the suit whose ace has index ``base``."""
     by_rank = set(ranks)
     cards: list[Card] = []
     stands: list[str] = []
     for offset in range(size):
         rank = (start + offset - 1) % 13 + 1
-        card = CARD_BY_INDEX[suit.order * 13 + rank - 1]
+        card = CARD_BY_INDEX[base + rank - 1]
         cards.append(card if rank in by_rank else JOKER)
         stands.append(card.code())
     return Group(GroupKind.RUN, tuple(cards), tuple(stands))
