@@ -46,6 +46,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from functools import lru_cache
+from operator import mul
 
 from referee.cards import Card
 from referee.linking.base import Linking, linking_from_parts
@@ -74,7 +75,7 @@ class SearchEngine:
 
     def best_linking(self, cards: tuple[Card, ...], rules: RuleSet) -> Linking:
         """The canonical best linking of ``cards`` (sorted canonically) under ``rules``."""
-        _, keys = solve(tuple(card.index for card in cards), rules.linking_key())
+        _, keys = solve(tuple([card.index for card in cards]), rules.linking_key())
         return linking_from_parts(cards, keys, rules)
 
 
@@ -195,20 +196,14 @@ class _Solver:
         self.joker_points = joker_points
         self.limit = limit
         # The kinds of natural held (ascending: field f is the f-th kind) and their copies.
-        kinds: list[int] = []
-        copies: list[int] = []
-        for i in naturals:
-            if kinds and kinds[-1] == i:
-                copies[-1] += 1
-            else:
-                kinds.append(i)
-                copies.append(1)
+        kinds = sorted(set(naturals))
+        copies = [1] * len(kinds) if len(kinds) == len(naturals) else [naturals.count(i) for i in kinds]
         self.unit = _UNIT[: len(kinds)]
         self.points = [_POINTS[k] for k in kinds]
         self.jshift = _BITS * len(kinds)
         self.natmask = (1 << self.jshift) - 1
         self.guard = _GUARDS[len(kinds)]
-        self.start = sum(n * unit for n, unit in zip(copies, self.unit)) + (jokers << self.jshift)
+        self.start = sum(map(mul, copies, self.unit)) + (jokers << self.jshift)
         # What the jokers left over cost once the naturals are done.
         self.leftover = [self._leftover_cost(k) for k in range(jokers + 1)]
         self.options = _options(kinds, copies, jokers, wrap, limit)
@@ -315,14 +310,18 @@ def _options(kinds: list[int], copies: list[int], jokers: int, wrap: bool, limit
     junit = _UNIT[len(kinds)]
     # Same rank: the fields of each rank held, when its naturals and the jokers can make 3.
     by_rank: dict[int, list[int]] = {}
+    held: dict[int, int] = {}  # naturals of each rank
     for f, i in enumerate(kinds):
-        fields = by_rank.get(i % 13)
+        rank = i % 13
+        fields = by_rank.get(rank)
         if fields is None:
-            by_rank[i % 13] = [f]
+            by_rank[rank] = [f]
+            held[rank] = copies[f]
         else:
             fields.append(f)
-    for fields in by_rank.values():
-        if len(fields) + jokers >= MIN_GROUP or sum(copies[f] for f in fields) + jokers >= MIN_GROUP:
+            held[rank] += copies[f]
+    for rank, fields in by_rank.items():
+        if held[rank] + jokers >= MIN_GROUP:
             _same_rank_options(fields, kinds, copies, cap, options, junit)
     # Runs: a suit's kinds are consecutive fields.
     bounds = [bisect_left(kinds, 13 * suit) for suit in range(5)]
@@ -330,7 +329,8 @@ def _options(kinds: list[int], copies: list[int], jokers: int, wrap: bool, limit
         if end - first >= 2 and end - first + jokers >= MIN_GROUP:
             _run_options(kinds[first:end], first, jokers, wrap, cap, options, junit)
     for listed in options:
-        listed.sort()
+        if len(listed) > 1:
+            listed.sort()
     return options
 
 
@@ -342,19 +342,21 @@ def _same_rank_options(
     fields: list[int], kinds: list[int], copies: list[int], cap: list[int], options: list[list[Option]], junit: int
 ) -> None:
     """Same rank: any sub-multiset of one rank's naturals (held in ``fields``), no upper size."""
-    # (packed, size, key) of every sub-multiset, one kind of card at a time.
-    subsets: list[tuple[int, int, Key]] = [(0, 0, ())]
+    # (packed, size, key, field of the lowest card) of every sub-multiset, one kind at a time.
+    subsets: list[tuple[int, int, Key, int]] = [(0, 0, (), 0)]
     for f in fields:
         i, unit = kinds[f], _UNIT[f]
-        grown: list[tuple[int, int, Key]] = []
-        for m in range(1, copies[f] + 1):
-            more, extra = (i,) * m, m * unit
-            grown += [(packed + extra, n + m, key + more) for packed, n, key in subsets]
-        subsets += grown
-    for packed, n, key in subsets:
+        for s in range(len(subsets)):
+            packed, n, key, low = subsets[s]
+            if not n:
+                low = f
+            for m in range(1, copies[f] + 1):
+                packed, key = packed + unit, key + (i,)
+                subsets.append((packed, n + m, key, low))
+    for packed, n, key, low in subsets:
         lo = MIN_GROUP - n if n < MIN_GROUP else 0
         if n and lo <= cap[n]:
-            listed = options[_lowest_field(packed)]
+            listed = options[low]
             for j in range(lo, cap[n] + 1):
                 listed.append((key + _JOKER_TAILS[j], packed + j * junit))
 
@@ -393,15 +395,18 @@ def _run_options(
                 if spare < 0 or rank - first >= MAX_RUN:
                     break
                 now, more = taken + (cards[b],), packed + units[b]
-                stack.append((b, rank, spare, more, now))
+                if b + 1 < end:
+                    stack.append((b, rank, spare, more, now))
                 n = len(now)
                 lo = rank - first + 1 - n  # the gaps
                 if lo < MIN_GROUP - n:
                     lo = MIN_GROUP - n
                 hi = cap[n] if cap[n] < MAX_RUN - n else MAX_RUN - n
                 if lo <= hi:
-                    if b >= held:  # past the king: not in index order
+                    if b < held:
+                        listed = options[first_field + a]
+                    else:  # past the king: not in index order
                         now = tuple(sorted(now))
-                    listed = options[_lowest_field(more)]
+                        listed = options[_lowest_field(more)]
                     for j in range(lo, hi + 1):
                         listed.append((now + _JOKER_TAILS[j], more + j * junit))
