@@ -385,6 +385,8 @@ def _run_options(
     for a in range(held):
         first = scale[a]
         end = min(len(scale), a + held)  # a run holds a rank once
+        if a + 1 == end or scale[a + 1] - first - 1 > jokers:
+            continue  # the jokers cannot reach the next rank: no run starts here
         # Depth first: (last step taken, its rank, jokers left for gaps, packed, cards taken).
         stack = [(a, first, jokers, units[a], (cards[a],))]
         while stack:
