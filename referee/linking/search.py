@@ -299,7 +299,7 @@ def _options(kinds: list[int], copies: list[int], jokers: int, wrap: bool, limit
     """Every group within the hand (``copies`` of each of ``kinds``, ascending, and ``jokers``),
     listed by the field of its lowest card, each list in key order."""
     # The most jokers a part of n naturals may take: n is at most all the naturals, or a run of 13.
-    sizes = max(len(kinds) + sum(copies), MAX_RUN) + 1
+    sizes = max(sum(copies), MAX_RUN) + 1
     if limit is JokerLimit.ONE_PER_GROUP:
         cap = [min(1, jokers)] * sizes
     elif limit is JokerLimit.NO_MORE_THAN_NATURALS:
