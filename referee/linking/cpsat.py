@@ -151,28 +151,36 @@ class CpSatEngine:
         lowest such group: nothing has to say "this is the lowest used", which keeps it easy to prove.
         """
         size = len(columns)
+        choices = range(size)
+        lowest = min(i for i, held in counts.items() if held)
+        if lowest in exact:
+            # Every scoring card is linked, the lowest held too, and the group holding it starts
+            # with it: no other group's key is smaller. Only those groups can be the first.
+            choices = [n for n in choices if columns[n].group[0] == lowest]
         model = _model(counts, columns, most, exact)
         proto = model.proto  # written directly, as in _model
-        # Variables size + n: the flags; flag n set means column n is used at least once.
-        for _ in range(size):
+        # Variables size + f: the flags; flag f set means column choices[f] is used at least once.
+        for _ in choices:
             proto.variables.add().domain.extend((0, 1))
-        proto.constraints.add().exactly_one.literals.extend(range(size, 2 * size))
-        for n in range(size):
+        proto.constraints.add().exactly_one.literals.extend(range(size, size + len(choices)))
+        for flag, n in enumerate(choices, size):
             constraint = proto.constraints.add()
-            constraint.enforcement_literal.append(size + n)
+            constraint.enforcement_literal.append(flag)
             constraint.linear.vars.append(n)
             constraint.linear.coeffs.append(1)
             constraint.linear.domain.extend((1, most[n]))
         # Minimise the designated number; unless every scoring card is linked anyway, first
         # maximise the linked points (one point outweighs every designation).
         objective = proto.objective
-        objective.vars.extend(range(2 * size))
-        objective.coeffs.extend([0 if exact else -size * column.worth for column in columns])
-        objective.coeffs.extend(range(size))
+        if not exact:
+            objective.vars.extend(range(size))
+            objective.coeffs.extend(-size * column.worth for column in columns)
+        objective.vars.extend(range(size, size + len(choices)))
+        objective.coeffs.extend(choices)
         solution = self._optimum(model, cards, infeasible_ok=bool(exact))
         if solution is None:
             return None
-        return next(n for n in range(size) if solution[size + n])
+        return next(n for flag, n in enumerate(choices, size) if solution[flag])
 
     def links_fully(self, cards: tuple[Card, ...], rules: RuleSet) -> bool:
         """Whether the cards split into groups with none left over: one feasibility solve."""
