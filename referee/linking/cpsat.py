@@ -1,18 +1,26 @@
 """The default engine: best linking as an integer program solved by OR-Tools CP-SAT.
 
 One integer variable per candidate group (how many times the linking uses it, candidates in
-canonical order, see ``candidates``), one capacity constraint per card kind. When the hand has
-few candidate groups (most hands), one solve of one weighted objective gives the canonical
+canonical order, see ``candidates``), one capacity constraint per card kind, written straight
+into the model's proto. For most hands one solve of one weighted objective gives the canonical
 answer (``Linking.rank``: the fewest points, then the groups in ascending candidate order,
-lexicographically first) directly. With many candidates (jokers and duplicates) that objective
-would outgrow the integers a double holds exactly. Then one solve finds the canonical linking's lowest group: exactly one
-boolean *designates* a group the linking uses, and the objective maximises the linked points
-first and minimises the designated number second, so the optimum designates the lowest group
-any best linking holds (nothing has to say "this is the lowest used", which keeps the solve easy
-to prove). The rest of the canonical linking is the canonical linking of the cards left, among
-the candidates from that group on that still fit: the same problem, smaller, usually small
-enough for the one weighted solve. A linking holds at most ``len(hand) // 3`` groups, so that is
-at most four solves. Every solve must be proven OPTIMAL; anything else is an error, never a guess.
+lexicographically first): a linked point outweighs the order, and each group outweighs every
+set of later groups a linking could still hold (``_order_weights``).
+
+With many candidates (jokers and duplicates) those weights would outgrow the integers a double
+holds exactly. Then one solve finds the canonical linking's lowest group: exactly one boolean
+*designates* a group the linking uses, and the objective maximises the linked points first and
+minimises the designated number second, so the optimum designates the lowest group any best
+linking holds (nothing has to say "this is the lowest used", which keeps the solve easy to
+prove). The rest of the canonical linking is the canonical linking of the cards left, among the
+candidates from that group on that still fit: the same problem, smaller, usually small enough
+for one weighted solve. A linking holds at most ``len(hand) // 3`` groups, so that is at most
+four solves.
+
+Hands with many candidates are nearly always linked in full, so they are first solved with every
+card that scores used exactly (``_canonical``): a tighter model, found and proven faster, where
+only the groups holding the lowest card can come first. Every solve must be proven OPTIMAL (or,
+for that attempt, INFEASIBLE); anything else is an error, never a guess.
 """
 
 from __future__ import annotations
