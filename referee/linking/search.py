@@ -15,13 +15,15 @@ listed by their lowest card, each list in key order.
 kind of card held, the top one a guard, the jokers in the top field. "Does this part fit" is
 one subtraction and a mask; "take it out" is one subtraction.
 
-**Fewest points.** For the lowest natural left there are two kinds of move: leave one copy
-unlinked, or take out a group whose lowest card it is. Every linking is reached this way, so the
-fewest unlinked points of a multiset is the best of those moves; once the naturals are gone the
-jokers left form jokers-only groups (``UNLIMITED``, three or more, worth linking only when a
-joker has points) or stay unlinked. The search is a depth-first branch and bound with a
-fail-soft memo: ``_points(state, beta)`` returns the exact optimum when it is at most ``beta``,
-otherwise a lower bound above ``beta``; both are remembered per state.
+**Fewest points.** A natural in no group at all is unlinked in every linking: it is left out
+of the starting state and its points counted once. For the lowest natural left there are two
+kinds of move: leave one copy unlinked, or take out a group whose lowest card it is. Every
+linking is reached this way, so the fewest unlinked points of a multiset is the best of those
+moves; once the naturals are gone the jokers left form jokers-only groups (``UNLIMITED``, three
+or more, worth linking only when a joker has points) or stay unlinked. The search is a
+depth-first branch and bound with a fail-soft memo: ``_points(state, beta)`` returns the exact
+optimum when it is at most ``beta``, otherwise a lower bound above ``beta``; both are remembered
+per state.
 
 **Canonical answer.** ``Linking.rank`` wants, among the fewest points, the groups' keys in
 ascending order lexicographically smallest (a prefix first). The smallest key of a best linking is
@@ -203,10 +205,21 @@ class _Solver:
         self.jshift = _BITS * len(kinds)
         self.natmask = (1 << self.jshift) - 1
         self.guard = _GUARDS[len(kinds)]
+        self.options = _options(kinds, copies, jokers, wrap, limit)
+        # A natural in no group is unlinked in every linking: it starts out of the state, its
+        # points counted once, so the search never meets it.
+        used = 0
+        for listed in self.options:
+            for option in listed:
+                used |= option[1]
+        self.dead = 0
+        for f, n in enumerate(copies):
+            if not used >> (_BITS * f) & (_GUARD - 1):
+                self.dead += self.points[f] * n
+                copies[f] = 0
         self.start = sum(map(mul, copies, self.unit)) + (jokers << self.jshift)
         # What the jokers left over cost once the naturals are done.
         self.leftover = [self._leftover_cost(k) for k in range(jokers + 1)]
-        self.options = _options(kinds, copies, jokers, wrap, limit)
         self.exact: dict[int, int] = {}
         self.lower: dict[int, int] = {}
         # The first move in canonical order of a best linking of each state in ``exact``; None:
@@ -223,7 +236,7 @@ class _Solver:
     def answer(self) -> Answer:
         """The fewest unlinked points and the canonical groups (sorted keys)."""
         state = self.start
-        best = self._points(state, _INF)
+        best = self.dead + self._points(state, _INF)
         keys: list[Key] = []
         while state & self.natmask:
             option = self.move[state]
