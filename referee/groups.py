@@ -61,8 +61,12 @@ def judge_group(cards: Iterable[Card], rules: RuleSet) -> Group | NotAGroup:
     cards = sort_cards(cards)
     if len(cards) < MIN_GROUP:
         return NotAGroup(f"a group needs at least {MIN_GROUP} cards, not {len(cards)}")
-    naturals = [c for c in cards if c.rank is not None]
-    jokers = len(cards) - len(naturals)
+    # Sorted by index: the jokers (index 52) come last.
+    held = len(cards)
+    while held and cards[held - 1].rank is None:
+        held -= 1
+    naturals = cards[:held]
+    jokers = len(cards) - held
     if not rules.joker_limit.allows(len(naturals), jokers):
         return NotAGroup(
             f"{jokers} joker{'s' if jokers != 1 else ''} with {len(naturals)} natural card"
@@ -79,10 +83,13 @@ def judge_group(cards: Iterable[Card], rules: RuleSet) -> Group | NotAGroup:
 def same_rank_group(naturals: Sequence[Card], jokers: int) -> Group | None:
     """The same-rank group of these naturals and jokers, or None when the ranks differ."""
     rank = naturals[0].rank
-    if rank is None or any(card.rank != rank for card in naturals):
+    if rank is None:
         return None
+    for card in naturals:
+        if card.rank != rank:
+            return None
     cards = tuple(naturals) + (JOKER,) * jokers
-    stands = tuple(card.code() for card in naturals) + (rank_code(rank),) * jokers
+    stands = tuple([card.code() for card in naturals]) + (rank_code(rank),) * jokers
     return Group(GroupKind.SAME_RANK, cards, stands)
 
 
@@ -90,8 +97,9 @@ def run_group(naturals: Sequence[Card], jokers: int, wrap_runs: bool) -> Group |
     """The run of these naturals and jokers, or why they make none."""
     # A card's suit is its index // 13 (suits are enum members, whose hashing is slow).
     suit = naturals[0].index // 13
-    if any(card.index // 13 != suit for card in naturals):
-        return NotAGroup("neither one rank nor one suit")
+    for card in naturals:
+        if card.index // 13 != suit:
+            return NotAGroup("neither one rank nor one suit")
     ranks = [card.rank for card in naturals if card.rank is not None]
     if len(set(ranks)) != len(ranks):
         return NotAGroup("a run cannot hold a rank twice")
@@ -111,10 +119,12 @@ def run_start(ranks: Sequence[int], size: int, wrap_runs: bool) -> int | None:
     first. With ``wrap_runs`` a start past the king wraps round (returned as 1-13 with the run
     read modulo 13). None when no placement exists.
     """
-    for positions in (list(ranks), [HIGH_ACE if r == ACE else r for r in ranks]):
+    low, high = min(ranks), max(ranks)
+    if high - low + 1 > size and low == ACE:  # the ace high instead (without an ace: the same)
+        positions = [HIGH_ACE if r == ACE else r for r in ranks]
         low, high = min(positions), max(positions)
-        if high - low + 1 <= size:
-            return min(low, HIGH_ACE - size + 1)
+    if high - low + 1 <= size:
+        return min(low, HIGH_ACE - size + 1)
     if wrap_runs:
         for first in sorted(set(ranks)):
             if all((r - first) % 13 < size for r in ranks):
@@ -125,14 +135,9 @@ def run_start(ranks: Sequence[int], size: int, wrap_runs: bool) -> int | None:
 def _lay_run(base: int, ranks: Sequence[int], start: int, size: int) -> Group:
     """The run from ``start`` of ``size`` cards of the suit whose ace has index ``base``."""
     by_rank = set(ranks)
-    cards: list[Card] = []
-    stands: list[str] = []
-    for offset in range(size):
-        rank = (start + offset - 1) % 13 + 1
-        card = CARD_BY_INDEX[base + rank - 1]
-        cards.append(card if rank in by_rank else JOKER)
-        stands.append(card.code())
-    return Group(GroupKind.RUN, tuple(cards), tuple(stands))
+    laid = [CARD_BY_INDEX[base + (start + offset - 1) % 13] for offset in range(size)]
+    cards = tuple([card if card.rank in by_rank else JOKER for card in laid])
+    return Group(GroupKind.RUN, cards, tuple([card.code() for card in laid]))
 
 
 def is_run(cards: Iterable[Card], rules: RuleSet) -> bool:
