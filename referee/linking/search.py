@@ -77,7 +77,8 @@ class SearchEngine:
 
     def best_linking(self, cards: tuple[Card, ...], rules: RuleSet) -> Linking:
         """The canonical best linking of ``cards`` (sorted canonically) under ``rules``."""
-        _, keys = solve(tuple([card.index for card in cards]), rules.linking_key())
+        # Sorted canonically: the card indices ascend already.
+        _, keys = _solve_hand(tuple([card.index for card in cards]), rules.linking_key())
         return linking_from_parts(cards, keys, rules)
 
 
@@ -218,20 +219,16 @@ class _Solver:
                 self.dead += self.points[f] * n
                 copies[f] = 0
         self.start = sum(map(mul, copies, self.unit)) + (jokers << self.jshift)
-        # What the jokers left over cost once the naturals are done.
-        self.leftover = [self._leftover_cost(k) for k in range(jokers + 1)]
+        # What the jokers left over cost once the naturals are done: nothing as jokers-only groups
+        # (three or more, ``UNLIMITED``).
+        self.leftover = [k * joker_points for k in range(jokers + 1)]
+        if limit is JokerLimit.UNLIMITED:
+            self.leftover[MIN_GROUP:] = [0] * (jokers + 1 - MIN_GROUP)
         self.exact: dict[int, int] = {}
         self.lower: dict[int, int] = {}
         # The first move in canonical order of a best linking of each state in ``exact``; None:
         # leave the lowest natural unlinked.
         self.move: dict[int, Option | None] = {}
-
-    def _leftover_cost(self, k: int) -> int:
-        if k == 0 or self.joker_points == 0:
-            return 0
-        if k >= MIN_GROUP and self.limit is JokerLimit.UNLIMITED:
-            return 0  # jokers-only groups
-        return k * self.joker_points
 
     def answer(self) -> Answer:
         """The fewest unlinked points and the canonical groups (sorted keys)."""
@@ -337,10 +334,12 @@ def _options(kinds: list[int], copies: list[int], jokers: int, wrap: bool, limit
         if held[rank] + jokers >= MIN_GROUP:
             _same_rank_options(fields, kinds, copies, cap, options, junit)
     # Runs: a suit's kinds are consecutive fields.
-    bounds = [bisect_left(kinds, 13 * suit) for suit in range(5)]
-    for first, end in zip(bounds, bounds[1:]):
+    first = 0
+    for past_suit in (13, 26, 39, 52):
+        end = bisect_left(kinds, past_suit, first)
         if end - first >= 2 and end - first + jokers >= MIN_GROUP:
             _run_options(kinds[first:end], first, jokers, wrap, cap, options, junit)
+        first = end
     for listed in options:
         if len(listed) > 1:
             listed.sort()
