@@ -52,7 +52,7 @@ def _laid_out(part: tuple[int, ...], rules: RuleSet) -> Group:
 def linking_from_parts(cards: Sequence[Card], parts: Iterable[Sequence[int]], rules: RuleSet) -> Linking:
     """Build the linking whose groups are ``parts`` (card indices); the rest of ``cards`` is unlinked."""
     # Groups in canonical order are the parts sorted by their sorted indices (a group's key).
-    keys = sorted(tuple(sorted(part)) for part in parts)
+    keys = sorted([tuple(sorted(part)) for part in parts])
     used: dict[int, int] = {}
     for key in keys:
         for i in key:
@@ -66,5 +66,6 @@ def linking_from_parts(cards: Sequence[Card], parts: Iterable[Sequence[int]], ru
             unlinked.append(card)
     if any(used.values()):
         raise AssertionError("engine used a card the hand does not hold")
-    groups = tuple(_laid_out(key, rules) for key in keys)
-    return Linking(groups, tuple(unlinked), sum(c.points(rules.joker_points) for c in unlinked))
+    groups = tuple([_laid_out(key, rules) for key in keys])
+    joker_points = rules.joker_points
+    return Linking(groups, tuple(unlinked), sum([card.points(joker_points) for card in unlinked]))
