@@ -224,9 +224,9 @@ class _Solver:
         self.leftover = [k * joker_points for k in range(jokers + 1)]
         if limit is JokerLimit.UNLIMITED:
             self.leftover[MIN_GROUP:] = [0] * (jokers + 1 - MIN_GROUP)
-        self.exact: dict[int, int] = {}
-        self.lower: dict[int, int] = {}
-        # The first move in canonical order of a best linking of each state in ``exact``; None:
+        # Per state: its exact optimum (>= 0), or ~bound for a lower bound (< 0): one lookup.
+        self.memo: dict[int, int] = {}
+        # The first move in canonical order of a best linking of each state solved exactly; None:
         # leave the lowest natural unlinked.
         self.move: dict[int, Option | None] = {}
 
@@ -256,12 +256,15 @@ class _Solver:
         nat = state & self.natmask
         if not nat:
             return self.leftover[state >> self.jshift]
-        found = self.exact.get(state)
-        if found is not None:
-            return found
-        floor = self.lower.get(state, 0)
-        if floor > beta:
+        floor = self.memo.get(state)
+        if floor is None:
+            floor = 0
+        elif floor >= 0:
             return floor
+        else:
+            floor = ~floor
+            if floor > beta:
+                return floor
         f = ((nat & -nat).bit_length() - 1) // _BITS
         guard = self.guard
         best = _INF
@@ -290,11 +293,11 @@ class _Solver:
             elif cost < failed:
                 failed = cost
         if best <= beta:
-            self.exact[state] = best
+            self.memo[state] = best
             self.move[state] = move
             return best
         if failed > floor:
-            self.lower[state] = failed
+            self.memo[state] = ~failed
         return failed
 
 
