@@ -9,7 +9,9 @@ naturals; per suit, every set of at least two distinct ranks whose gaps on the A
 the clock with ``wrap_runs``) the jokers can fill. Each part carries the range of jokers it may
 take: at least enough for 3 cards and to fill its gaps, at most what ``joker_limit`` allows and a
 run of 13. A group's key is its sorted card indices (jokers, index 52, last). The groups are
-listed by their lowest card, each list in key order.
+listed by their lowest card, each list in key order. With exactly one joker and no wrapping (most
+end-of-deal hands that hold a joker) the runs are not searched but looked up in a table built at
+import, by their lowest card and the ranks of its suit held above it up to the second one missing.
 
 **State.** What is left of the hand is a vector of counts packed into one integer: five bits per
 kind of card held, the top one a guard, the jokers in the top field. "Does this part fit" is
@@ -191,6 +193,64 @@ _UNIT = tuple(1 << (_BITS * f) for f in range(54))
 _GUARDS = tuple(sum(_GUARD << (_BITS * f) for f in range(n + 1)) for n in range(54))
 
 
+# Runs with exactly one joker and no wrapping (the usual end-of-deal hand), looked up instead of
+# searched. From a held rank r, what runs start there depends only on the ranks of its suit held
+# from r up to the second rank missing (one joker fills one gap): that *window*, bit p for rank
+# r + p (the ace above the king at p = 13 - r). For each card index and window, the table holds
+# every run as (key with its joker if any, packed counts relative to r's field leaving the high
+# ace out, jokers 0 or 1, whether it holds the high ace). One joker fits under every joker limit
+# (cap 1 for any part), so the table serves them all.
+OneJokerRun = tuple[Key, int, int, bool]
+
+
+def _one_joker_run_table() -> tuple[dict[int, tuple[OneJokerRun, ...]], ...]:
+    # Per window: every run from its rank 0 as (the positions taken, jokers, packed counts
+    # relative to rank 0's field, that of the top position alone).
+    relative: dict[int, list[tuple[tuple[int, ...], int, int, int]]] = {}
+    for window in range(1, 1 << MAX_RUN, 2):
+        top = window.bit_length() - 1
+        if top + 1 - bin(window).count("1") > 1:
+            continue  # not a window: it reaches past the second missing rank
+        held = [p for p in range(1, top + 1) if window >> p & 1]
+        unit_at = {p: _UNIT[k] for k, p in enumerate([0, *held])}  # rank p's field, counted from 0's
+        runs = []
+        for last in held:
+            inner = [p for p in held if p < last]
+            gaps = last + 1 - (len(inner) + 2)
+            if gaps > 1:
+                break
+            sets = [[0, *inner, last]]
+            if gaps == 0:  # the joker may stand for a held rank instead
+                sets += [[0, *inner[:k], *inner[k + 1 :], last] for k in range(len(inner))]
+            for taken in sets:
+                n = len(taken)
+                packed = sum(unit_at[p] for p in taken)
+                for j in range(max(last + 1 - n, MIN_GROUP - n), min(1, MAX_RUN - n) + 1):
+                    runs.append((tuple(taken), j, packed, unit_at[last]))
+        relative[window] = runs
+    table = []
+    for start in range(52):
+        rank, ace = start % 13, start - start % 13
+        reach = 13 - rank if rank else 12  # the high ace is above the king, never above the low ace
+        by_window: dict[int, tuple[OneJokerRun, ...]] = {}
+        for window, runs in relative.items():
+            if window.bit_length() - 1 > reach:
+                continue
+            laid = []
+            for taken, j, packed, top_unit in runs:
+                if rank + taken[-1] == 13:  # the high ace: first in the key, its own field
+                    key = (ace, *[start + p for p in taken[:-1]])
+                    laid.append((key + _JOKER_TAILS[j], packed - top_unit, j, True))
+                else:
+                    laid.append((tuple([start + p for p in taken]) + _JOKER_TAILS[j], packed, j, False))
+            by_window[window] = tuple(laid)
+        table.append(by_window)
+    return tuple(table)
+
+
+_ONE_JOKER_RUNS = _one_joker_run_table()
+
+
 class _Solver:
     """The exact search for one hand (or one joker-free component)."""
 
@@ -341,7 +401,10 @@ def _options(kinds: list[int], copies: list[int], jokers: int, wrap: bool, limit
     for past_suit in (13, 26, 39, 52):
         end = bisect_left(kinds, past_suit, first)
         if end - first >= 2 and end - first + jokers >= MIN_GROUP:
-            _run_options(kinds[first:end], first, jokers, wrap, cap, options, junit)
+            if jokers == 1 and not wrap:
+                _one_joker_run_options(kinds[first:end], first, options, junit)
+            else:
+                _run_options(kinds[first:end], first, jokers, wrap, cap, options, junit)
         first = end
     for listed in options:
         if len(listed) > 1:
@@ -427,3 +490,28 @@ def _run_options(
                         listed = options[_lowest_field(more)]
                     for j in range(lo, hi + 1):
                         listed.append((now + _JOKER_TAILS[j], more + j * junit))
+
+
+def _one_joker_run_options(cards: list[int], first_field: int, options: list[list[Option]], junit: int) -> None:
+    """``_run_options`` with one joker and no wrapping, from ``_ONE_JOKER_RUNS``."""
+    base = cards[0] - cards[0] % 13
+    mask = 0
+    for i in cards:
+        mask |= 1 << (i - base)
+    if mask & 1:
+        mask |= 1 << 13  # the ace above the king too
+    for a, i in enumerate(cards):
+        window = mask >> (i - base) & 0x1FFF
+        zeros = ~window & 0x3FFF  # bit 13 always: past the last rank a run from here may reach
+        zeros &= zeros - 1
+        window &= (zeros & -zeros) - 1  # the ranks below the second one missing
+        if window == 1:
+            continue
+        f = first_field + a
+        shift = _BITS * f
+        listed = options[f]
+        for key, rel, j, high in _ONE_JOKER_RUNS[i][window]:
+            if high:  # listed by the ace, its lowest card
+                options[first_field].append((key, (rel << shift) + _UNIT[first_field] + j * junit))
+            else:
+                listed.append((key, (rel << shift) + j * junit))
