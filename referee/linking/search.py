@@ -268,16 +268,18 @@ class _Solver:
         self.guard = _GUARDS[len(kinds)]
         self.options = _options(kinds, copies, jokers, wrap, limit)
         # A natural in no group is unlinked in every linking: it starts out of the state, its
-        # points counted once, so the search never meets it.
-        used = 0
-        for listed in self.options:
-            for option in listed:
-                used |= option[1]
+        # points counted once, so the search never meets it. There is none in a joker-free
+        # component, nor when two jokers or more may join any natural (``UNLIMITED``).
         self.dead = 0
-        for f, n in enumerate(copies):
-            if not used >> (_BITS * f) & (_GUARD - 1):
-                self.dead += self.points[f] * n
-                copies[f] = 0
+        if jokers == 1 or (jokers > 1 and limit is not JokerLimit.UNLIMITED):
+            used = 0
+            for listed in self.options:
+                for option in listed:
+                    used |= option[1]
+            for f, n in enumerate(copies):
+                if not used >> (_BITS * f) & (_GUARD - 1):
+                    self.dead += self.points[f] * n
+                    copies[f] = 0
         self.start = sum(map(mul, copies, self.unit)) + (jokers << self.jshift)
         # What the jokers left over cost once the naturals are done: nothing as jokers-only groups
         # (three or more, ``UNLIMITED``).
