@@ -34,7 +34,7 @@ from typing import Collection, Iterator, Sequence
 
 from ortools.sat.python import cp_model
 
-from referee.cards import Card, points_by_index
+from referee.cards import Card, format_cards, points_by_index
 from referee.errors import SolverError
 from referee.linking.base import Linking, linking_from_parts
 from referee.linking.candidates import Candidate, candidate_groups
@@ -207,7 +207,7 @@ class CpSatEngine:
         if status == cp_model.INFEASIBLE and infeasible_ok:
             return None
         if status != cp_model.OPTIMAL:
-            raise SolverError(f"CP-SAT found no proven optimum ({solver.status_name(status)}) for {_codes(cards)}")
+            raise SolverError(f"CP-SAT found no proven optimum ({solver.status_name(status)}) for {format_cards(cards)}")
         # One copy of the response (it belongs to the solver) instead of a call per variable.
         return list(solver.response_proto.solution)
 
@@ -217,7 +217,7 @@ class CpSatEngine:
         if deadline is not None:
             cap = min(cap, deadline - time.monotonic())
             if cap <= 0:
-                raise SolverError(f"the time budget ran out before solving (UNKNOWN) for {_codes(cards)}")
+                raise SolverError(f"the time budget ran out before solving (UNKNOWN) for {format_cards(cards)}")
         solver = cp_model.CpSolver()
         solver.parameters.num_workers = 1
         solver.parameters.max_deterministic_time = DETERMINISTIC_CAP
@@ -297,9 +297,10 @@ def _model(counts: Counter[int], columns: list[_Column], most: list[int], exact:
 
 
 def _order_weights(columns: list[_Column], most: list[int], size: int) -> tuple[list[int], int]:
-    """A weight per column such that, among linkings of ``size`` cards, the higher total is the
-    list of groups (in ascending column order) that comes first lexicographically; and the largest
-    total a linking can reach.
+    """A weight per column such that, among equally good linkings of ``size`` cards, the higher
+    total is the list of groups (in ascending column order) that comes first lexicographically;
+    and the largest total a linking can reach. (Equally good linkings never differ by groups added
+    at the end of one of them: every group has points.)
 
     Two linkings that first differ where one holds column a and the other a later column are
     ordered right when column a outweighs every set of later columns a linking can hold. The
@@ -317,7 +318,3 @@ def _order_weights(columns: list[_Column], most: list[int], size: int) -> tuple[
                 if bound[c - length] + weight > bound[c]:
                     bound[c] = bound[c - length] + weight
     return weights, bound[size]
-
-
-def _codes(cards: tuple[Card, ...]) -> str:
-    return " ".join(card.code() for card in cards)
