@@ -6,7 +6,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Sequence
 
-from referee.cards import CARD_BY_INDEX, JOKER, Card, check_copies, sort_cards
+from referee.cards import CARD_BY_INDEX, JOKER, Card, check_copies, format_cards, sort_cards
 from referee.errors import InvalidCardError
 from referee.groups import Group, is_run, is_same_rank, judge_group
 from referee.linking import Linking, best_linking, links_fully
@@ -78,7 +78,7 @@ def _judge(shown: tuple[Card, ...], discard: Card, rules: RuleSet) -> Close:
     if linking.fully_linked:
         kinds.append(linked)
     if not kinds:
-        loose = " ".join(card.code() for card in linking.unlinked)
+        loose = format_cards(linking.unlinked)
         reason = f"the shown cards are neither linked nor of one suit: {loose} left unlinked ({linking.points} points)"
         return Close(False, None, 0, discard, shown, linking, reason)
     # The highest multiplier wins; on a tie (an overridden table) the kind listed first.

@@ -6,7 +6,7 @@ import enum
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from referee.cards import ACE, CARD_BY_INDEX, JOKER, Card, rank_code, sort_cards
+from referee.cards import ACE, CARD_BY_INDEX, JOKER, Card, format_cards, rank_code, sort_cards
 from referee.rules import RuleSet
 
 MIN_GROUP = 3
@@ -43,7 +43,7 @@ class Group:
         return sum(card.points(joker_points) for card in self.cards)
 
     def __str__(self) -> str:
-        return " ".join(card.code() for card in self.cards)
+        return format_cards(self.cards)
 
 
 @dataclass(frozen=True, slots=True)
