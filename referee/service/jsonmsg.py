@@ -66,23 +66,34 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def _to_dict(message: Message) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for field, value in message.ListFields():
-        if field.is_repeated:
-            out[field.name] = [_value(field, item) for item in value]
+        kind = _kind(field)
+        if kind is _MESSAGE:
+            out[field.name] = [_to_dict(item) for item in value] if field.is_repeated else _to_dict(value)
+        elif kind is _SCALAR:
+            # A repeated scalar (the cards) copied in one call, not an item at a time.
+            out[field.name] = list(value) if field.is_repeated else value
         else:
-            out[field.name] = _value(field, value)
+            assert isinstance(kind, dict)
+            # An enum: its name, or the number when this build does not know it.
+            out[field.name] = [kind.get(item, item) for item in value] if field.is_repeated else kind.get(value, value)
     for name, default in _defaults(message.DESCRIPTOR):
         if name not in out:
             out[name] = [] if default is _LIST else default
     return out
 
 
-def _value(field: FieldDescriptor, value: Any) -> Any:
+_MESSAGE = "message"
+_SCALAR = "scalar"
+
+
+@lru_cache(maxsize=None)
+def _kind(field: FieldDescriptor) -> str | dict[int, str]:
+    """How a field prints: _MESSAGE, _SCALAR, or (an enum) its names by number."""
     if field.type == FieldDescriptor.TYPE_MESSAGE:
-        return _to_dict(value)
+        return _MESSAGE
     if field.type == FieldDescriptor.TYPE_ENUM:
-        known = field.enum_type.values_by_number.get(value)
-        return known.name if known is not None else value
-    return value
+        return {number: value.name for number, value in field.enum_type.values_by_number.items()}
+    return _SCALAR
 
 
 _LIST = object()
