@@ -175,8 +175,11 @@ def copies_allowed(card: Card, decks: int) -> int:
 
 def check_copies(cards: Sequence[Card], decks: int, field_of: Callable[[int], str]) -> None:
     """Raise naming ``field_of(i)`` for the first card beyond the copies the deck holds."""
-    jokers = 2 * decks
-    if all(n <= (jokers if card.index == 52 else decks) for card, n in Counter(cards).items()):
+    # The common case, every card within its copies, counted by index: a hot path of bulk checks.
+    held = [0] * 53
+    for card in cards:
+        held[card.index] += 1
+    if held[52] <= 2 * decks and max(held[:52]) <= decks:
         return
     seen: Counter[Card] = Counter()
     for i, card in enumerate(cards):
