@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Iterable, Iterator, TextIO
 
 from google.protobuf import json_format
 
+from referee.linking import engine_for
+from referee.rules import RuleSet
 from referee.service import jsonmsg
 
 if TYPE_CHECKING:
@@ -180,6 +182,9 @@ def _local(lines: Iterable[Line], args: argparse.Namespace) -> Iterator[str]:
         for line in lines:
             yield judge_line(line, args.engine)
         return
+    # The engine the cases default to is loaded before the fork, so the workers share it instead
+    # of each importing it.
+    engine_for(RuleSet(engine=args.engine) if args.engine else RuleSet())
     context = multiprocessing.get_context("fork")
     with context.Pool(args.jobs) as pool:
         # A bounded window keeps memory flat however many cases the input holds.

@@ -8,7 +8,7 @@ import random
 import pytest
 
 from referee.cards import JOKER, NATURALS, format_cards, parse_cards, sort_cards
-from referee.linking import cpsat
+from referee.linking import cpsat, time_budget
 from referee.linking.cpsat import CpSatEngine
 from referee.rules import JokerLimit, RuleSet
 
@@ -62,7 +62,7 @@ def test_a_time_budget_already_spent_is_a_solver_error() -> None:
     from referee.errors import SolverError
 
     hand = sort_cards(NATURALS[:3])
-    with cpsat.time_budget(0.0), pytest.raises(SolverError, match="time budget"):
+    with time_budget(0.0), pytest.raises(SolverError, match="time budget"):
         CpSatEngine().best_linking(hand, RuleSet())
 
 

@@ -8,7 +8,9 @@ first lexicographically (see ``Linking.rank``). So the answer depends only on th
 from __future__ import annotations
 
 from referee.linking.base import Linking, LinkingEngine, linking_from_parts
-from referee.linking.cpsat import time_budget
-from referee.linking.dispatch import best_linking, engine_for, links_fully
+from referee.linking.budget import time_budget
+from referee.linking.dispatch import best_linking, engine_for, links_fully, load_engines
 
-__all__ = ["Linking", "LinkingEngine", "best_linking", "engine_for", "linking_from_parts", "links_fully", "time_budget"]
+__all__ = [
+    "Linking", "LinkingEngine", "best_linking", "engine_for", "linking_from_parts", "links_fully", "load_engines", "time_budget",
+]

@@ -25,18 +25,16 @@ for that attempt, INFEASIBLE); anything else is an error, never a guess.
 
 from __future__ import annotations
 
-import time
 from collections import Counter
-from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Collection, Iterator, Sequence
+from typing import Collection, Sequence
 
 from ortools.sat.python import cp_model
 
 from referee.cards import Card, format_cards, points_by_index
 from referee.errors import SolverError
 from referee.linking.base import Linking, linking_from_parts
+from referee.linking.budget import seconds_left
 from referee.linking.candidates import Candidate, candidate_groups
 from referee.rules import RuleSet
 
@@ -51,22 +49,8 @@ _INT64_SAFE = 1 << 62
 # From this many candidate groups on, a hand is first tried for a full linking (see _canonical).
 TRY_FULL_FROM = 25
 
-# A wall-clock cap per solve; a caller's time budget (``time_budget``) may lower it.
+# A wall-clock cap per solve; a caller's time budget (``budget.time_budget``) may lower it.
 WALL_CAP_SECONDS = 10.0
-
-# The monotonic time by which the current call must be answered (None: no budget). A context
-# variable, so each server thread (and each asyncio task) carries its own.
-_DEADLINE: ContextVar[float | None] = ContextVar("referee_solve_deadline", default=None)
-
-
-@contextmanager
-def time_budget(seconds: float | None) -> Iterator[None]:
-    """Within this block every CP-SAT solve ends by ``seconds`` from now, or raises SolverError."""
-    token = _DEADLINE.set(None if seconds is None else time.monotonic() + seconds)
-    try:
-        yield
-    finally:
-        _DEADLINE.reset(token)
 
 
 class CpSatEngine:
@@ -213,9 +197,9 @@ class CpSatEngine:
 
     def _solver(self, cards: tuple[Card, ...]) -> cp_model.CpSolver:
         cap = self.wall_cap_seconds
-        deadline = _DEADLINE.get()
-        if deadline is not None:
-            cap = min(cap, deadline - time.monotonic())
+        left = seconds_left()
+        if left is not None:
+            cap = min(cap, left)
             if cap <= 0:
                 raise SolverError(f"the time budget ran out before solving (UNKNOWN) for {format_cards(cards)}")
         solver = cp_model.CpSolver()

@@ -3,24 +3,52 @@
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Iterable
+from importlib import import_module
+from typing import Iterable, Iterator, Mapping
 
 from referee.cards import Card, check_copies, sort_cards
 from referee.errors import InvalidCardError
 from referee.linking.base import Linking, LinkingEngine
-from referee.linking.audit import AuditEngine
-from referee.linking.cpsat import CpSatEngine
-from referee.linking.search import SearchEngine
 from referee.rules import RuleSet
 
 MAX_HAND = 11
 
-# "audit" runs "cpsat" and "search" on every hand and raises EngineDisagreementError when they differ.
-_ENGINES: dict[str, LinkingEngine] = {
-    "cpsat": CpSatEngine(),
-    "search": SearchEngine(),
-    "audit": AuditEngine(),
-}
+
+class _Engines(Mapping[str, LinkingEngine]):
+    """The engines by name, each built (and its module imported) when first asked for: a command
+    that only uses the search engine does not load OR-Tools."""
+
+    _CLASSES = {
+        "cpsat": ("referee.linking.cpsat", "CpSatEngine"),
+        "search": ("referee.linking.search", "SearchEngine"),
+        # "audit" runs "cpsat" and "search" on every hand and raises EngineDisagreementError when they differ.
+        "audit": ("referee.linking.audit", "AuditEngine"),
+    }
+
+    def __init__(self) -> None:
+        self._built: dict[str, LinkingEngine] = {}
+
+    def __getitem__(self, name: str) -> LinkingEngine:
+        engine = self._built.get(name)
+        if engine is None:
+            module, cls = self._CLASSES[name]
+            engine = self._built[name] = getattr(import_module(module), cls)()
+        return engine
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._CLASSES)
+
+    def __len__(self) -> int:
+        return len(self._CLASSES)
+
+
+_ENGINES = _Engines()
+
+
+def load_engines() -> None:
+    """Build every engine now (a server does, before its first call)."""
+    for name in _ENGINES:
+        _ENGINES[name]
 
 
 def engine_for(rules: RuleSet) -> LinkingEngine:

@@ -29,6 +29,7 @@ from grpc_reflection.v1alpha import reflection as grpc_reflection
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
+from referee.linking import load_engines
 from referee.service.servicer import DEFAULT_SOLVE_CAP_SECONDS, RefereeServicer
 
 log = logging.getLogger("referee.service")
@@ -53,6 +54,7 @@ def create_server(
     dispute_jobs: int = 1,
 ) -> tuple[grpc.Server, int, health.HealthServicer]:
     """Build, bind and start a server; return it, the bound port and its health servicer (SERVING)."""
+    load_engines()  # before the first call, so no caller waits for an engine's import
     options = [
         ("grpc.max_receive_message_length", max_message_bytes),
         ("grpc.max_send_message_length", max_message_bytes),
