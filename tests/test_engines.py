@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import itertools
 import random
+import subprocess
+import sys
 from collections import Counter
 from functools import lru_cache
 from typing import Callable
@@ -261,6 +263,22 @@ def test_worked_examples(engine: str, codes: str, points: int, groups: list[str]
 def test_dispatch_registers_the_engines() -> None:
     for name in ("cpsat", "search", "audit"):
         assert engine_for(RuleSet(engine=name)).name == name
+
+
+def test_an_engine_is_imported_only_when_used() -> None:
+    # A search-only command must not pay for loading OR-Tools; asking for CP-SAT loads it.
+    script = (
+        "import sys\n"
+        "from referee.cards import parse_cards\n"
+        "from referee.linking import best_linking\n"
+        "from referee.rules import RuleSet\n"
+        "best_linking(parse_cards('7C 7D 7H JK'.split()), RuleSet(engine='search'))\n"
+        "print('ortools' in sys.modules)\n"
+        "best_linking(parse_cards('7C 7D 7H JK'.split()), RuleSet())\n"
+        "print('ortools' in sys.modules)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert result.stdout.split() == ["False", "True"]
 
 
 def test_extreme_hands() -> None:
