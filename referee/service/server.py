@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import json
 import logging
 import multiprocessing
@@ -178,6 +179,7 @@ def _serve(args: argparse.Namespace, port: int, reuse_port: bool) -> int:
     except OSError as error:
         _say(f"remigio-referee: error: {error}")
         return 1
+    _freeze_startup_objects()
     _say(f"remigio-referee: listening on {_address(args.host, bound)} (pid {os.getpid()})")
     # A timed wait, so the signal handler runs promptly in this (the main) thread.
     while not stop.wait(0.2):
@@ -186,6 +188,19 @@ def _serve(args: argparse.Namespace, port: int, reuse_port: bool) -> int:
     drain(server, health_servicer, args.grace)
     _say(f"remigio-referee: stopped (pid {os.getpid()})")
     return 0
+
+
+def _freeze_startup_objects() -> None:
+    """Take every object alive after start-up out of the garbage collector's sight.
+
+    Why: OR-Tools brings numpy and pandas along, so a loaded server holds about 55,000 objects
+    that live as long as the process. A full collection walks all of them: 20 to 70 ms, during
+    which every call in the process waits, and under load that was the slowest 1% of calls.
+    Frozen, they are never walked again; a full collection then only walks what calls left
+    behind (the caches), a few milliseconds.
+    """
+    gc.collect()
+    gc.freeze()
 
 
 def _serve_workers(args: argparse.Namespace) -> int:
