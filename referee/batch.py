@@ -14,6 +14,7 @@ import json
 import multiprocessing
 import os
 import queue
+import random
 import re
 import socket
 import sys
@@ -38,6 +39,8 @@ EXIT_UNREACHABLE = 4  # a server could not be reached or failed; what was done i
 
 WINDOW_PER_JOB = 256  # cases in flight per job: bounds memory whatever the input's size
 STREAM_CHUNK = 128  # cases per CheckDisputes call when sending to servers
+# A server busy with other streams is asked again after these pauses (seconds).
+BUSY_PAUSE_FIRST, BUSY_PAUSE_MAX, BUSY_GIVE_UP = 0.02, 1.0, 300.0
 CONNECT_SECONDS = 10.0  # the longest wait for servers that neither answer nor refuse
 
 
@@ -264,7 +267,7 @@ def _remote(lines: Iterable[Line], args: argparse.Namespace) -> Iterator[str]:
             cases = [case for case in parsed if not isinstance(case, str)]
             stub = idle.get()  # a connection no other call is using
             try:
-                answers = iter(stub.CheckDisputes(iter(cases), timeout=600))
+                answers = _stream_when_admitted(stub, cases)
                 # Lines that could not be read keep their place among the server's verdicts.
                 return [case if isinstance(case, str) else verdict_json(next(answers)) for case in parsed]
             finally:
@@ -286,6 +289,32 @@ def _remote(lines: Iterable[Line], args: argparse.Namespace) -> Iterator[str]:
                 for future in pending:
                     future.cancel()
                 raise _Unreachable(f"the server failed: {error.code().name}: {error.details()}") from None
+
+
+def _stream_when_admitted(stub: object, cases: list[object]) -> Iterator[object]:
+    """The verdicts of one CheckDisputes call, retried while the server turns it away as busy.
+
+    A server process runs a bounded number of streams at once and refuses more with
+    RESOURCE_EXHAUSTED before reading a case, so the call is simply sent again after a pause
+    (doubling, with jitter, up to BUSY_PAUSE_MAX); after BUSY_GIVE_UP seconds the error stands.
+    """
+    import grpc
+
+    pause, given_up_at = BUSY_PAUSE_FIRST, time.monotonic() + BUSY_GIVE_UP
+    while True:
+        answers = iter(stub.CheckDisputes(iter(cases), timeout=600))  # type: ignore[attr-defined]
+        try:
+            first = next(answers, None)
+        except grpc.RpcError as error:
+            if error.code() != grpc.StatusCode.RESOURCE_EXHAUSTED or time.monotonic() > given_up_at:
+                raise
+            time.sleep(pause * random.uniform(0.5, 1.0))
+            pause = min(2 * pause, BUSY_PAUSE_MAX)
+            continue
+        if first is not None:
+            yield first
+        yield from answers
+        return
 
 
 # Resume, progress, summary -----------------------------------------------------------------

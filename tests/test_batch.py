@@ -223,6 +223,33 @@ def test_two_servers_behind_one_target_both_receive_cases(
     assert first.judged() + second.judged() == len(expected)
 
 
+def test_streams_a_busy_server_turns_away_are_sent_again(tmp_path: Path) -> None:
+    # Two threads: the server runs one CheckDisputes stream at a time and refuses the others
+    # (RESOURCE_EXHAUSTED); four jobs keep it busy, so most chunks are refused at least once.
+    server = ServerProcess("--port", "0", "--threads", "2", "--log-format", "json", "--dispute-jobs", "1").listening()
+    try:
+        path = tmp_path / "cases.jsonl"
+        hands = [c for c in cases.mixed_cases(seed=5, malformed=False) if '"hand"' in c.text]
+        many = [
+            cases.CaseLine(c.text.replace(f'"id":"{c.expected.id}"', f'"id":"{n}-{c.expected.id}"', 1),
+                           cases.Expected(f"{n}-{c.expected.id}", c.expected.outcome, c.expected.claims, c.expected.answer))
+            for n in range(12) for c in hands
+        ]
+        expected = cases.write_cases(path, many)
+        out = tmp_path / "verdicts.jsonl"
+        result = run_batch(path, "-o", out, "--target", server.address, "--jobs", "4")
+        assert result.returncode == 0, result.stderr
+        assert_verdicts(out, expected)
+        deadline = time.monotonic() + 10
+        while server.judged() < len(expected) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert server.judged() == len(expected)
+        refused = [line for line in list(server.lines) if '"code": "RESOURCE_EXHAUSTED"' in line]
+        assert refused, "no stream was refused: the test did not exercise the retry"
+    finally:
+        server.terminate()
+
+
 def _closed_port() -> int:
     """A port on 127.0.0.1 that nothing listens on (bound, then released)."""
     with socket.socket() as sock:

@@ -59,7 +59,7 @@ def slow_cases(stream: int) -> Iterator[pb.CheckDisputesRequest]:
 
 
 def test_sigterm_under_load_drains_and_exits_0(launch) -> None:
-    server = launch("--port", "0", "--grace", "20", "--solve-cap", "60", "--log-format", "json")
+    server = launch("--port", "0", "--threads", "6", "--grace", "20", "--solve-cap", "60", "--log-format", "json")
     found = server.wait_for(LISTENING)
     address = f"127.0.0.1:{found.group(2)}"
     with grpc.insecure_channel(address) as chan:

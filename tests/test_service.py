@@ -550,3 +550,37 @@ def test_32_concurrent_clients_of_50_calls_agree_with_the_domain(server_address)
     assert len(answered) == clients * calls
     for index, answer in answered:
         assert answer == expected[index], pool[index]
+
+
+def test_streams_beyond_the_stream_cap_are_resource_exhausted_and_unary_calls_go_on(own_server) -> None:
+    # Two threads: one CheckDisputes stream may hold one, the other stays for the unary calls.
+    chan, stub = _run_stub(own_server(max_workers=2))
+    release = threading.Event()
+    close = pb.CheckCloseRequest(cards="AH 2H 3H 4H".split())
+
+    def held_open() -> Iterator[pb.CheckDisputesRequest]:
+        yield pb.CheckDisputesRequest(id="held", close=close)
+        release.wait(20)
+
+    def second_stream() -> grpc.StatusCode:
+        try:
+            list(stub.CheckDisputes(iter([pb.CheckDisputesRequest(id="second", close=close)]), timeout=10))
+        except grpc.RpcError as error:
+            assert "CheckDisputes streams" in error.details()
+            return error.code()
+        return grpc.StatusCode.OK
+
+    with chan, futures.ThreadPoolExecutor(1) as reader:
+        first = reader.submit(lambda: [reply.id for reply in stub.CheckDisputes(held_open(), timeout=30)])
+        # Until the first stream is in the servicer a second one may still get through.
+        deadline = time.monotonic() + 10
+        while (code := second_stream()) == grpc.StatusCode.OK and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert code == grpc.StatusCode.RESOURCE_EXHAUSTED
+        # The thread left free answers the unary calls while the stream lasts.
+        assert stub.SolveHand(pb.SolveHandRequest(cards=["AH"]), timeout=10).linking.points == 1
+        assert not first.done()
+        release.set()
+        assert first.result(timeout=20) == ["held"]
+        # The slot is given back when the stream ends.
+        assert second_stream() == grpc.StatusCode.OK

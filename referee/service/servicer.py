@@ -27,7 +27,7 @@ from referee._gen.remigio.referee.v1 import referee_pb2_grpc
 from referee.linking import time_budget
 from referee.service import convert
 from referee.service.disputes import judge_case_bytes
-from referee.service.status import DeadlineExceeded, status_for, with_metadata
+from referee.service.status import Busy, DeadlineExceeded, status_for, with_metadata
 
 log = logging.getLogger("referee.service")
 
@@ -43,9 +43,15 @@ Reply = TypeVar("Reply", bound=Message)
 class RefereeServicer(referee_pb2_grpc.RefereeServiceServicer):
     """The referee over gRPC: SolveHand, CheckClose, ScoreDeal and the CheckDisputes stream."""
 
-    def __init__(self, solve_cap_seconds: float = DEFAULT_SOLVE_CAP_SECONDS, dispute_jobs: int = 1) -> None:
+    def __init__(
+        self, solve_cap_seconds: float = DEFAULT_SOLVE_CAP_SECONDS, dispute_jobs: int = 1, max_streams: int | None = None
+    ) -> None:
         self.solve_cap_seconds = solve_cap_seconds
         self.dispute_jobs = dispute_jobs
+        # A CheckDisputes stream holds one of the server's threads for as long as it lasts; capped
+        # below the thread count, streams can never take every thread from the unary calls.
+        self.max_streams = max_streams
+        self._streams = threading.BoundedSemaphore(max_streams) if max_streams else None
         self._pool: Executor | None = None
         self._pool_lock = threading.Lock()
 
@@ -73,12 +79,16 @@ class RefereeServicer(referee_pb2_grpc.RefereeServiceServicer):
         start = time.monotonic()
         request_id = _request_id(context)
         context.set_trailing_metadata(((PID_KEY, str(os.getpid())), (REQUEST_ID_KEY, request_id)))
-        pool = self._dispute_pool()
         pending: deque[Future[bytes]] = deque()
         window = READ_AHEAD_PER_JOB * self.dispute_jobs
         judged = 0
         code = grpc.StatusCode.OK
+        slot = self._streams
         try:
+            if slot is not None and not slot.acquire(blocking=False):
+                slot = None  # not ours to release
+                raise Busy(f"this server process already runs {self.max_streams} CheckDisputes streams; retry later")
+            pool = self._dispute_pool()
             for case in request_iterator:
                 pending.append(pool.submit(judge_case_bytes, case.SerializeToString(), self.solve_cap_seconds))
                 if len(pending) >= window:
@@ -94,6 +104,8 @@ class RefereeServicer(referee_pb2_grpc.RefereeServiceServicer):
             code = status.code
             context.abort_with_status(status)
         finally:
+            if slot is not None:
+                slot.release()
             _log_call(f"CheckDisputes[{judged}]", code, time.monotonic() - start, request_id, context)
 
     def _dispute_pool(self) -> Executor:

@@ -4,6 +4,7 @@
   field violation names the field path and quotes the value.
 - ``SolverError``: DEADLINE_EXCEEDED when the time cap was hit, INTERNAL otherwise.
 - ``DeadlineExceeded`` (raised by the servicer): DEADLINE_EXCEEDED.
+- ``Busy`` (raised by the servicer): RESOURCE_EXHAUSTED.
 - Anything else: INTERNAL with a generic message carrying the request id; the traceback goes to
   the log under that id and never to the client.
 """
@@ -33,6 +34,10 @@ class DeadlineExceeded(Exception):
     """The call ran out of time (the client's deadline or the server's solve cap)."""
 
 
+class Busy(Exception):
+    """The server process has no room for this call now; the client may retry later."""
+
+
 class _Status(grpc.Status):
     """A concrete grpc.Status (the interface is abstract)."""
 
@@ -48,6 +53,8 @@ def status_for(error: BaseException, request_id: str, *, time_cap_hit: bool = Fa
         return invalid_argument(error)
     if isinstance(error, DeadlineExceeded):
         return _plain(code_pb2.DEADLINE_EXCEEDED, str(error))
+    if isinstance(error, Busy):
+        return _plain(code_pb2.RESOURCE_EXHAUSTED, str(error))
     if isinstance(error, SolverError):
         if time_cap_hit or _TIME_LIMIT_STATUS.search(str(error)):
             return _plain(code_pb2.DEADLINE_EXCEEDED, "the time budget ran out before the solver proved an answer")
@@ -78,4 +85,4 @@ def with_metadata(status: grpc.Status, metadata: Metadata) -> grpc.Status:
     return _Status(status.code, status.details, tuple(status.trailing_metadata or ()) + tuple(metadata))
 
 
-__all__ = ["DeadlineExceeded", "invalid_argument", "status_for", "with_metadata"]
+__all__ = ["Busy", "DeadlineExceeded", "invalid_argument", "status_for", "with_metadata"]
