@@ -14,8 +14,9 @@ hand of
 - best close of 11 cards through ``referee.closing.best_close`` (which goes through the cached
   ``best_linking``; the cache is cleared before every hand, never inside one),
 
-each hand timed cold: the ``functools`` caches an engine's own module keeps (the search engine
-memoises whole hands and components) are cleared before every hand too, unless
+each hand timed cold: the ``functools`` caches an engine's own modules keep (the search engine
+memoises whole hands and components, the CP-SAT engine the candidate groups of a rank's or a
+suit's holding) are cleared before every hand too, unless
 ``--keep-engine-caches`` asks for the steady state of a long-running server. The hands of a family
 are distinct, so a repeated hand never times a cache hit either.
 
@@ -113,13 +114,23 @@ def default_engines() -> list[str]:
 
 
 def engine_caches(engine_name: str) -> list[tuple[str, Callable[[], None]]]:
-    """The ``functools`` caches at the top level of the engine's own module: (name, cache_clear)."""
-    module = sys.modules[type(dispatch._ENGINES[engine_name]).__module__]
+    """The ``functools`` caches at the top level of the engine's own modules: (name, cache_clear).
+
+    Its own modules: the engine's module and the ``referee.linking`` modules it takes functions
+    from (the CP-SAT engine's candidate groups), but not ``base``, which every engine shares.
+    """
+    names = [type(dispatch._ENGINES[engine_name]).__module__]
+    for name in names:  # grows as it goes: the modules those modules take functions from, too
+        for value in vars(sys.modules[name]).values():
+            owner = getattr(value, "__module__", None) if callable(value) else None
+            if owner and owner.startswith("referee.linking.") and owner not in (*names, "referee.linking.base"):
+                names.append(owner)
     found = []
-    for attr, value in sorted(vars(module).items()):
-        clear = getattr(value, "cache_clear", None)
-        if callable(clear) and getattr(value, "__module__", None) == module.__name__:
-            found.append((f"{module.__name__.rsplit('.', 1)[-1]}.{attr}", clear))
+    for name in names:
+        for attr, value in sorted(vars(sys.modules[name]).items()):
+            clear = getattr(value, "cache_clear", None)
+            if callable(clear) and getattr(value, "__module__", None) == name:
+                found.append((f"{name.rsplit('.', 1)[-1]}.{attr}", clear))
     return found
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from itertools import combinations, product
+from functools import lru_cache
+from itertools import product
 from typing import Mapping
 
 from referee.cards import RANKS, SUITS
@@ -14,39 +15,55 @@ Candidate = tuple[int, ...]  # sorted card indices, duplicates repeated
 
 
 def candidate_groups(counts: Mapping[int, int], rules: RuleSet) -> list[Candidate]:
-    """All distinct groups within ``counts`` (index -> copies held), in canonical order."""
+    """All distinct groups within ``counts`` (index -> copies held), in canonical order.
+
+    Built from the groups of each rank and the runs of each suit, each looked up by what the
+    hand holds of that rank or suit: hands differ, but a rank's or a suit's holding recurs, so a
+    long-running process mostly finds them made.
+    """
     jokers = counts.get(JOKER_INDEX, 0)
-    found: set[Candidate] = set()
     limit = rules.joker_limit
-    size = sum(counts.values())
-    by_rank: dict[int, list[int]] = {}
+    longest = min(MAX_RUN, sum(counts.values()))
+    found: set[Candidate] = set()
+    by_rank: dict[int, list[tuple[int, int]]] = {}
     for index in sorted(counts):
         if index != JOKER_INDEX and counts[index]:
-            by_rank.setdefault(index % 13, []).append(index)
-    for indices in by_rank.values():
-        held = [counts[i] for i in indices]
-        if sum(held) + jokers < MIN_GROUP:
-            continue  # too few of this rank for any same-rank group
-        for take in product(*(range(h + 1) for h in held)):
-            naturals = sum(take)
-            if naturals == 0:
-                continue
-            base = tuple(i for i, n in zip(indices, take) for _ in range(n))
-            for j in range(max(0, MIN_GROUP - naturals), jokers + 1):
-                if limit.allows(naturals, j):
-                    found.add(base + (JOKER_INDEX,) * j)
-    for suit in range(len(SUITS)):
-        _runs_of_suit(suit * 13, counts, jokers, size, rules, found)
+            by_rank.setdefault(index % 13, []).append((index, counts[index]))
+    for held in by_rank.values():
+        if sum(k for _, k in held) + jokers >= MIN_GROUP:  # else too few of this rank for any group
+            found.update(_same_rank_groups(tuple(held), jokers, limit))
+    for base in range(0, 13 * len(SUITS), 13):
+        ranks = tuple(rank for rank in RANKS if counts.get(base + rank - 1, 0))
+        if ranks:
+            found.update(_runs_of_suit(base, ranks, jokers, longest, limit, rules.wrap_runs))
     if limit is JokerLimit.UNLIMITED:
         for j in range(MIN_GROUP, jokers + 1):
             found.add((JOKER_INDEX,) * j)
     return sorted(found)
 
 
+@lru_cache(maxsize=1 << 12)
+def _same_rank_groups(held: tuple[tuple[int, int], ...], jokers: int, limit: JokerLimit) -> tuple[Candidate, ...]:
+    """Every same-rank group from ``held`` ((card index, copies) of one rank) and up to ``jokers`` jokers."""
+    found = []
+    indices = [index for index, _ in held]
+    for take in product(*(range(k + 1) for _, k in held)):
+        naturals = sum(take)
+        if naturals == 0:
+            continue
+        base = tuple(i for i, n in zip(indices, take) for _ in range(n))
+        for j in range(max(0, MIN_GROUP - naturals), jokers + 1):
+            if limit.allows(naturals, j):
+                found.append(base + (JOKER_INDEX,) * j)
+    return tuple(found)
+
+
+@lru_cache(maxsize=1 << 12)
 def _runs_of_suit(
-    base: int, counts: Mapping[int, int], jokers: int, size: int, rules: RuleSet, found: set[Candidate]
-) -> None:
-    """Add every run of one suit: a set of the suit's ranks held (one copy each) plus jokers.
+    base: int, ranks: tuple[int, ...], jokers: int, longest: int, limit: JokerLimit, wrap_runs: bool
+) -> tuple[Candidate, ...]:
+    """Every run of one suit (its cards from index ``base``): a set of the ``ranks`` held (one copy
+    each) plus jokers, at most ``longest`` cards.
 
     A set of ranks spanning ``span`` places of the scale takes at least ``span - k`` jokers (its
     gaps, whether the hand holds those cards or not) and at most as many as keep the run within
@@ -54,12 +71,9 @@ def _runs_of_suit(
     Sets are grown in scale order from their lowest place and abandoned once their gaps outgrow
     the jokers, so a suit of scattered ranks costs little.
     """
-    ranks = [rank for rank in RANKS if counts.get(base + rank - 1, 0)]
-    if not ranks:
-        return
-    longest = min(MAX_RUN, size)
-    allows = rules.joker_limit.allows
-    if rules.wrap_runs:
+    found: set[Candidate] = set()
+    allows = limit.allows
+    if wrap_runs:
         # Round the clock: a set's shortest arc starts at one of its ranks; read the scale from each.
         scales = []
         for rank in ranks:
@@ -89,3 +103,4 @@ def _runs_of_suit(
     for scale in scales:
         for n in (range(1) if firsts_only else range(len(scale))):
             grow(scale, n + 1, scale[n][0], (scale[n][1],))
+    return tuple(found)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Collection, Sequence
 
 from ortools.sat.python import cp_model
@@ -67,10 +68,9 @@ class CpSatEngine:
         points = points_by_index(rules.joker_points)
         # A group worth no points (jokers only, when jokers score 0) never belongs to the canonical
         # answer: leaving it out gives as few points and a shorter list of groups.
-        columns = []
-        for group in candidate_groups(counts, rules):
-            if worth := sum(points[i] for i in group):
-                columns.append(_Column(group, worth, _copies(group)))
+        columns = [
+            column for group in candidate_groups(counts, rules) if (column := _column(group, rules.joker_points)).worth
+        ]
         return linking_from_parts(cards, self._canonical(cards, counts, columns, points, None), rules)
 
     def _canonical(
@@ -177,7 +177,7 @@ class CpSatEngine:
     def links_fully(self, cards: tuple[Card, ...], rules: RuleSet) -> bool:
         """Whether the cards split into groups with none left over: one feasibility solve."""
         counts = Counter(card.index for card in cards)
-        columns = [_Column(group, 0, _copies(group)) for group in candidate_groups(counts, rules)]
+        columns = [_column(group, rules.joker_points) for group in candidate_groups(counts, rules)]
         if not columns:
             return False
         model = _model(counts, columns, [column.most(counts) for column in columns], exact=counts)
@@ -244,6 +244,13 @@ class _Column:
     def fits(self, counts: Counter[int]) -> bool:
         """Whether ``counts`` holds every card of this group."""
         return all(counts[index] >= k for index, k in self.copies)
+
+
+@lru_cache(maxsize=1 << 14)
+def _column(group: Candidate, joker_points: int) -> _Column:
+    """The column of a candidate group (groups recur from hand to hand; a process keeps them)."""
+    points = points_by_index(joker_points)
+    return _Column(group, sum(points[i] for i in group), _copies(group))
 
 
 def _copies(group: Candidate) -> tuple[tuple[int, int], ...]:
