@@ -1,5 +1,5 @@
 """The CP-SAT engine's ways to the canonical linking (one weighted solve or group by group, a full
-linking tried first or not) agree."""
+linking tried first or not) agree, and agree with the oracle."""
 
 from __future__ import annotations
 
@@ -38,17 +38,18 @@ def hands(seed: int, count: int) -> list[tuple]:
     [RuleSet(), RuleSet(joker_points=0), RuleSet(wrap_runs=True), RuleSet(joker_limit=JokerLimit.NO_MORE_THAN_NATURALS)],
     ids=["default", "jokers-0", "wrap", "no-more-than-naturals"],
 )
-@pytest.mark.parametrize(
-    ("one_objective", "try_full_from"),
-    [(True, 0), (True, 10**9), (False, 0), (False, 10**9)],
-    ids=["one-objective,full-first", "one-objective,as-it-comes", "by-group,full-first", "by-group,as-it-comes"],
-)
+@pytest.mark.parametrize("one_objective", [True, False], ids=["one-objective", "by-group"])
+@pytest.mark.parametrize("full_first", ["never", "when-likely", "always"])
 def test_every_way_to_the_canonical_linking_gives_the_oracles_linking(
-    rules: RuleSet, one_objective: bool, try_full_from: int, monkeypatch: pytest.MonkeyPatch
+    rules: RuleSet, one_objective: bool, full_first: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if not one_objective:
         monkeypatch.setattr(cpsat, "_EXACT_IN_DOUBLE", 0)  # every hand goes group by group
-    monkeypatch.setattr(cpsat, "TRY_FULL_FROM", try_full_from)  # a full linking tried first, or never
+    # A full linking tried first never, when the engine thinks it likely, or always (so the
+    # attempts that fail are taken too).
+    monkeypatch.setattr(cpsat, "TRY_FULL_FROM", 10**9 if full_first == "never" else 0)
+    if full_first == "always":
+        monkeypatch.setattr(cpsat, "_may_link_fully", lambda *_: True)
     engine = CpSatEngine()
     for hand in hands(seed=7, count=120):
         linking = engine.best_linking(hand, rules)
@@ -74,3 +75,38 @@ def test_a_tie_break_beyond_double_precision_is_not_lost() -> None:
     linking = CpSatEngine().best_linking(hand, rules)
     assert [format_cards(group.cards) for group in linking.groups] == ["AC AC AD", "AD AH AH", "AS AS JK"]
     assert format_cards(linking.unlinked) == "JK"
+
+
+@pytest.mark.parametrize(
+    "rules",
+    [RuleSet(), RuleSet(wrap_runs=True), RuleSet(joker_limit=JokerLimit.NO_MORE_THAN_NATURALS)],
+    ids=["default", "wrap", "no-more-than-naturals"],
+)
+def test_the_lone_card_count_holds_for_every_fully_linked_hand(rules: RuleSet) -> None:
+    # What the engine reads off the candidates before trying a full linking is sound: a hand
+    # the oracle links in full has every scoring card in some group, and at most four lone cards
+    # per joker. Hands of ten cards from one or two suits, with jokers, where lone cards abound.
+    from collections import Counter
+
+    from referee.cards import points_by_index
+    from referee.linking.candidates import candidate_groups
+
+    rng = random.Random(11)
+    points = points_by_index(rules.joker_points)
+    checked = full = 0
+    for _ in range(400):
+        jokers = rng.randint(0, 4)
+        suits = rng.sample(range(4), rng.randint(1, 2))
+        pool = [card for card in NATURALS for _ in range(2) if card.index // 13 in suits]
+        hand = sort_cards(rng.sample(pool, 10 - jokers) + [JOKER] * jokers)
+        counts = Counter(card.index for card in hand)
+        columns = [cpsat._column(group, rules.joker_points) for group in candidate_groups(counts, rules)]
+        lone = cpsat._lone_cards(counts, [c for c in columns if c.worth], points)
+        expected = oracle.best_linking(
+            oracle.parse_hand([card.code() for card in hand]), rules.joker_limit.value, rules.wrap_runs, rules.joker_points
+        )
+        checked += 1
+        if expected.points == 0:  # every card that scores is linked
+            full += 1
+            assert lone is not None and lone <= 4 * jokers, format_cards(hand)
+    assert full >= 40, (full, checked)  # the property was exercised on enough linked hands
