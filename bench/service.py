@@ -47,8 +47,13 @@ The target (from the issue) is printed next to the figures: SolveHand with 32 cl
 the kernel happened to split the 32 connections between the two workers (a split of 20 + 12 or
 worse comes about one time in five; the clients of the busier worker wait longer), so that cell
 is run ``--target-runs`` times (5), each on new connections, and its row is the median run by
-p99; every run is printed under it. A missed target does not change the exit status; an error,
-a bad reply or a server that does not exit 0 makes it 1.
+p99; every run is printed under it. Then the same clients send at a fixed 600 calls/s in all
+(``--target-rate``), each call's latency counted from when it was due, so a late reply also
+counts against the calls it held back: the latency a client sees at the target's rate, where the
+closed loops show it at saturation (32 calls always outstanding, so a call there waits mostly
+for the 31 others: Little's law gives a mean of 32 / throughput). The verdict is the closed
+loops'. A missed target does not change the exit status; an error, a bad reply or a server that
+does not exit 0 makes it 1.
 """
 
 from __future__ import annotations
@@ -92,7 +97,7 @@ WARMUP_SEED = SEED + 1
 
 DEFAULT_DURATION = 5.0
 QUICK_DURATION = 1.5
-DEFAULT_HANDS = 64000
+DEFAULT_HANDS = 150000
 QUICK_HANDS = 6000
 DEFAULT_DEALS = 32000
 QUICK_DEALS = 4000
@@ -251,7 +256,7 @@ def _client_process(conn: Connection) -> None:
 
 
 async def _cell(
-    conn: Connection, target: str, rpc: str, engine: str, slots: Sequence[tuple[int, int]]
+    conn: Connection, target: str, rpc: str, engine: str, slots: Sequence[tuple[int, int, float]], period: float
 ) -> tuple[list[ClientResult], float] | None:
     """One cell's clients in this process: one channel (one connection) each; their results and
     this process's CPU seconds, or None when the parent gave up on the cell."""
@@ -268,7 +273,10 @@ async def _cell(
             return None
         start_at, stop_at = go
         cpu_start = time.process_time()
-        clients = (_client(channel, rpc, engine, first, step, start_at, stop_at) for channel, (first, step) in zip(channels, slots))
+        clients = (
+            _client(channel, rpc, engine, first, step, start_at + phase, stop_at, period)
+            for channel, (first, step, phase) in zip(channels, slots)
+        )
         results = await asyncio.gather(*clients)
         return list(results), time.process_time() - cpu_start
     finally:
@@ -277,24 +285,32 @@ async def _cell(
 
 
 async def _client(
-    channel: grpc.aio.Channel, rpc: str, engine: str, first: int, step: int, start_at: float, stop_at: float
+    channel: grpc.aio.Channel, rpc: str, engine: str, first: int, step: int, start_at: float, stop_at: float,
+    period: float = 0.0,
 ) -> ClientResult:
-    """One client: a closed loop (a call, its reply, the next call) from ``start_at`` to ``stop_at``,
-    sending requests first, first+step, ... of the pool."""
+    """One client from ``start_at`` to ``stop_at``, sending requests first, first+step, ... of the
+    pool: a closed loop (a call, its reply, the next call), or with ``period`` one call every
+    ``period`` seconds, its latency counted from when it was due, so a late reply also counts
+    against the calls it held back."""
     pool = POOLS[(rpc, engine)]
     call = channel.unary_unary(METHODS[rpc], request_serializer=None, response_deserializer=REPLIES[rpc].FromString)
     result = ClientResult()
-    await asyncio.sleep(max(0.0, start_at - time.monotonic()))
+    due = start_at
+    await asyncio.sleep(max(0.0, due - time.monotonic()))
     index = first
-    while time.monotonic() < stop_at:
+    while (due if period else time.monotonic()) < stop_at:
         request = pool[index % len(pool)]
         index += step
         result.sent += 1
-        began = time.perf_counter()
+        if period:
+            await asyncio.sleep(max(0.0, due - time.monotonic()))
+            began, due = due, due + period
+        else:
+            began = time.monotonic()
         try:
             pending = call(request, timeout=CALL_TIMEOUT)
             reply = await pending
-            elapsed_ms = (time.perf_counter() - began) * 1000
+            elapsed_ms = (time.monotonic() - began) * 1000
             if not result.server_pid:
                 # The first call also says which server process holds this connection.
                 metadata = dict(await pending.trailing_metadata() or ())
@@ -327,17 +343,20 @@ class Clients:
             self.processes.append(process)
 
     def run(
-        self, target: str, rpc: str, engine: str, first: int, clients: int, duration: float, server: "Server"
+        self, target: str, rpc: str, engine: str, first: int, clients: int, duration: float, server: "Server",
+        rate: float = 0.0,
     ) -> tuple[list[ClientResult], float, float, float]:
         """Run ``clients`` clients for ``duration`` seconds, client i sending requests first+i,
-        first+i+clients, ...; their results, the common start time and the cores used by the
-        clients and by the server."""
-        slots: list[list[tuple[int, int]]] = [[] for _ in self.conns]
+        first+i+clients, ... (closed loops, or ``rate`` calls per second in all, the clients taking
+        turns); their results, the common start time and the cores used by the clients and by
+        the server."""
+        period = clients / rate if rate else 0.0
+        slots: list[list[tuple[int, int, float]]] = [[] for _ in self.conns]
         for i in range(clients):
-            slots[i % len(slots)].append((first + i, clients))
+            slots[i % len(slots)].append((first + i, clients, i * period / clients))
         conns = [conn for conn, mine in zip(self.conns, slots) if mine]
         for conn, mine in zip(conns, slots):
-            conn.send((target, rpc, engine, mine))
+            conn.send((target, rpc, engine, mine, period))
         answers = [conn.recv() for conn in conns]
         if any(answer != "ready" for answer in answers):
             for conn in conns:
@@ -510,10 +529,13 @@ class Row:
 
 
 def measure(
-    clients: Clients, server: Server, rpc: str, engine: str, first: int, count: int, duration: float
+    clients: Clients, server: Server, rpc: str, engine: str, first: int, count: int, duration: float, rate: float = 0.0
 ) -> tuple[Row, int]:
-    """One cell; the row and how many pool requests it used up."""
-    results, start_at, client_cores, server_cores = clients.run(server.target, rpc, engine, first, count, duration, server)
+    """One cell (closed loops, or ``rate`` calls per second in all); the row and how many pool
+    requests it used up."""
+    results, start_at, client_cores, server_cores = clients.run(
+        server.target, rpc, engine, first, count, duration, server, rate
+    )
     # The window: from the common start to the last reply (a call in flight at the end finishes).
     window = max(max(r.last_done for r in results) - start_at, 1e-9)
     latencies = [ms for r in results for ms in r.latencies_ms]
@@ -603,6 +625,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="numbers of concurrent clients, comma-separated (default 1,8,32)")
     parser.add_argument("--target-runs", type=int, default=5, metavar="N",
                         help="runs of the target's cell, each on new connections; its row is their median (default 5)")
+    parser.add_argument("--target-rate", type=float, default=TARGET_RPS, metavar="CALLS_PER_S",
+                        help=f"after the target's cell, the same clients at this fixed rate in all (0: skip; default {TARGET_RPS:g})")
     parser.add_argument("--client-processes", type=int, default=1, metavar="N",
                         help="processes the clients are dealt out to (default 1)")
     parser.add_argument("--threads", type=int, default=None, metavar="N",
@@ -620,6 +644,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error("--client-processes must be at least 1")
     if args.target_runs < 1:
         parser.error("--target-runs must be at least 1")
+    if not 0 <= args.target_rate < float("inf"):
+        parser.error("--target-rate must be 0 or more")
     args.hands = args.hands or (QUICK_HANDS if args.quick else DEFAULT_HANDS)
     args.deals = args.deals or (QUICK_DEALS if args.quick else DEFAULT_DEALS)
     args.rpcs = tuple(part.strip() for part in args.rpcs.split(",") if part.strip())
@@ -659,15 +685,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if deals:
         print(f"  ScoreDeal: {len(deals)} distinct requests, {PLAYERS}-player deals from a shuffled 108-card deck, "
               "the closer's 10 cards in linked groups (a valid close), the rest in discard pile and stock")
-    print(f"duration {args.duration:g}s per cell; closed loop, one connection per client, the clients dealt out to "
-          f"{min(args.client_processes, max(args.clients))} asyncio processes; per-call deadline {CALL_TIMEOUT:g}s")
+    processes = min(args.client_processes, max(args.clients))
+    print(f"duration {args.duration:g}s per cell; closed loop, one connection per client, the clients run as asyncio "
+          f"tasks in {processes} process{'es' if processes > 1 else ''}; per-call deadline {CALL_TIMEOUT:g}s")
     print("columns: requests = calls completed, errors = calls failed, bad = replies that failed the check "
           "(SolveHand: a linking; ScoreDeal: a valid close), req/s = successful calls per second, "
           "p50/p99 = latency of successful calls, cli/srv cpu = cores used by clients/server, "
           "conns = client connections held by each server worker process (SO_REUSEPORT spreads them)")
 
-    clients = Clients(min(args.client_processes, max(args.clients)))
+    clients = Clients(processes)
     rows: list[Row] = []
+    paced_rows: list[Row] = []
     exits: dict[int, int | None] = {}
     wrapped: list[str] = []
     failed = False
@@ -695,6 +723,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                             if len(runs) > 1:
                                 each = "; ".join(f"{r.rps:.0f}/s p99 {r.p99:.1f} ({r.spread})" for r in runs)
                                 print(f"        {len(runs)} runs, the row is their median: {each}", flush=True)
+                            if target_cell and args.target_rate:
+                                paced, used = measure(
+                                    clients, server, rpc, engine, cursor, count, args.duration, args.target_rate
+                                )
+                                cursor += used
+                                paced_rows.append(paced)
+                                print(f"        at a fixed {args.target_rate:g} calls/s in all: {paced.rps:.0f}/s served, "
+                                      f"p50 {paced.p50:.2f} ms, p99 {paced.p99:.2f} ms ({paced.spread}, "
+                                      f"{paced.errors} errors, {paced.bad} bad)", flush=True)
                             if row.first_error:
                                 print(f"        first error: {row.first_error}", flush=True)
                         pool = len(POOLS[(rpc, engine)])
@@ -721,8 +758,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if row.target():
             print(f"{row.engine}: SolveHand, {row.clients} clients, {row.workers} workers: {row.rps:.0f} req/s, "
                   f"p99 {row.p99:.2f} ms -> {row.target()}")
-    errors = sum(row.errors for row in rows)
-    bad = sum(row.bad for row in rows)
+    for row in paced_rows:
+        print(f"{row.engine}: SolveHand, {row.clients} clients at a fixed {args.target_rate:g} calls/s in all, "
+              f"{row.workers} workers: {row.rps:.0f}/s served, p99 {row.p99:.2f} ms")
+    errors = sum(row.errors for row in rows + paced_rows)
+    bad = sum(row.bad for row in rows + paced_rows)
     if errors or bad:
         print(f"FAILED: {errors} errors, {bad} bad replies")
         failed = True
