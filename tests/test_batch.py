@@ -197,19 +197,24 @@ def two_servers() -> Iterator[tuple[ServerProcess, ServerProcess]]:
             server.terminate()
 
 
+def _many_hand_cases(path: Path, seed: int, copies: int) -> dict[str, cases.Expected]:
+    """Cheap hand cases, ``copies`` times over with fresh ids, written to ``path``: enough for
+    several CheckDisputes calls (one call per chunk of cases)."""
+    hands = [c for c in cases.mixed_cases(seed=seed, malformed=False) if '"hand"' in c.text]
+    many = [
+        cases.CaseLine(c.text.replace(f'"id":"{c.expected.id}"', f'"id":"{n}-{c.expected.id}"', 1),
+                       cases.Expected(f"{n}-{c.expected.id}", c.expected.outcome, c.expected.claims, c.expected.answer))
+        for n in range(copies) for c in hands
+    ]
+    return cases.write_cases(path, many)
+
+
 def test_two_servers_behind_one_target_both_receive_cases(
     two_servers: tuple[ServerProcess, ServerProcess], tmp_path: Path
 ) -> None:
     first, second = two_servers
     path = tmp_path / "cases.jsonl"
-    # Cheap hand cases, enough for several CheckDisputes calls (one call per chunk of cases).
-    hands = [c for c in cases.mixed_cases(seed=3, malformed=False) if '"hand"' in c.text]
-    many = [
-        cases.CaseLine(c.text.replace(f'"id":"{c.expected.id}"', f'"id":"{n}-{c.expected.id}"', 1),
-                       cases.Expected(f"{n}-{c.expected.id}", c.expected.outcome, c.expected.claims, c.expected.answer))
-        for n in range(20) for c in hands
-    ]
-    expected = cases.write_cases(path, many)
+    expected = _many_hand_cases(path, seed=3, copies=20)
     assert len(expected) > 4 * 128
     out = tmp_path / "verdicts.jsonl"
     result = run_batch(path, "-o", out, "--target", f"{first.address},{second.address}", "--jobs", "2")
@@ -229,13 +234,7 @@ def test_streams_a_busy_server_turns_away_are_sent_again(tmp_path: Path) -> None
     server = ServerProcess("--port", "0", "--threads", "2", "--log-format", "json", "--dispute-jobs", "1").listening()
     try:
         path = tmp_path / "cases.jsonl"
-        hands = [c for c in cases.mixed_cases(seed=5, malformed=False) if '"hand"' in c.text]
-        many = [
-            cases.CaseLine(c.text.replace(f'"id":"{c.expected.id}"', f'"id":"{n}-{c.expected.id}"', 1),
-                           cases.Expected(f"{n}-{c.expected.id}", c.expected.outcome, c.expected.claims, c.expected.answer))
-            for n in range(12) for c in hands
-        ]
-        expected = cases.write_cases(path, many)
+        expected = _many_hand_cases(path, seed=5, copies=12)
         out = tmp_path / "verdicts.jsonl"
         result = run_batch(path, "-o", out, "--target", server.address, "--jobs", "4")
         assert result.returncode == 0, result.stderr
