@@ -2,7 +2,7 @@
 
 Run from the repository root::
 
-    python -m bench.service                 # default run (about two and a half minutes on 2 cores)
+    python -m bench.service                 # default run (about three and a half minutes on 2 cores)
     python -m bench.service --quick         # a short run
     python -m bench.service --engines search --clients 32 --duration 10
 
