@@ -120,7 +120,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--threads", type=_positive_int, default=DEFAULT_THREADS, metavar="N",
-        help=f"threads per server process; CheckDisputes streams may hold all but one (default {DEFAULT_THREADS})",
+        help=f"threads per server process; CheckDisputes streams may hold all but one, or the one there is (default {DEFAULT_THREADS})",
     )
     parser.add_argument("--no-reflection", dest="reflection", action="store_false", help="turn server reflection off")
     parser.add_argument(
