@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterable, Protocol, Sequence
 
-from referee.cards import CARD_BY_INDEX, Card, sort_cards
+from referee.cards import CARD_BY_INDEX, Card, points_by_index
 from referee.groups import Group, judge_group
 from referee.rules import RuleSet
 
@@ -50,7 +50,8 @@ def _laid_out(part: tuple[int, ...], rules: RuleSet) -> Group:
 
 
 def linking_from_parts(cards: Sequence[Card], parts: Iterable[Sequence[int]], rules: RuleSet) -> Linking:
-    """Build the linking whose groups are ``parts`` (card indices); the rest of ``cards`` is unlinked."""
+    """Build the linking whose groups are ``parts`` (card indices); the rest of ``cards`` (sorted
+    canonically, as every engine receives them) is unlinked."""
     # Groups in canonical order are the parts sorted by their sorted indices (a group's key).
     keys = sorted([tuple(sorted(part)) for part in parts])
     used: dict[int, int] = {}
@@ -58,7 +59,7 @@ def linking_from_parts(cards: Sequence[Card], parts: Iterable[Sequence[int]], ru
         for i in key:
             used[i] = used.get(i, 0) + 1
     unlinked: list[Card] = []
-    for card in sort_cards(cards):
+    for card in cards:
         n = used.get(card.index)
         if n:
             used[card.index] = n - 1
@@ -67,5 +68,5 @@ def linking_from_parts(cards: Sequence[Card], parts: Iterable[Sequence[int]], ru
     if any(used.values()):
         raise AssertionError("engine used a card the hand does not hold")
     groups = tuple([_laid_out(key, rules) for key in keys])
-    joker_points = rules.joker_points
-    return Linking(groups, tuple(unlinked), sum([card.points(joker_points) for card in unlinked]))
+    points = points_by_index(rules.joker_points)
+    return Linking(groups, tuple(unlinked), sum([points[card.index] for card in unlinked]))
