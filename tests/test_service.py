@@ -584,3 +584,35 @@ def test_streams_beyond_the_stream_cap_are_resource_exhausted_and_unary_calls_go
         assert first.result(timeout=20) == ["held"]
         # The slot is given back when the stream ends.
         assert second_stream() == grpc.StatusCode.OK
+
+
+def test_the_batch_client_gives_up_on_a_server_busy_for_too_long(own_server, monkeypatch) -> None:
+    # While the only stream slot stays taken, the batch command's retries end after its give-up
+    # time with the server's RESOURCE_EXHAUSTED, rather than waiting forever.
+    from referee import batch
+
+    monkeypatch.setattr(batch, "BUSY_GIVE_UP", 0.3)
+    chan, stub = _run_stub(own_server(max_workers=2))
+    release = threading.Event()
+    close = pb.CheckCloseRequest(cards="AH 2H 3H 4H".split())
+
+    def held_open() -> Iterator[pb.CheckDisputesRequest]:
+        yield pb.CheckDisputesRequest(id="held", close=close)
+        release.wait(20)
+
+    with chan, futures.ThreadPoolExecutor(1) as reader:
+        first = reader.submit(lambda: [reply.id for reply in stub.CheckDisputes(held_open(), timeout=30)])
+        try:
+            deadline = time.monotonic() + 10
+            while True:  # until the held stream has the slot, a try may still get through
+                started = time.monotonic()
+                try:
+                    list(batch._stream_when_admitted(stub, [pb.CheckDisputesRequest(id="late", close=close)]))
+                except grpc.RpcError as error:
+                    assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+                    assert 0.3 <= time.monotonic() - started < 5  # it retried, then gave up
+                    break
+                assert time.monotonic() < deadline, "the held stream never took the slot"
+        finally:
+            release.set()
+        assert first.result(timeout=20) == ["held"]
