@@ -6,6 +6,7 @@ Expected answers come from the domain called directly (``best_linking``, ``best_
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import os
@@ -552,26 +553,39 @@ def test_32_concurrent_clients_of_50_calls_agree_with_the_domain(server_address)
         assert answer == expected[index], pool[index]
 
 
+_SMALL_CLOSE = pb.CheckCloseRequest(cards="AH 2H 3H 4H".split())
+
+
+@contextlib.contextmanager
+def _a_stream_held_open(stub: referee_pb2_grpc.RefereeServiceStub) -> Iterator[tuple[futures.Future, threading.Event]]:
+    """A CheckDisputes stream that sends one case and then stays open until the event is set
+    (at the latest on leaving); yields the future of its verdict ids and that event."""
+    release = threading.Event()
+
+    def held_open() -> Iterator[pb.CheckDisputesRequest]:
+        yield pb.CheckDisputesRequest(id="held", close=_SMALL_CLOSE)
+        release.wait(20)
+
+    with futures.ThreadPoolExecutor(1) as reader:
+        try:
+            yield reader.submit(lambda: [reply.id for reply in stub.CheckDisputes(held_open(), timeout=30)]), release
+        finally:
+            release.set()
+
+
 def test_streams_beyond_the_stream_cap_are_resource_exhausted_and_unary_calls_go_on(own_server) -> None:
     # Two threads: one CheckDisputes stream may hold one, the other stays for the unary calls.
     chan, stub = _run_stub(own_server(max_workers=2))
-    release = threading.Event()
-    close = pb.CheckCloseRequest(cards="AH 2H 3H 4H".split())
-
-    def held_open() -> Iterator[pb.CheckDisputesRequest]:
-        yield pb.CheckDisputesRequest(id="held", close=close)
-        release.wait(20)
 
     def second_stream() -> grpc.StatusCode:
         try:
-            list(stub.CheckDisputes(iter([pb.CheckDisputesRequest(id="second", close=close)]), timeout=10))
+            list(stub.CheckDisputes(iter([pb.CheckDisputesRequest(id="second", close=_SMALL_CLOSE)]), timeout=10))
         except grpc.RpcError as error:
             assert "CheckDisputes streams" in error.details()
             return error.code()
         return grpc.StatusCode.OK
 
-    with chan, futures.ThreadPoolExecutor(1) as reader:
-        first = reader.submit(lambda: [reply.id for reply in stub.CheckDisputes(held_open(), timeout=30)])
+    with chan, _a_stream_held_open(stub) as (first, release):
         # Until the first stream is in the servicer a second one may still get through.
         deadline = time.monotonic() + 10
         while (code := second_stream()) == grpc.StatusCode.OK and time.monotonic() < deadline:
@@ -593,26 +607,16 @@ def test_the_batch_client_gives_up_on_a_server_busy_for_too_long(own_server, mon
 
     monkeypatch.setattr(batch, "BUSY_GIVE_UP", 0.3)
     chan, stub = _run_stub(own_server(max_workers=2))
-    release = threading.Event()
-    close = pb.CheckCloseRequest(cards="AH 2H 3H 4H".split())
-
-    def held_open() -> Iterator[pb.CheckDisputesRequest]:
-        yield pb.CheckDisputesRequest(id="held", close=close)
-        release.wait(20)
-
-    with chan, futures.ThreadPoolExecutor(1) as reader:
-        first = reader.submit(lambda: [reply.id for reply in stub.CheckDisputes(held_open(), timeout=30)])
-        try:
-            deadline = time.monotonic() + 10
-            while True:  # until the held stream has the slot, a try may still get through
-                started = time.monotonic()
-                try:
-                    list(batch._stream_when_admitted(stub, [pb.CheckDisputesRequest(id="late", close=close)]))
-                except grpc.RpcError as error:
-                    assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
-                    assert 0.3 <= time.monotonic() - started < 5  # it retried, then gave up
-                    break
-                assert time.monotonic() < deadline, "the held stream never took the slot"
-        finally:
-            release.set()
+    with chan, _a_stream_held_open(stub) as (first, release):
+        deadline = time.monotonic() + 10
+        while True:  # until the held stream has the slot, a try may still get through
+            started = time.monotonic()
+            try:
+                list(batch._stream_when_admitted(stub, [pb.CheckDisputesRequest(id="late", close=_SMALL_CLOSE)]))
+            except grpc.RpcError as error:
+                assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+                assert 0.3 <= time.monotonic() - started < 5  # it retried, then gave up
+                break
+            assert time.monotonic() < deadline, "the held stream never took the slot"
+        release.set()
         assert first.result(timeout=20) == ["held"]
