@@ -13,18 +13,22 @@ end, which must make it exit 0. Against it, for each engine (``rules.engine`` EN
 ENGINE_SEARCH), each RPC (SolveHand, ScoreDeal) and each number of clients (1, 8, 32), the
 clients run closed loops (a call, its reply, the next call) for a fixed duration.
 
-The load generator must not be the bottleneck, so:
+The load generator must not be the bottleneck, nor take the server's CPU, so:
 
-- every client has its own asyncio channel; ``grpc.use_local_subchannel_pool`` keeps channels
-  from sharing a connection, so every client has its own TCP connection, which is what lets the
-  kernel spread the clients over the server's SO_REUSEPORT workers;
-- the clients run as asyncio tasks in one process (``--client-processes`` deals them out to
-  more), forked before any gRPC object exists. A process per client cost about 0.5 ms of CPU
-  per call (32 processes woken in turn), two processes of asyncio clients about 0.33 ms, one
-  about 0.25 ms, and at 1,300 calls/s one process uses a third of a core. On a small machine
-  that CPU is taken from the server being measured;
-- requests are serialized once, up front; a client sends bytes and only parses the reply (to
-  check it: a SolveHand reply holds a linking, a ScoreDeal reply a valid close).
+- every client has its own TCP connection, which is what lets the kernel spread the clients over
+  the server's SO_REUSEPORT workers;
+- the clients of a cell run in one process (``--client-processes`` deals them out to more),
+  forked before any gRPC object exists;
+- by default the clients are ``bench.h2client``: gRPC's HTTP/2 framing written by hand, all
+  connections on one ``epoll`` loop, about 0.06 ms of CPU per call. ``--load-generator grpc``
+  uses ``grpc.aio`` channels instead (``grpc.use_local_subchannel_pool`` keeps them from sharing
+  a connection), about 0.25 ms per call: at 1,300 calls/s a third of a core, taken on a small
+  machine from the server being measured. (A process per client cost about 0.5 ms.) The two
+  load the server the same way: the same requests, one call in flight per connection;
+- requests are serialized once, up front. With ``h2`` replies are decoded and checked after the
+  clock stops (a call counts only with grpc-status 0 and one reply message); with ``grpc`` each
+  reply is parsed as it comes. The check: a SolveHand reply holds a linking, a ScoreDeal reply a
+  valid close.
 
 The CPU time of the clients and of the server processes is measured per cell and printed in
 cores, next to the machine's core count: on a small machine the clients compete with the
@@ -84,6 +88,7 @@ if __package__ in (None, ""):
 # gRPC is imported, but no channel or server may exist before the clients are forked.
 import grpc  # noqa: E402
 
+from bench import h2client  # noqa: E402
 from bench.hands import end_of_deal  # noqa: E402
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb  # noqa: E402
 from referee.cards import JOKER, SUITS, Card, deck  # noqa: E402
@@ -245,21 +250,79 @@ def _check_reply(rpc: str, reply: Any) -> bool:
     return bool(reply.close.valid) and len(reply.players) == PLAYERS
 
 
-def _client_process(conn: Connection) -> None:
+def _client_process(conn: Connection, generator: str) -> None:
     """A client process: run its share of each cell's clients on command until told to stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops us
     while True:
         command = conn.recv()
         if command is None:
             return
-        conn.send(asyncio.run(_cell(conn, *command)))
+        if generator == "h2":
+            conn.send(_h2_cell(conn, *command))
+        else:
+            conn.send(asyncio.run(_grpc_cell(conn, *command)))
 
 
-async def _cell(
+_STATUS_NAMES = {code.value[0]: code.name for code in grpc.StatusCode}
+
+
+def _h2_cell(
     conn: Connection, target: str, rpc: str, engine: str, slots: Sequence[tuple[int, int, float]], period: float
 ) -> tuple[list[ClientResult], float] | None:
-    """One cell's clients in this process: one channel (one connection) each; their results and
-    this process's CPU seconds, or None when the parent gave up on the cell."""
+    """One cell's clients in this process, through ``bench.h2client``: one connection each; their
+    results and this process's CPU seconds while they ran, or None when the parent gave up on the
+    cell. Replies are decoded and checked after the clock stops."""
+    clients = [h2client.Client(first, step, phase) for first, step, phase in slots]
+    try:
+        connections = h2client.open_connections(target, METHODS[rpc], clients, CALL_TIMEOUT)
+    except OSError as error:
+        conn.send(f"no connection: {error}")
+        conn.recv()
+        return None
+    try:
+        conn.send("ready")
+        go = conn.recv()
+        if go is None:
+            return None
+        start_at, stop_at = go
+        for client in clients:
+            client.start_at += start_at
+        cpu_start = time.process_time()
+        h2client.run(connections, POOLS[(rpc, engine)], stop_at, period, CALL_TIMEOUT)
+        cpu = time.process_time() - cpu_start
+    finally:
+        h2client.close(connections)
+    return [_h2_result(rpc, client) for client in clients], cpu
+
+
+def _h2_result(rpc: str, client: h2client.Client) -> ClientResult:
+    """A client's calls, decoded and checked."""
+    h2client.settle(client)
+    result = ClientResult(sent=client.sent)
+    if client.calls:
+        result.server_pid = client.calls[0].metadata.get(PID_KEY, "?")
+        result.last_done = max(call.ended for call in client.calls)
+    for call in client.calls:
+        replies = call.replies()
+        if call.failure or call.status != 0:
+            name = _STATUS_NAMES.get(call.status, "UNKNOWN") if call.status is not None else "UNKNOWN"
+            result.errors[name] += 1
+            result.first_error = result.first_error or call.failure or f"{name}: {call.details}"
+        elif replies is None or len(replies) != 1:
+            result.errors["UNKNOWN"] += 1
+            result.first_error = result.first_error or f"OK with {replies and len(replies)} reply messages"
+        else:
+            result.latencies_ms.append((call.ended - call.began) * 1000)
+            if not _check_reply(rpc, REPLIES[rpc].FromString(replies[0])):
+                result.bad_replies += 1
+    return result
+
+
+async def _grpc_cell(
+    conn: Connection, target: str, rpc: str, engine: str, slots: Sequence[tuple[int, int, float]], period: float
+) -> tuple[list[ClientResult], float] | None:
+    """One cell's clients in this process through ``grpc.aio``: one channel (one connection) each;
+    their results and this process's CPU seconds, or None when the parent gave up on the cell."""
     channels = [grpc.aio.insecure_channel(target, options=CHANNEL_OPTIONS) for _ in slots]
     try:
         try:
@@ -330,13 +393,13 @@ async def _client(
 class Clients:
     """A fixed set of client processes, forked once; a cell's clients are dealt out to them in turn."""
 
-    def __init__(self, processes: int) -> None:
+    def __init__(self, processes: int, generator: str) -> None:
         context = multiprocessing.get_context("fork")
         self.conns: list[Connection] = []
         self.processes = []
         for n in range(processes):
             parent, child = context.Pipe()
-            process = context.Process(target=_client_process, args=(child,), name=f"bench-clients-{n}", daemon=True)
+            process = context.Process(target=_client_process, args=(child, generator), name=f"bench-clients-{n}", daemon=True)
             process.start()
             child.close()
             self.conns.append(parent)
@@ -629,6 +692,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help=f"after the target's cell, the same clients at this fixed rate in all (0: skip; default {TARGET_RPS:g})")
     parser.add_argument("--client-processes", type=int, default=1, metavar="N",
                         help="processes the clients are dealt out to (default 1)")
+    parser.add_argument("--load-generator", choices=("h2", "grpc"), default="h2",
+                        help="h2: bench.h2client, HTTP/2 frames by hand, little CPU per call (default); "
+                             "grpc: grpc.aio channels")
     parser.add_argument("--threads", type=int, default=None, metavar="N",
                         help="threads per server process (default: the server's own default)")
     parser.add_argument("--rpcs", default=",".join(RPCS), metavar="LIST", help="RPCs to load (default SolveHand,ScoreDeal)")
@@ -686,14 +752,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"  ScoreDeal: {len(deals)} distinct requests, {PLAYERS}-player deals from a shuffled 108-card deck, "
               "the closer's 10 cards in linked groups (a valid close), the rest in discard pile and stock")
     processes = min(args.client_processes, max(args.clients))
-    print(f"duration {args.duration:g}s per cell; closed loop, one connection per client, the clients run as asyncio "
-          f"tasks in {processes} process{'es' if processes > 1 else ''}; per-call deadline {CALL_TIMEOUT:g}s")
+    how = ("bench.h2client (HTTP/2 by hand, one epoll loop)" if args.load_generator == "h2"
+           else "grpc.aio channels (asyncio tasks)")
+    print(f"duration {args.duration:g}s per cell; closed loop, one connection per client; load generator: {how} "
+          f"in {processes} process{'es' if processes > 1 else ''}; per-call deadline {CALL_TIMEOUT:g}s")
     print("columns: requests = calls completed, errors = calls failed, bad = replies that failed the check "
           "(SolveHand: a linking; ScoreDeal: a valid close), req/s = successful calls per second, "
           "p50/p99 = latency of successful calls, cli/srv cpu = cores used by clients/server, "
           "conns = client connections held by each server worker process (SO_REUSEPORT spreads them)")
 
-    clients = Clients(processes)
+    clients = Clients(processes, args.load_generator)
     rows: list[Row] = []
     paced_rows: list[Row] = []
     exits: dict[int, int | None] = {}
