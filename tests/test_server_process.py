@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -190,3 +191,15 @@ def test_workers_stop_when_the_parent_is_killed(launch) -> None:
                 alive.discard(pid)
         time.sleep(0.1)
     assert not alive, f"workers outlived their parent: {alive}"
+
+
+def test_a_serving_process_freezes_its_start_up_objects_and_rarely_collects_in_full() -> None:
+    # In a process of its own: freezing is process-wide and would change this test process.
+    probe = (
+        "import gc; before = gc.get_threshold(); from referee.service import server; "
+        "server._freeze_startup_objects(); print(gc.get_freeze_count(), *before, *gc.get_threshold())"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120).stdout
+    frozen, *before, young, middle, full = (int(x) for x in out.split())
+    assert frozen > 10000  # OR-Tools, numpy, protobuf and grpc modules among them
+    assert [young, middle] == before[:2] and full == 1000 != before[2]
