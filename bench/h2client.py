@@ -15,8 +15,8 @@ use), one call at a time:
   Huffman coding, so nothing depends on the server's decoder state) and a DATA frame with
   END_STREAM holding the length-prefixed request;
 - from the server: SETTINGS are acknowledged, PINGs answered, WINDOW_UPDATEs counted (a request
-  waits when the server's window is too small for it), GOAWAY ends the connection and fails the
-  calls it held, RST_STREAM ends a call; DATA is collected per call and header blocks are kept
+  waits when the server's window is too small for it), GOAWAY takes no new call (and fails the
+  call in flight if the server says it never took it), RST_STREAM ends a call; DATA is collected per call and header blocks are kept
   as they came;
 - a call whose reply takes longer than its deadline is cancelled (RST_STREAM) and counted as
   failed with DEADLINE_EXCEEDED, as a gRPC client would.
@@ -228,9 +228,11 @@ class _Connection:
                     self.client.calls[-1].failure = f"stream reset by the server (code {int.from_bytes(payload, 'big')})"
                     ended = self._end(now)
             elif kind == GOAWAY:
+                # No new calls here; the call in flight still ends normally if the server took it.
                 self.closed = "GOAWAY from the server"
-                if self.stream >= 0:
-                    self.client.calls[-1].failure = self.closed
+                last = int.from_bytes(payload[:4], "big") & 0x7FFFFFFF
+                if self.stream > last:
+                    self.client.calls[-1].failure = f"{self.closed} before it took the call"
                     ended = self._end(now)
         self.buffer = buffer[at:]
         if self.used > RECEIVE_WINDOW // 2:
@@ -290,6 +292,8 @@ def run(
                 conn.index += conn.client.step
                 conn.send_call(request, when if period else now)
                 busy[conn] = now + timeout
+            if not due and not busy:
+                break
             wait = due[0][0] - now if due else timeout
             if busy:
                 wait = min(wait, min(busy.values()) - now)

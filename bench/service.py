@@ -318,7 +318,8 @@ def _h2_result(rpc: str, client: h2client.Client) -> ClientResult:
             result.first_error = result.first_error or call.failure or f"{name}: {call.details}"
         elif replies is None or len(replies) != 1:
             result.errors["UNKNOWN"] += 1
-            result.first_error = result.first_error or f"OK with {replies and len(replies)} reply messages"
+            got = "a malformed reply" if replies is None else f"{len(replies)} reply messages"
+            result.first_error = result.first_error or f"grpc-status 0 with {got}"
         else:
             result.latencies_ms.append((call.ended - call.began) * 1000)
             if not _check_reply(rpc, REPLIES[rpc].FromString(replies[0])):

@@ -7,7 +7,7 @@ import threading
 import time
 
 import grpc
-from hpack import Decoder
+from hpack import Decoder, Encoder
 
 from bench import h2client
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
@@ -77,21 +77,92 @@ def test_paced_calls_are_timed_from_when_they_were_due(server_address: str) -> N
     assert all(call.status == 0 for call in client.calls)
 
 
+class _Peer:
+    """A scripted server: it takes one connection, reads the client's preface, then runs ``script``."""
+
+    def __init__(self, script) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.held: list[socket.socket] = []
+        self.thread = threading.Thread(target=self._serve, args=(script,), daemon=True)
+        self.thread.start()
+
+    def _serve(self, script) -> None:
+        sock = self.listener.accept()[0]
+        self.held.append(sock)
+        got = b""
+        while len(got) < len(h2client.PREFACE):
+            got += sock.recv(1 << 16)
+        script(sock)
+
+    @property
+    def target(self) -> str:
+        host, port = self.listener.getsockname()
+        return f"{host}:{port}"
+
+    def close(self) -> None:
+        for sock in self.held:
+            sock.close()
+        self.listener.close()
+
+
+def _goaway(last_stream: int) -> bytes:
+    return h2client._frame(h2client.GOAWAY, 0, 0, last_stream.to_bytes(4, "big") + bytes(4))
+
+
 def test_a_call_with_no_reply_ends_at_its_deadline() -> None:
-    # A listener that takes the connection and never answers.
-    silent = socket.create_server(("127.0.0.1", 0))
-    held: list[socket.socket] = []
-    accepting = threading.Thread(target=lambda: held.append(silent.accept()[0]), daemon=True)
-    accepting.start()
+    peer = _Peer(lambda sock: None)  # takes the connection and never answers
     try:
-        host, port = silent.getsockname()
         started = time.monotonic()
-        (client,) = _run(f"{host}:{port}", _requests(), clients=1, seconds=0.01, timeout=0.2)
+        (client,) = _run(peer.target, _requests(), clients=1, seconds=0.01, timeout=0.2)
         assert time.monotonic() - started < 2
         (call,) = client.calls
         assert call.failure.startswith("DEADLINE_EXCEEDED") and call.status is None
         assert 0.19 < call.ended - call.began < 1
     finally:
-        for sock in held:
-            sock.close()
-        silent.close()
+        peer.close()
+
+
+def test_goaway_fails_a_call_the_server_never_took_and_ends_the_client() -> None:
+    peer = _Peer(lambda sock: (time.sleep(0.05), sock.sendall(_goaway(0))))
+    try:
+        started = time.monotonic()
+        (client,) = _run(peer.target, _requests(), clients=1, seconds=5, timeout=5)
+        assert time.monotonic() - started < 2  # nothing left to do: the run ends, it does not wait
+        (call,) = client.calls  # no call after the GOAWAY, though the client had 5 s left
+        assert call.failure == "GOAWAY from the server before it took the call"
+    finally:
+        peer.close()
+
+
+def test_a_call_the_server_took_before_its_goaway_still_ends_normally() -> None:
+    reply = pb.SolveHandResponse(linking=pb.Linking(points=7)).SerializeToString()
+
+    def script(sock: socket.socket) -> None:
+        time.sleep(0.05)  # the call's frames have come by now
+        encoder = Encoder()
+        head = encoder.encode([(":status", "200"), ("content-type", "application/grpc")])
+        tail = encoder.encode([("grpc-status", "0"), ("x-referee-pid", "42")])
+        body = b"\x00" + len(reply).to_bytes(4, "big") + reply
+        sock.sendall(_goaway(1)
+                     + h2client._frame(h2client.HEADERS, h2client.END_HEADERS, 1, head)
+                     + h2client._frame(h2client.DATA, 0, 1, body)
+                     + h2client._frame(h2client.HEADERS, h2client.END_HEADERS | h2client.END_STREAM, 1, tail))
+
+    peer = _Peer(script)
+    try:
+        (client,) = _run(peer.target, _requests(), clients=1, seconds=5, timeout=5)
+        (call,) = client.calls
+        assert (call.status, call.failure, call.metadata["x-referee-pid"]) == (0, "", "42")
+        assert call.replies() == [reply]
+    finally:
+        peer.close()
+
+
+def test_a_lost_connection_fails_the_call_in_flight() -> None:
+    peer = _Peer(lambda sock: (time.sleep(0.05), sock.shutdown(socket.SHUT_RDWR)))
+    try:
+        (client,) = _run(peer.target, _requests(), clients=1, seconds=5, timeout=5)
+        (call,) = client.calls
+        assert call.failure == "connection closed by the server" and call.ended > call.began
+    finally:
+        peer.close()
