@@ -29,9 +29,8 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection as grpc_reflection
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
-from referee._gen.remigio.referee.v1 import referee_pb2_grpc
 from referee.linking import load_engines
-from referee.service.servicer import DEFAULT_SOLVE_CAP_SECONDS, RefereeServicer
+from referee.service.servicer import DEFAULT_SOLVE_CAP_SECONDS, RefereeServicer, add_to_server
 
 log = logging.getLogger("referee.service")
 
@@ -74,7 +73,7 @@ def create_server(
         maximum_concurrent_rpcs=max_concurrent_rpcs,
     )
     servicer = RefereeServicer(solve_cap_seconds, dispute_jobs, max_streams=max(1, max_workers - 1))
-    referee_pb2_grpc.add_RefereeServiceServicer_to_server(servicer, server)
+    add_to_server(servicer, server)
     health_servicer = health.HealthServicer(experimental_non_blocking=True)
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     if reflection:

@@ -20,13 +20,14 @@ from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPool
 from typing import Callable, Iterator, TypeVar
 
 import grpc
-from google.protobuf.message import Message
+from google.protobuf.message import DecodeError, Message
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
+from referee.errors import RefereeError
 from referee.linking import time_budget
 from referee.service import convert
-from referee.service.disputes import judge_case_bytes
+from referee.service.disputes import judge_case_bytes, malformed
 from referee.service.status import Busy, DeadlineExceeded, status_for, with_metadata
 
 log = logging.getLogger("referee.service")
@@ -38,6 +39,53 @@ REQUEST_ID_KEY = "x-request-id"
 _CLIENT_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
 
 Reply = TypeVar("Reply", bound=Message)
+
+
+class Undecodable:
+    """A request that is not a valid message of its type.
+
+    gRPC's own answer to a request it cannot decode is INTERNAL, "Exception deserializing
+    request!", with a traceback in the server's log. A bad request is the client's error, so
+    the methods are registered with a decoder (``add_to_server``) that hands them this instead:
+    a unary call answers INVALID_ARGUMENT, a stream a MALFORMED verdict for that case alone.
+    """
+
+    __slots__ = ("type_name", "size")
+
+    def __init__(self, type_name: str, size: int) -> None:
+        self.type_name = type_name
+        self.size = size
+
+    def error(self) -> RefereeError:
+        """The error a call reports for this request (the field: none, the whole request)."""
+        return RefereeError("", f"{self.size} bytes", f"the request does not decode as a {self.type_name} message")
+
+
+def _decoder(message_type: type[Message]) -> Callable[[bytes], Message | Undecodable]:
+    def decode(data: bytes) -> Message | Undecodable:
+        try:
+            return message_type.FromString(data)
+        except DecodeError:  # its text only repeats the type's name
+            return Undecodable(message_type.DESCRIPTOR.full_name, len(data))
+
+    return decode
+
+
+def add_to_server(servicer: RefereeServicer, server: grpc.Server) -> None:
+    """Register the referee's methods on ``server``, as the generated code does but with each
+    request decoded by ``_decoder`` (see ``Undecodable``)."""
+    service = pb.DESCRIPTOR.services_by_name["RefereeService"]
+    kinds = {(False, False): grpc.unary_unary_rpc_method_handler, (True, True): grpc.stream_stream_rpc_method_handler}
+    handlers = {
+        method.name: kinds[(method.client_streaming, method.server_streaming)](
+            getattr(servicer, method.name),
+            request_deserializer=_decoder(getattr(pb, method.input_type.name)),
+            response_serializer=getattr(pb, method.output_type.name).SerializeToString,
+        )
+        for method in service.methods
+    }
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service.full_name, handlers),))
+    server.add_registered_method_handlers(service.full_name, handlers)
 
 
 class RefereeServicer(referee_pb2_grpc.RefereeServiceServicer):
@@ -90,7 +138,10 @@ class RefereeServicer(referee_pb2_grpc.RefereeServiceServicer):
                 raise Busy(f"this server process already runs {self.max_streams} CheckDisputes streams; retry later")
             pool = self._dispute_pool()
             for case in request_iterator:
-                pending.append(pool.submit(judge_case_bytes, case.SerializeToString(), self.solve_cap_seconds))
+                if isinstance(case, Undecodable):
+                    pending.append(_ready(malformed("", "", f"{case.size} bytes", case.error().message)))
+                else:
+                    pending.append(pool.submit(judge_case_bytes, case.SerializeToString(), self.solve_cap_seconds))
                 if len(pending) >= window:
                     judged += 1
                     yield pb.CheckDisputesResponse.FromString(pending.popleft().result())
@@ -127,6 +178,8 @@ class RefereeServicer(referee_pb2_grpc.RefereeServiceServicer):
         metadata = ((PID_KEY, str(os.getpid())), (REQUEST_ID_KEY, request_id))
         budget = self.solve_cap_seconds
         try:
+            if isinstance(request, Undecodable):
+                raise request.error()
             remaining = context.time_remaining()
             if remaining is not None:
                 if remaining <= 0:
@@ -147,6 +200,13 @@ class RefereeServicer(referee_pb2_grpc.RefereeServiceServicer):
         return reply
 
 
+def _ready(verdict: pb.CheckDisputesResponse) -> Future[bytes]:
+    """A verdict known at once, in the stream's queue of verdicts being judged."""
+    future: Future[bytes] = Future()
+    future.set_result(verdict.SerializeToString())
+    return future
+
+
 def _request_id(context: grpc.ServicerContext) -> str:
     """The client's ``x-request-id`` when it is a sane token, else a fresh one."""
     for key, value in context.invocation_metadata() or ():
@@ -161,4 +221,4 @@ def _log_call(method: str, code: grpc.StatusCode, seconds: float, request_id: st
     log.info("%s %s %.2fms request_id=%s", method, code.name, duration_ms, request_id, extra={"rpc": fields})
 
 
-__all__ = ["DEFAULT_SOLVE_CAP_SECONDS", "PID_KEY", "REQUEST_ID_KEY", "RefereeServicer"]
+__all__ = ["DEFAULT_SOLVE_CAP_SECONDS", "PID_KEY", "REQUEST_ID_KEY", "RefereeServicer", "Undecodable", "add_to_server"]

@@ -1,0 +1,193 @@
+"""Whatever a client puts on the wire, the referee answers OK or INVALID_ARGUMENT and keeps serving.
+
+Against the session's real server on 127.0.0.1: requests that do not decode at all, and property
+tests (hypothesis, derandomized) with bytes drawn at random; with messages whose every field, at
+any depth, takes values drawn from card codes, near-misses, text, extreme integers and enum
+numbers the contract does not define; and with valid end-of-deal states and closes, a few of
+their fields changed, so that the draws also reach the scoring and the claims.
+"""
+
+from __future__ import annotations
+
+import grpc
+import pytest
+from google.protobuf import message_factory
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.message import Message
+from google.rpc import code_pb2, error_details_pb2
+from grpc_status import rpc_status
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bench.service import make_deals
+from referee._gen.remigio.referee.v1 import referee_pb2 as pb
+from referee.cards import deck
+
+SERVICE = "/remigio.referee.v1.RefereeService/"
+UNARY = {"SolveHand": pb.SolveHandRequest, "CheckClose": pb.CheckCloseRequest, "ScoreDeal": pb.ScoreDealRequest}
+FUZZ = settings(max_examples=120, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+
+CARDS = sorted({card.code() for card in deck(1)})
+CODES = CARDS + ["", "1H", "11S", "ah", "A\u2665", "10", "KK", "J K", "AH "]
+INTS = st.one_of(st.integers(0, 3), st.integers(0, 3), st.integers(-3, 14), st.sampled_from([-(2**31), 2**31 - 1, 1000, -1000]))
+
+
+def _raw(channel: grpc.Channel, method: str) -> grpc.UnaryUnaryMultiCallable:
+    return channel.unary_unary(SERVICE + method, request_serializer=None, response_deserializer=None)
+
+
+def _bad_request(error: grpc.RpcError) -> error_details_pb2.BadRequest.FieldViolation:
+    status = rpc_status.from_call(error)
+    assert status is not None and status.code == code_pb2.INVALID_ARGUMENT
+    (detail,) = status.details
+    bad_request = error_details_pb2.BadRequest()
+    assert detail.Unpack(bad_request)
+    (violation,) = bad_request.field_violations
+    return violation
+
+
+def _answer(channel: grpc.Channel, method: str, payload: bytes) -> None:
+    """Call; the reply must be OK (and decode) or INVALID_ARGUMENT with a BadRequest."""
+    try:
+        reply = _raw(channel, method)(payload, timeout=30)
+    except grpc.RpcError as error:
+        assert error.code() == grpc.StatusCode.INVALID_ARGUMENT, (error.code(), error.details(), payload)
+        assert _bad_request(error).description
+        assert "Traceback" not in error.details()
+    else:
+        getattr(pb, method + "Response").FromString(reply)
+
+
+@pytest.mark.parametrize("method", UNARY)
+@pytest.mark.parametrize("payload", [b"\xff", b"\x0a\x05AH", b"\x80\x80\x80"], ids=["bad tag", "cut string", "cut varint"])
+def test_a_request_that_does_not_decode_is_invalid_argument(channel: grpc.Channel, method: str, payload: bytes) -> None:
+    with pytest.raises(grpc.RpcError) as caught:
+        _raw(channel, method)(payload, timeout=10)
+    violation = _bad_request(caught.value)
+    assert violation.field == ""  # the whole request
+    assert UNARY[method].DESCRIPTOR.full_name in violation.description
+    assert f"'{len(payload)} bytes'" in violation.description
+    # And the server goes on serving.
+    assert pb.SolveHandResponse.FromString(_raw(channel, "SolveHand")(pb.SolveHandRequest(cards=["AH"]).SerializeToString()))
+
+
+def test_a_stream_case_that_does_not_decode_gets_a_malformed_verdict_alone(channel: grpc.Channel) -> None:
+    def case(case_id: str) -> bytes:
+        return pb.CheckDisputesRequest(id=case_id, hand=pb.HandDispute(cards="AH 2H 3H 9C".split())).SerializeToString()
+
+    call = channel.stream_stream(SERVICE + "CheckDisputes", request_serializer=None,
+                                 response_deserializer=pb.CheckDisputesResponse.FromString)
+    verdicts = list(call(iter([case("a"), b"\xff\xff", case("c")]), timeout=30))
+    assert [v.id for v in verdicts] == ["a", "", "c"]
+    assert [v.outcome == pb.DISPUTE_OUTCOME_MALFORMED for v in verdicts] == [False, True, False]
+    assert verdicts[1].error.value == "2 bytes"
+    assert "CheckDisputesRequest" in verdicts[1].error.message
+
+
+@pytest.mark.parametrize("method", UNARY)
+@FUZZ
+@given(payload=st.binary(max_size=80))
+def test_any_bytes_get_ok_or_invalid_argument(channel: grpc.Channel, method: str, payload: bytes) -> None:
+    _answer(channel, method, payload)
+
+
+def _field_values(field: FieldDescriptor, depth: int) -> st.SearchStrategy:
+    # Mostly values that pass, so that the draws also reach past the first check.
+    if field.type == FieldDescriptor.TYPE_STRING:
+        return st.one_of(st.sampled_from(CARDS), st.sampled_from(CARDS), st.sampled_from(CODES), st.text(max_size=8))
+    if field.type == FieldDescriptor.TYPE_BOOL:
+        return st.booleans()
+    if field.type == FieldDescriptor.TYPE_ENUM:
+        defined = st.sampled_from([value.number for value in field.enum_type.values])
+        return st.one_of(defined, defined, defined, st.integers(-2, 12))  # open enums: undefined numbers go through
+    if field.type == FieldDescriptor.TYPE_MESSAGE:
+        return _messages(field.message_type, depth + 1)
+    return INTS
+
+
+def _messages(descriptor: Descriptor, depth: int = 0) -> st.SearchStrategy[Message]:
+    """Messages of ``descriptor`` with any of their fields set, to any values, four levels deep."""
+    make = message_factory.GetMessageClass(descriptor)
+    fields = {}
+    for field in descriptor.fields:
+        if field.type == FieldDescriptor.TYPE_MESSAGE and depth >= 3:
+            continue
+        values = _field_values(field, depth)
+        repeated = field.is_repeated
+        fields[field.name] = st.lists(values, max_size=12 if field.type == FieldDescriptor.TYPE_STRING else 5) if repeated else values
+
+    def build(drawn: dict) -> Message:
+        for oneof in descriptor.oneofs:  # one member of a oneof at most
+            for extra in [f.name for f in oneof.fields if f.name in drawn][1:]:
+                del drawn[extra]
+        return make(**drawn)
+
+    return st.fixed_dictionaries({}, optional=fields).map(build)
+
+
+@pytest.mark.parametrize("method", UNARY)
+@FUZZ
+@given(data=st.data())
+def test_any_field_values_get_ok_or_invalid_argument(channel: grpc.Channel, method: str, data: st.DataObject) -> None:
+    request = data.draw(_messages(UNARY[method].DESCRIPTOR))
+    _answer(channel, method, request.SerializeToString())
+
+
+# Near-valid requests: valid end-of-deal states (the service benchmark's), a few fields changed.
+
+BASES = make_deals(7, 12)
+ANY_CODE = st.one_of(st.sampled_from(CARDS + ["JK"]), st.sampled_from(CODES))
+
+
+@st.composite
+def _changed_deals(draw: st.DrawFn) -> pb.ScoreDealRequest:
+    request = pb.ScoreDealRequest(deal=draw(st.sampled_from(BASES)))
+    deal = request.deal
+    for _ in range(draw(st.integers(1, 3))):
+        change = draw(st.sampled_from(["card", "drop", "add", "closer", "discard", "score", "piles", "eliminated",
+                                       "rules", "claims"]))
+        player = deal.players[draw(st.integers(0, len(deal.players) - 1))]
+        if change == "card" and player.cards:
+            player.cards[draw(st.integers(0, len(player.cards) - 1))] = draw(ANY_CODE)
+        elif change == "drop" and player.cards:
+            del player.cards[draw(st.integers(0, len(player.cards) - 1))]
+        elif change == "add":
+            player.cards.append(draw(ANY_CODE))
+        elif change == "closer":
+            deal.closer = draw(st.integers(-1, 5))
+        elif change == "discard":
+            deal.discard = draw(ANY_CODE)
+        elif change == "score":
+            player.score = draw(INTS)
+        elif change == "piles":
+            deal.ClearField(draw(st.sampled_from(["discard_pile", "stock"])))
+        elif change == "eliminated":
+            deal.eliminated.append(draw(st.sampled_from(["p0", "p1", "p2", "p3", "p9", ""])))
+        elif change == "rules":
+            request.rules.CopyFrom(draw(_messages(pb.RuleOptions.DESCRIPTOR)))
+        else:
+            request.claims.CopyFrom(draw(_messages(pb.DealClaims.DESCRIPTOR)))
+    return request
+
+
+@FUZZ
+@given(request=_changed_deals())
+def test_changed_deals_get_ok_or_invalid_argument(channel: grpc.Channel, request: pb.ScoreDealRequest) -> None:
+    _answer(channel, "ScoreDeal", request.SerializeToString())
+
+
+@FUZZ
+@given(base=st.sampled_from(BASES), eleven=st.booleans(), swaps=st.lists(st.tuples(st.integers(0, 10), ANY_CODE), max_size=2),
+       kind=st.none() | st.integers(-1, 8), multiplier=st.none() | INTS)
+def test_changed_closes_get_ok_or_invalid_argument(
+    channel: grpc.Channel, base: pb.Deal, eleven: bool, swaps: list, kind: int | None, multiplier: int | None
+) -> None:
+    cards = list(base.players[base.closer].cards) + ([base.discard] if eleven else [])
+    for at, code in swaps:
+        cards[at % len(cards)] = code
+    request = pb.CheckCloseRequest(cards=cards, discard="" if eleven else base.discard)
+    if kind is not None:
+        request.claimed_kind = kind
+    if multiplier is not None:
+        request.claimed_multiplier = multiplier
+    _answer(channel, "CheckClose", request.SerializeToString())
