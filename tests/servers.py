@@ -1,4 +1,5 @@
-"""A referee server as a real process (``python -m referee.service.server``) for the tests."""
+"""A referee server as a real process (``python -m referee.service.server``) for the tests, and
+what the tests read from its errors."""
 
 from __future__ import annotations
 
@@ -13,6 +14,10 @@ import sys
 import threading
 import time
 from pathlib import Path
+
+import grpc
+from google.rpc import code_pb2, error_details_pb2
+from grpc_status import rpc_status
 
 ROOT = Path(__file__).resolve().parent.parent
 LISTENING = re.compile(r"listening on (\S+):(\d+) \(pid (\d+)\)")
@@ -100,3 +105,14 @@ class ServerProcess:
             os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait(timeout=10)
         self._reader.join(timeout=5)
+
+
+def field_violation(error: grpc.RpcError) -> error_details_pb2.BadRequest.FieldViolation:
+    """The one field violation of an INVALID_ARGUMENT error's ``google.rpc.BadRequest`` detail."""
+    status = rpc_status.from_call(error)
+    assert status is not None and status.code == code_pb2.INVALID_ARGUMENT
+    (detail,) = status.details
+    bad_request = error_details_pb2.BadRequest()
+    assert detail.Unpack(bad_request)
+    (violation,) = bad_request.field_violations
+    return violation
