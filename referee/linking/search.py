@@ -422,23 +422,25 @@ def _same_rank_options(
     fields: list[int], kinds: list[int], copies: list[int], cap: list[int], options: list[list[Option]], junit: int
 ) -> None:
     """Same rank: any sub-multiset of one rank's naturals (held in ``fields``), no upper size."""
-    # (packed, size, key, field of the lowest card) of every sub-multiset, one kind at a time.
-    subsets: list[tuple[int, int, Key, int]] = [(0, 0, (), 0)]
+    # (packed, size, key, the list of its lowest card's field) of every sub-multiset so far, one
+    # kind at a time; each new one's groups are listed as it is made.
+    subsets: list[tuple[int, int, Key, list[Option] | None]] = [(0, 0, (), None)]
+    last = fields[-1]
     for f in fields:
-        i, unit = kinds[f], _UNIT[f]
+        i, unit, own, extend = kinds[f], _UNIT[f], options[f], f != last
         for s in range(len(subsets)):
-            packed, n, key, low = subsets[s]
-            if not n:
-                low = f
-            for m in range(1, copies[f] + 1):
-                packed, key = packed + unit, key + (i,)
-                subsets.append((packed, n + m, key, low))
-    for packed, n, key, low in subsets:
-        lo = MIN_GROUP - n if n < MIN_GROUP else 0
-        if n and lo <= cap[n]:
-            listed = options[low]
-            for j in range(lo, cap[n] + 1):
-                listed.append((key + _JOKER_TAILS[j], packed + j * junit))
+            packed, n, key, listed = subsets[s]
+            if listed is None:
+                listed = own
+            for _ in range(copies[f]):
+                packed, n, key = packed + unit, n + 1, key + (i,)
+                if extend:
+                    subsets.append((packed, n, key, listed))
+                lo = MIN_GROUP - n if n < MIN_GROUP else 0
+                hi = cap[n]
+                while lo <= hi:
+                    listed.append((key + _JOKER_TAILS[lo], packed + lo * junit))
+                    lo += 1
 
 
 def _run_options(
