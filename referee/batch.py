@@ -22,9 +22,10 @@ import time
 from collections import Counter, deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Iterator, TextIO
+from typing import TYPE_CHECKING, Iterable, Iterator, Sequence, TextIO
 
 from google.protobuf import json_format
+from google.protobuf.message import Message
 
 from referee.linking import engine_for
 from referee.rules import RuleSet
@@ -32,6 +33,8 @@ from referee.service import jsonmsg
 
 if TYPE_CHECKING:
     import grpc
+
+    from referee._gen.remigio.referee.v1 import referee_pb2
 
 EXIT_OK = 0
 EXIT_MALFORMED = 3  # every case was judged, some were MALFORMED
@@ -127,7 +130,7 @@ def judge_line(line: Line, engine: str | None = None) -> str:
     return verdict_json(judge_case(case_or_error))
 
 
-def parse_case(line: Line, engine: str | None = None) -> "object | str":
+def parse_case(line: Line, engine: str | None = None) -> referee_pb2.CheckDisputesRequest | str:
     """The case message of a line, or (when it cannot be read) its MALFORMED verdict as JSON."""
     from referee._gen.remigio.referee.v1 import referee_pb2 as pb
     from referee.service.disputes import malformed
@@ -147,9 +150,9 @@ def parse_case(line: Line, engine: str | None = None) -> "object | str":
     return case
 
 
-def verdict_json(verdict: object) -> str:
+def verdict_json(verdict: Message) -> str:
     """A verdict as one line of protobuf JSON (proto field names, every field present)."""
-    return jsonmsg.to_json(verdict)  # type: ignore[arg-type]
+    return jsonmsg.to_json(verdict)
 
 
 _OUTCOME = re.compile(r'"outcome":"DISPUTE_OUTCOME_([A-Z_]+)"')
@@ -291,7 +294,7 @@ def _remote(lines: Iterable[Line], args: argparse.Namespace) -> Iterator[str]:
                 raise _Unreachable(f"the server failed: {error.code().name}: {error.details()}") from None
 
 
-def _stream_when_admitted(stub: object, cases: list[object]) -> Iterator[object]:
+def _stream_when_admitted(stub: object, cases: Sequence[object]) -> Iterator[object]:
     """The verdicts of one CheckDisputes call, retried while the server turns it away as busy.
 
     A server process runs a bounded number of streams at once and refuses more with

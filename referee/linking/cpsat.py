@@ -145,7 +145,7 @@ class CpSatEngine:
         lowest such group: nothing has to say "this is the lowest used", which keeps it easy to prove.
         """
         size = len(columns)
-        choices = range(size)
+        choices: Sequence[int] = range(size)
         lowest = min(i for i, held in counts.items() if held)
         if lowest in exact:
             # Every scoring card is linked, the lowest held too, and the group holding it starts

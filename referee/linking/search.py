@@ -237,12 +237,12 @@ def _one_joker_run_table() -> tuple[dict[int, tuple[OneJokerRun, ...]], ...]:
             if window.bit_length() - 1 > reach:
                 continue
             laid = []
-            for taken, j, packed, top_unit in runs:
-                if rank + taken[-1] == 13:  # the high ace: first in the key, its own field
-                    key = (ace, *[start + p for p in taken[:-1]])
+            for positions, j, packed, top_unit in runs:
+                if rank + positions[-1] == 13:  # the high ace: first in the key, its own field
+                    key = (ace, *[start + p for p in positions[:-1]])
                     laid.append((key + _JOKER_TAILS[j], packed - top_unit, j, True))
                 else:
-                    laid.append((tuple([start + p for p in taken]) + _JOKER_TAILS[j], packed, j, False))
+                    laid.append((tuple([start + p for p in positions]) + _JOKER_TAILS[j], packed, j, False))
             by_window[window] = tuple(laid)
         table.append(by_window)
     return tuple(table)
@@ -470,7 +470,7 @@ def _run_options(
         if a + 1 == end or scale[a + 1] - first - 1 > jokers:
             continue  # the jokers cannot reach the next rank: no run starts here
         # Depth first: (last step taken, its rank, jokers left for gaps, packed, cards taken).
-        stack = [(a, first, jokers, units[a], (cards[a],))]
+        stack: list[tuple[int, int, int, int, Key]] = [(a, first, jokers, units[a], (cards[a],))]
         while stack:
             at, last, left, packed, taken = stack.pop()
             for b in range(at + 1, end):
@@ -478,7 +478,8 @@ def _run_options(
                 spare = left - (rank - last - 1)
                 if spare < 0 or rank - first >= MAX_RUN:
                     break
-                now, more = taken + (cards[b],), packed + units[b]
+                now: Key = taken + (cards[b],)
+                more = packed + units[b]
                 if b + 1 < end:
                     stack.append((b, rank, spare, more, now))
                 n = len(now)

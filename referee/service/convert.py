@@ -9,7 +9,7 @@ gRPC servicer and the command line both call them, so both answer the same, byte
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence, TypeVar
 
 from referee import closing, scoring
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
@@ -24,12 +24,13 @@ from referee.rules import CloseKind, JokerLimit, RuleSet, ScoringMode, ScoringRu
 
 # Enum tables, built from the names so a renamed member fails at import rather than at a call.
 _JOKER_LIMITS = {pb.JokerLimit.Value(f"JOKER_LIMIT_{m.name}"): m for m in JokerLimit}
-_ENGINES = {pb.ENGINE_CPSAT: "cpsat", pb.ENGINE_SEARCH: "search", pb.ENGINE_AUDIT: "audit"}
+_ENGINES: dict[int, str] = {pb.ENGINE_CPSAT: "cpsat", pb.ENGINE_SEARCH: "search", pb.ENGINE_AUDIT: "audit"}
 _CLOSE_KINDS = {pb.CloseKind.Value(f"CLOSE_KIND_{m.name}"): m for m in CloseKind}
 _CLOSE_KIND_NUMBERS = {kind: number for number, kind in _CLOSE_KINDS.items()}
 _SCORING_MODES = {pb.ScoringMode.Value(f"SCORING_MODE_{m.name}"): m for m in ScoringMode}
 _GROUP_KINDS = {m: pb.GroupKind.Value(f"GROUP_KIND_{m.name}") for m in GroupKind}
 _VERDICTS = {name: pb.Verdict.Value(f"VERDICT_{name}") for name in ("CONFIRMED", "WRONG", "INVALID", "VALID_NOT_BEST", "BEST")}
+_V = TypeVar("_V")
 
 CLOSE_SHOWN = 10
 MAX_SCORE = 10**9
@@ -117,7 +118,7 @@ def _scoring_from_proto(options: pb.ScoringOptions, field: str) -> ScoringRules:
     )
 
 
-def _enum(table: dict, number: int, field: str, what: str):  # type: ignore[no-untyped-def,type-arg]
+def _enum(table: Mapping[int, _V], number: int, field: str, what: str) -> _V:
     """The domain value of an enum number; an unknown number (proto3 enums are open) is an error."""
     try:
         return table[number]
@@ -208,7 +209,7 @@ def linking_to_proto(linking: Linking) -> pb.Linking:
     )
 
 
-def close_kind_to_proto(kind: CloseKind | None) -> int:
+def close_kind_to_proto(kind: CloseKind | None) -> pb.CloseKind:
     """The enum number of a close kind; None is CLOSE_KIND_UNSPECIFIED."""
     return pb.CLOSE_KIND_UNSPECIFIED if kind is None else _CLOSE_KIND_NUMBERS[kind]
 

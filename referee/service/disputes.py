@@ -51,7 +51,7 @@ def judge_case_bytes(case: bytes, budget_seconds: float | None = None) -> bytes:
         return malformed(request.id, "", "", f"could not be judged in time: {error}").SerializeToString()
 
 
-def outcome(claims: list[pb.ClaimVerdict]) -> int:
+def outcome(claims: list[pb.ClaimVerdict]) -> pb.DisputeOutcome:
     """The case's outcome: INVALID beats WRONG beats CONFIRMED; no claim is NO_CLAIM."""
     verdicts = {claim.verdict for claim in claims}
     if not verdicts:
