@@ -1,4 +1,6 @@
-"""The gRPC servicer: it converts, delegates to the handlers of ``convert``, and logs one line per call.
+"""The gRPC servicer: it converts, delegates to the handlers of ``convert``, and logs one line per call;
+and its registration on a server, with request decoding that turns bytes that are no message into
+the client's error rather than the server's (``Undecodable``).
 
 Time: a call may spend on solving the smaller of the client's remaining deadline and the
 server's solve cap. That budget is handed to the domain (``referee.linking.time_budget``), so
