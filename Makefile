@@ -8,7 +8,10 @@ VENV_STAMP  := $(VENV)/.installed
 TOOLS       := .tools
 BUF_VERSION := 1.75.0
 BUF         := $(TOOLS)/node_modules/.bin/buf
-BUF_STAMP   := $(TOOLS)/.buf-$(BUF_VERSION)
+GRPC_JS     := 1.14.7
+PROTO_LOADER := 0.8.1
+# buf lints the proto; grpc-js and proto-loader are the tests' client in another language.
+TOOLS_STAMP := $(TOOLS)/.installed-buf-$(BUF_VERSION)-grpc-js-$(GRPC_JS)-proto-loader-$(PROTO_LOADER)
 HOST        ?= 127.0.0.1
 PORT        ?= 50051
 IMAGE       ?= remigio-referee:latest
@@ -30,20 +33,21 @@ $(VENV_STAMP): pyproject.toml
 
 venv .venv: $(VENV_STAMP) ## create .venv and install the project with its dev extra
 
-$(BUF_STAMP):
-	npm install --prefix $(TOOLS) --no-audit --no-fund --loglevel=error @bufbuild/buf@$(BUF_VERSION)
+$(TOOLS_STAMP):
+	npm install --prefix $(TOOLS) --no-audit --no-fund --loglevel=error \
+		@bufbuild/buf@$(BUF_VERSION) @grpc/grpc-js@$(GRPC_JS) @grpc/proto-loader@$(PROTO_LOADER)
 	$(BUF) --version
 	touch $@
 
-buf: $(BUF_STAMP) ## install buf into .tools
+buf: $(TOOLS_STAMP) ## install buf (and the tests' Node.js gRPC client) into .tools
 
 serve: $(VENV_STAMP) ## run the referee on HOST:PORT (default 127.0.0.1:50051)
 	$(BIN)/remigio-referee serve --host $(HOST) --port $(PORT)
 
-test: $(VENV_STAMP) $(BUF_STAMP) ## run the tests (slow ones deselected)
+test: $(VENV_STAMP) $(TOOLS_STAMP) ## run the tests (slow ones deselected)
 	$(BIN)/python -m pytest -q -ra $(PYTEST_ARGS)
 
-lint: $(VENV_STAMP) $(BUF_STAMP) ## buf lint and format check, stale generated code, hadolint
+lint: $(VENV_STAMP) $(TOOLS_STAMP) ## buf lint and format check, stale generated code, hadolint
 	$(BUF) lint
 	$(BUF) format --diff --exit-code
 	$(BIN)/python scripts/gen_protos.py --check
