@@ -313,7 +313,11 @@ def _h2_result(rpc: str, client: h2client.Client) -> ClientResult:
     for call in client.calls:
         replies = call.replies()
         if call.failure or call.status != 0:
-            name = _STATUS_NAMES.get(call.status, "UNKNOWN") if call.status is not None else "UNKNOWN"
+            # As a gRPC client names them: its deadline passed, or the connection went away.
+            if call.failure:
+                name = "DEADLINE_EXCEEDED" if call.failure.startswith("DEADLINE_EXCEEDED") else "UNAVAILABLE"
+            else:
+                name = _STATUS_NAMES.get(call.status, "UNKNOWN")
             result.errors[name] += 1
             result.first_error = result.first_error or call.failure or f"{name}: {call.details}"
         elif replies is None or len(replies) != 1:

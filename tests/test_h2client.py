@@ -7,6 +7,7 @@ import threading
 import time
 
 import grpc
+import pytest
 from hpack import Decoder, Encoder
 
 from bench import h2client
@@ -166,3 +167,28 @@ def test_a_lost_connection_fails_the_call_in_flight() -> None:
         assert call.failure == "connection closed by the server" and call.ended > call.began
     finally:
         peer.close()
+
+
+def test_the_benchmark_counts_each_call_as_a_grpc_client_would() -> None:
+    from bench.service import _h2_result
+
+    def framed(*messages: bytes) -> bytearray:
+        return bytearray(b"".join(b"\x00" + len(m).to_bytes(4, "big") + m for m in messages))
+
+    good = pb.SolveHandResponse(linking=pb.Linking(points=3)).SerializeToString()
+    client = h2client.Client(0, 1, 0.0)
+    client.calls = [
+        h2client.Call(1.0, 1.002, framed(good), status=0, metadata={"x-referee-pid": "77"}),
+        h2client.Call(2.0, 2.5, failure="DEADLINE_EXCEEDED: no reply within the call's deadline"),
+        h2client.Call(3.0, 3.1, failure="connection closed by the server"),
+        h2client.Call(4.0, 4.1, status=3, details="cards[1]: not a card code"),
+        h2client.Call(5.0, 5.1, framed(good, good), status=0),
+        h2client.Call(6.0, 6.1, framed(pb.SolveHandResponse().SerializeToString()), status=0),
+    ]
+    client.sent = len(client.calls)
+    result = _h2_result("SolveHand", client)
+    assert result.server_pid == "77" and result.sent == 6 and result.last_done == 6.1
+    assert result.latencies_ms == pytest.approx([2.0, 100.0])
+    assert result.bad_replies == 1  # the reply without a linking
+    assert result.errors == {"DEADLINE_EXCEEDED": 1, "UNAVAILABLE": 1, "INVALID_ARGUMENT": 1, "UNKNOWN": 1}
+    assert result.first_error.startswith("DEADLINE_EXCEEDED")
