@@ -71,6 +71,11 @@ def _literal(name: bytes, value: bytes, name_index: int = 0) -> bytes:
     return head + length(len(value), 7) + value
 
 
+def grpc_message(message: bytes) -> bytes:
+    """A message as gRPC frames it in DATA: uncompressed (flag 0), its length, its bytes."""
+    return b"\x00" + len(message).to_bytes(4, "big") + message
+
+
 def header_block(authority: str, method: str, timeout_s: float) -> bytes:
     """The HPACK block of every call of ``method`` (a path like ``/pkg.Service/Method``)."""
     return b"".join((
@@ -151,7 +156,7 @@ class _Connection:
         self._send_data(request)
 
     def _send_data(self, request: bytes) -> None:
-        body = b"\x00" + len(request).to_bytes(4, "big") + request
+        body = grpc_message(request)
         if len(body) > min(self.send_window, self.stream_window):
             self.waiting = request
             return

@@ -143,7 +143,7 @@ def test_a_call_the_server_took_before_its_goaway_still_ends_normally() -> None:
         encoder = Encoder()
         head = encoder.encode([(":status", "200"), ("content-type", "application/grpc")])
         tail = encoder.encode([("grpc-status", "0"), ("x-referee-pid", "42")])
-        body = b"\x00" + len(reply).to_bytes(4, "big") + reply
+        body = h2client.grpc_message(reply)
         sock.sendall(_goaway(1)
                      + h2client._frame(h2client.HEADERS, h2client.END_HEADERS, 1, head)
                      + h2client._frame(h2client.DATA, 0, 1, body)
@@ -173,7 +173,7 @@ def test_the_benchmark_counts_each_call_as_a_grpc_client_would() -> None:
     from bench.service import _h2_result
 
     def framed(*messages: bytes) -> bytearray:
-        return bytearray(b"".join(b"\x00" + len(m).to_bytes(4, "big") + m for m in messages))
+        return bytearray(b"".join(h2client.grpc_message(m) for m in messages))
 
     good = pb.SolveHandResponse(linking=pb.Linking(points=3)).SerializeToString()
     client = h2client.Client(0, 1, 0.0)

@@ -197,7 +197,7 @@ def test_a_serving_process_freezes_its_start_up_objects_and_rarely_collects_in_f
     # In a process of its own: freezing is process-wide and would change this test process.
     probe = (
         "import gc; before = gc.get_threshold(); from referee.service import server; "
-        "server._freeze_startup_objects(); print(gc.get_freeze_count(), *before, *gc.get_threshold())"
+        "server._tune_garbage_collector(); print(gc.get_freeze_count(), *before, *gc.get_threshold())"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120).stdout
     frozen, *before, young, middle, full = (int(x) for x in out.split())

@@ -184,7 +184,7 @@ def _serve(args: argparse.Namespace, port: int, reuse_port: bool) -> int:
     except OSError as error:
         _say(f"remigio-referee: error: {error}")
         return 1
-    _freeze_startup_objects()
+    _tune_garbage_collector()
     _say(f"remigio-referee: listening on {_address(args.host, bound)} (pid {os.getpid()})")
     # A timed wait, so the signal handler runs promptly in this (the main) thread.
     while not stop.wait(0.2):
@@ -195,7 +195,7 @@ def _serve(args: argparse.Namespace, port: int, reuse_port: bool) -> int:
     return 0
 
 
-def _freeze_startup_objects() -> None:
+def _tune_garbage_collector() -> None:
     """Keep the garbage collector's full collections out of the way of calls.
 
     A full collection walks every tracked object the process holds, and every call in the
