@@ -566,6 +566,24 @@ def _a_stream_held_open(stub: referee_pb2_grpc.RefereeServiceStub) -> Iterator[t
             release.set()
 
 
+@contextlib.contextmanager
+def _holding_the_stream_slot(
+    stub: referee_pb2_grpc.RefereeServiceStub, refused: Callable[[], bool]
+) -> Iterator[tuple[futures.Future, threading.Event]]:
+    """A stream held open (``_a_stream_held_open``) that has the server's only stream slot, shown
+    by ``refused()``, a second stream turned away. Until the held stream is in the servicer a
+    second one may get through, and if that one takes the slot first it is the held stream that
+    is turned away; so the held stream is opened again until the second one is refused."""
+    deadline = time.monotonic() + 20
+    while True:
+        with _a_stream_held_open(stub) as (first, release):
+            time.sleep(0.05)  # a head start
+            if refused():
+                yield first, release
+                return
+        assert time.monotonic() < deadline, "the held stream never took the slot"
+
+
 def test_streams_beyond_the_stream_cap_are_resource_exhausted_and_unary_calls_go_on(own_server) -> None:
     # Two threads: one CheckDisputes stream may hold one, the other stays for the unary calls.
     chan, stub = _run_stub(own_server(max_workers=2))
@@ -578,12 +596,9 @@ def test_streams_beyond_the_stream_cap_are_resource_exhausted_and_unary_calls_go
             return error.code()
         return grpc.StatusCode.OK
 
-    with chan, _a_stream_held_open(stub) as (first, release):
-        # Until the first stream is in the servicer a second one may still get through.
-        deadline = time.monotonic() + 10
-        while (code := second_stream()) == grpc.StatusCode.OK and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert code == grpc.StatusCode.RESOURCE_EXHAUSTED
+    with chan, _holding_the_stream_slot(stub, lambda: second_stream() == grpc.StatusCode.RESOURCE_EXHAUSTED) as (
+        first, release
+    ):
         # The thread left free answers the unary calls while the stream lasts.
         assert stub.SolveHand(pb.SolveHandRequest(cards=["AH"]), timeout=10).linking.points == 1
         assert not first.done()
@@ -600,16 +615,17 @@ def test_the_batch_client_gives_up_on_a_server_busy_for_too_long(own_server, mon
 
     monkeypatch.setattr(batch, "BUSY_GIVE_UP", 0.3)
     chan, stub = _run_stub(own_server(max_workers=2))
-    with chan, _a_stream_held_open(stub) as (first, release):
-        deadline = time.monotonic() + 10
-        while True:  # until the held stream has the slot, a try may still get through
-            started = time.monotonic()
-            try:
-                list(batch._stream_when_admitted(stub, [pb.CheckDisputesRequest(id="late", close=_SMALL_CLOSE)]))
-            except grpc.RpcError as error:
-                assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
-                assert 0.3 <= time.monotonic() - started < 5  # it retried, then gave up
-                break
-            assert time.monotonic() < deadline, "the held stream never took the slot"
+
+    def gives_up() -> bool:
+        started = time.monotonic()
+        try:
+            list(batch._stream_when_admitted(stub, [pb.CheckDisputesRequest(id="late", close=_SMALL_CLOSE)]))
+        except grpc.RpcError as error:
+            assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert 0.3 <= time.monotonic() - started < 5  # it retried, then gave up
+            return True
+        return False
+
+    with chan, _holding_the_stream_slot(stub, gives_up) as (first, release):
         release.set()
         assert first.result(timeout=20) == ["held"]
