@@ -19,7 +19,7 @@ PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
 
-.PHONY: help venv .venv buf serve test lint protos bench docker clean distclean
+.PHONY: help venv .venv buf serve test lint format protos bench docker clean distclean
 
 help: ## list the targets
 	@grep -E '^[a-z][a-z .-]*:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
@@ -47,11 +47,17 @@ serve: $(VENV_STAMP) ## run the referee on HOST:PORT (default 127.0.0.1:50051)
 test: $(VENV_STAMP) $(TOOLS_STAMP) ## run the tests (slow ones deselected)
 	$(BIN)/python -m pytest -q -ra $(PYTEST_ARGS)
 
-lint: $(VENV_STAMP) $(TOOLS_STAMP) ## buf lint and format check, stale generated code, hadolint
+lint: $(VENV_STAMP) $(TOOLS_STAMP) ## ruff, buf lint and format check, stale generated code, hadolint
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BUF) lint
 	$(BUF) format --diff --exit-code
 	$(BIN)/python scripts/gen_protos.py --check
 	$(BIN)/hadolint --failure-threshold warning Dockerfile
+
+format: $(VENV_STAMP) ## format the code and apply ruff's safe fixes
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
 
 protos: $(VENV_STAMP) ## regenerate referee/_gen/ from protos/
 	$(BIN)/python scripts/gen_protos.py

@@ -44,9 +44,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 if __package__ in (None, ""):
     # Run as ``python bench/batch.py``: make the repository root importable.
@@ -132,7 +132,9 @@ class Run:
         return TARGETS.get((self.where, self.engine))
 
 
-def time_batch(where: str, engine: str, cases: Path, count: int, out: Path, jobs: int, server: Server | None = None) -> Run:
+def time_batch(
+    where: str, engine: str, cases: Path, count: int, out: Path, jobs: int, server: Server | None = None
+) -> Run:
     """Run ``remigio-referee batch`` once, timed from its start to its exit."""
     command = [sys.executable, "-m", "referee.cli", "batch", str(cases), "-o", str(out), "--jobs", str(jobs)]
     if engine != "cpsat":
@@ -142,10 +144,14 @@ def time_batch(where: str, engine: str, cases: Path, count: int, out: Path, jobs
     before_children = resource.getrusage(resource.RUSAGE_CHILDREN)
     before_server = server.cpu_by_worker() if server else []
     start = time.perf_counter()
-    result = subprocess.run(command, cwd=REPO, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=RUN_TIMEOUT)
+    result = subprocess.run(
+        command, cwd=REPO, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=RUN_TIMEOUT
+    )
     seconds = time.perf_counter() - start
     after_children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    client_cpu = (after_children.ru_utime - before_children.ru_utime) + (after_children.ru_stime - before_children.ru_stime)
+    client_cpu = (after_children.ru_utime - before_children.ru_utime) + (
+        after_children.ru_stime - before_children.ru_stime
+    )
     server_cpu = [a - b for a, b in zip(server.cpu_by_worker(), before_server)] if server else []
     return Run(where, engine, jobs, count, seconds, client_cpu, server_cpu, result.returncode, out, result.stderr)
 
@@ -162,7 +168,9 @@ def _load() -> str:
 
 def format_run(run: Run) -> str:
     """One row of the report."""
-    where = f"local --jobs {run.jobs}" if run.where == "local" else f"server --workers {SERVER_WORKERS}, --jobs {run.jobs}"
+    where = (
+        f"local --jobs {run.jobs}" if run.where == "local" else f"server --workers {SERVER_WORKERS}, --jobs {run.jobs}"
+    )
     target = "-"
     if run.target is not None:
         target = f"{run.target:,.0f} {'met' if run.rate >= run.target else 'MISSED'}"
@@ -199,7 +207,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.batch", description="Benchmark remigio-referee batch.")
     parser.add_argument("--count", type=int, default=DEFAULT_COUNT, help=f"cases (default {DEFAULT_COUNT:,})")
     parser.add_argument(
-        "--cpsat-count", type=int, default=DEFAULT_CPSAT_COUNT,
+        "--cpsat-count",
+        type=int,
+        default=DEFAULT_CPSAT_COUNT,
         help=f"cases for the CP-SAT runs, the first of the file (default {DEFAULT_CPSAT_COUNT:,}; at most --count)",
     )
     parser.add_argument("--server-jobs", type=int, default=DEFAULT_SERVER_JOBS, help="concurrent streams to the server")
@@ -244,7 +254,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for engine in engines:
                     path, count = files[engine]
                     progress(f"server --workers {SERVER_WORKERS} --jobs {args.server_jobs}, {engine}, {count:,} cases")
-                    runs.append(time_batch("server", engine, path, count, folder / f"server-{engine}.jsonl", args.server_jobs, server))
+                    runs.append(
+                        time_batch(
+                            "server", engine, path, count, folder / f"server-{engine}.jsonl", args.server_jobs, server
+                        )
+                    )
             finally:
                 stopped = server.stop()
             if stopped != 0:
@@ -252,16 +266,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         reference_run = max(runs, key=lambda run: run.cases)
         reference = reference_run.output.read_text(encoding="utf-8").splitlines()
         problems = check(runs, reference)
-        outcomes = {name: sum(f'"DISPUTE_OUTCOME_{name}"' in line for line in reference) for name in ("CONFIRMED", "WRONG")}
+        outcomes = {
+            name: sum(f'"DISPUTE_OUTCOME_{name}"' in line for line in reference) for name in ("CONFIRMED", "WRONG")
+        }
 
     print(
         f"remigio-referee batch: {args.count:,} end-of-deal disputes (4 players; claims on the multiplier, "
         f"points and score changes; seed {SEED})"
     )
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, python {platform.python_version()}; "
-          f"load average before {load_before}, after {_load()}")
+    print(
+        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, python {platform.python_version()}; "
+        f"load average before {load_before}, after {_load()}"
+    )
     if "cpsat" in args.engine_list and args.cpsat_count < args.count:
-        print(f"CP-SAT runs: the first {args.cpsat_count:,} of the {args.count:,} cases (--cpsat-count), to keep the run short")
+        print(
+            f"CP-SAT runs: the first {args.cpsat_count:,} of the {args.count:,} cases (--cpsat-count), to keep the run short"
+        )
     print(f"verdicts: {outcomes['CONFIRMED']:,} CONFIRMED, {outcomes['WRONG']:,} WRONG of {len(reference):,}")
     print("client = CPU of the batch command and its pool, in cores; server = CPU of each server worker, in cores")
     print()

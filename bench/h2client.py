@@ -35,8 +35,8 @@ import select
 import socket
 import struct
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 from hpack import Decoder
 
@@ -57,6 +57,7 @@ def _frame(kind: int, flags: int, stream: int, payload: bytes = b"") -> bytes:
 
 def _literal(name: bytes, value: bytes, name_index: int = 0) -> bytes:
     """An HPACK literal field without indexing, strings without Huffman coding (RFC 7541 6.2.2)."""
+
     def length(n: int, prefix_bits: int) -> bytes:
         top = (1 << prefix_bits) - 1
         if n < top:
@@ -78,15 +79,17 @@ def grpc_message(message: bytes) -> bytes:
 
 def header_block(authority: str, method: str, timeout_s: float) -> bytes:
     """The HPACK block of every call of ``method`` (a path like ``/pkg.Service/Method``)."""
-    return b"".join((
-        b"\x83",  # :method POST (static table 3)
-        b"\x86",  # :scheme http (static table 6)
-        _literal(b":path", method.encode(), name_index=4),
-        _literal(b":authority", authority.encode(), name_index=1),
-        _literal(b"content-type", b"application/grpc", name_index=31),
-        _literal(b"te", b"trailers"),
-        _literal(b"grpc-timeout", f"{max(1, round(timeout_s * 1000))}m".encode()),
-    ))
+    return b"".join(
+        (
+            b"\x83",  # :method POST (static table 3)
+            b"\x86",  # :scheme http (static table 6)
+            _literal(b":path", method.encode(), name_index=4),
+            _literal(b":authority", authority.encode(), name_index=1),
+            _literal(b"content-type", b"application/grpc", name_index=31),
+            _literal(b"te", b"trailers"),
+            _literal(b"grpc-timeout", f"{max(1, round(timeout_s * 1000))}m".encode()),
+        )
+    )
 
 
 @dataclass
@@ -107,10 +110,10 @@ class Call:
         while at < len(data):
             if at + 5 > len(data) or data[at] != 0:
                 return None
-            size = int.from_bytes(data[at + 1: at + 5], "big")
+            size = int.from_bytes(data[at + 1 : at + 5], "big")
             if at + 5 + size > len(data):
                 return None
-            out.append(data[at + 5: at + 5 + size])
+            out.append(data[at + 5 : at + 5 + size])
             at += 5 + size
         return out
 
@@ -182,21 +185,21 @@ class _Connection:
             length, kind = word >> 8, word & 0xFF
             if size - at - 9 < length:
                 break
-            payload = buffer[at + 9: at + 9 + length]
+            payload = buffer[at + 9 : at + 9 + length]
             at += 9 + length
             stream &= 0x7FFFFFFF
             if kind == DATA:
                 self.used += length
                 if stream == self.stream:
                     if flags & PADDED:
-                        payload = payload[1: length - payload[0]]
+                        payload = payload[1 : length - payload[0]]
                     self.client.calls[-1].message += payload
                     if flags & END_STREAM:
                         ended = self._end(now)
             elif kind == HEADERS or kind == CONTINUATION:
                 if kind == HEADERS:
                     if flags & PADDED:
-                        payload = payload[1: length - payload[0]]
+                        payload = payload[1 : length - payload[0]]
                     if flags & PRIORITY:
                         payload = payload[5:]
                     self.partial = (stream, flags, payload)
@@ -230,7 +233,9 @@ class _Connection:
                     self._send_data(self.waiting)
             elif kind == RST_STREAM:
                 if stream == self.stream:
-                    self.client.calls[-1].failure = f"stream reset by the server (code {int.from_bytes(payload, 'big')})"
+                    self.client.calls[
+                        -1
+                    ].failure = f"stream reset by the server (code {int.from_bytes(payload, 'big')})"
                     ended = self._end(now)
             elif kind == GOAWAY:
                 # No new calls here; the call in flight still ends normally if the server took it.
@@ -256,8 +261,11 @@ def connect(address: tuple[str, int], client: Client, block: bytes, timeout: flo
     sock = socket.create_connection(address, timeout=timeout)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     settings = struct.pack(">HI", SETTINGS_INITIAL_WINDOW_SIZE, RECEIVE_WINDOW)
-    sock.sendall(PREFACE + _frame(SETTINGS, 0, 0, settings)
-                 + _frame(WINDOW_UPDATE, 0, 0, (RECEIVE_WINDOW - DEFAULT_WINDOW).to_bytes(4, "big")))
+    sock.sendall(
+        PREFACE
+        + _frame(SETTINGS, 0, 0, settings)
+        + _frame(WINDOW_UPDATE, 0, 0, (RECEIVE_WINDOW - DEFAULT_WINDOW).to_bytes(4, "big"))
+    )
     sock.settimeout(None)
     return _Connection(client, sock, block)
 
@@ -270,7 +278,11 @@ def open_connections(target: str, method: str, clients: Sequence[Client], timeou
 
 
 def run(
-    connections: Sequence[_Connection], pool: Sequence[bytes], stop_at: float, period: float = 0.0, timeout: float = 10.0
+    connections: Sequence[_Connection],
+    pool: Sequence[bytes],
+    stop_at: float,
+    period: float = 0.0,
+    timeout: float = 10.0,
 ) -> None:
     """Run every connection's client until ``stop_at``: closed loops (a call, its reply, the next
     call), or with ``period`` one call every ``period`` seconds per client, each call's latency

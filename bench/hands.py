@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from referee.cards import JOKER, SUITS, Card, check_copies, deck, sort_cards
 

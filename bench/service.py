@@ -77,10 +77,11 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 if __package__ in (None, ""):
     # Run as ``python bench/service.py``: make the repository root importable.
@@ -342,7 +343,7 @@ async def _grpc_cell(
             ready = asyncio.gather(*(channel.channel_ready() for channel in channels))
             await asyncio.wait_for(ready, START_TIMEOUT)
             conn.send("ready")
-        except asyncio.TimeoutError:
+        except TimeoutError:
             conn.send("no connection")
         go = conn.recv()  # nothing else runs on this loop yet, so blocking it is harmless
         if go is None:
@@ -361,7 +362,13 @@ async def _grpc_cell(
 
 
 async def _client(
-    channel: grpc.aio.Channel, rpc: str, engine: str, first: int, step: int, start_at: float, stop_at: float,
+    channel: grpc.aio.Channel,
+    rpc: str,
+    engine: str,
+    first: int,
+    step: int,
+    start_at: float,
+    stop_at: float,
     period: float = 0.0,
 ) -> ClientResult:
     """One client from ``start_at`` to ``stop_at``, sending requests first, first+step, ... of the
@@ -412,14 +419,23 @@ class Clients:
         self.processes = []
         for n in range(processes):
             parent, child = context.Pipe()
-            process = context.Process(target=_client_process, args=(child, generator), name=f"bench-clients-{n}", daemon=True)
+            process = context.Process(
+                target=_client_process, args=(child, generator), name=f"bench-clients-{n}", daemon=True
+            )
             process.start()
             child.close()
             self.conns.append(parent)
             self.processes.append(process)
 
     def run(
-        self, target: str, rpc: str, engine: str, first: int, clients: int, duration: float, server: "Server",
+        self,
+        target: str,
+        rpc: str,
+        engine: str,
+        first: int,
+        clients: int,
+        duration: float,
+        server: Server,
         rate: float = 0.0,
     ) -> tuple[list[ClientResult], float, float, float]:
         """Run ``clients`` clients for ``duration`` seconds, client i sending requests first+i,
@@ -483,10 +499,22 @@ class Server:
     def __init__(self, workers: int, threads: int | None = None) -> None:
         self.workers = workers
         self.log = tempfile.TemporaryFile(mode="w+", encoding="utf-8", prefix="bench-service-")
-        command = [sys.executable, "-m", "referee.service.server", "--host", HOST, "--port", "0", "--workers", str(workers)]
+        command = [
+            sys.executable,
+            "-m",
+            "referee.service.server",
+            "--host",
+            HOST,
+            "--port",
+            "0",
+            "--workers",
+            str(workers),
+        ]
         if threads is not None:
             command += ["--threads", str(threads)]
-        self.process = subprocess.Popen(command, cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.log)
+        self.process = subprocess.Popen(
+            command, cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.log
+        )
         self.port = 0
         self.pids: list[int] = []
 
@@ -617,10 +645,16 @@ def measure(
     latencies = [ms for r in results for ms in r.latencies_ms]
     errors = sum(sum(r.errors.values()) for r in results)
     row = Row(
-        workers=server.workers, engine=engine, rpc=rpc, clients=count,
-        requests=len(latencies) + errors, errors=errors, bad=sum(r.bad_replies for r in results),
+        workers=server.workers,
+        engine=engine,
+        rpc=rpc,
+        clients=count,
+        requests=len(latencies) + errors,
+        errors=errors,
+        bad=sum(r.bad_replies for r in results),
         rps=len(latencies) / window,
-        p50=percentile(latencies, 50), p99=percentile(latencies, 99),
+        p50=percentile(latencies, 50),
+        p99=percentile(latencies, 99),
         client_cores=client_cores,
         server_cores=server_cores,
         first_error=next((r.first_error for r in results if r.first_error), ""),
@@ -636,11 +670,20 @@ def median_row(runs: Sequence[Row]) -> Row:
         return runs[0]
     middle = sorted(runs, key=lambda r: r.p99)[(len(runs) - 1) // 2]
     return Row(
-        workers=middle.workers, engine=middle.engine, rpc=middle.rpc, clients=middle.clients,
-        requests=sum(r.requests for r in runs), errors=sum(r.errors for r in runs), bad=sum(r.bad for r in runs),
-        rps=middle.rps, p50=middle.p50, p99=middle.p99,
-        client_cores=middle.client_cores, server_cores=middle.server_cores,
-        first_error=next((r.first_error for r in runs if r.first_error), ""), spread=middle.spread,
+        workers=middle.workers,
+        engine=middle.engine,
+        rpc=middle.rpc,
+        clients=middle.clients,
+        requests=sum(r.requests for r in runs),
+        errors=sum(r.errors for r in runs),
+        bad=sum(r.bad for r in runs),
+        rps=middle.rps,
+        p50=middle.p50,
+        p99=middle.p99,
+        client_cores=middle.client_cores,
+        server_cores=middle.server_cores,
+        first_error=next((r.first_error for r in runs if r.first_error), ""),
+        spread=middle.spread,
     )
 
 
@@ -690,31 +733,88 @@ def _engine_list(text: str) -> tuple[str, ...]:
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """The command line."""
     parser = argparse.ArgumentParser(prog="python -m bench.service", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help=f"a short run: {QUICK_DURATION:g}s per cell, smaller pools")
-    parser.add_argument("--duration", type=float, default=None, metavar="SECONDS",
-                        help=f"how long the clients run per cell (default {DEFAULT_DURATION:g}, --quick {QUICK_DURATION:g})")
-    parser.add_argument("--engines", type=_engine_list, default=tuple(ENGINES), metavar="LIST",
-                        help="engines to load, comma-separated (default cpsat,search)")
-    parser.add_argument("--workers", type=_int_list, default=DEFAULT_WORKERS, metavar="LIST",
-                        help="server sizes, comma-separated (default 1,2)")
-    parser.add_argument("--clients", type=_int_list, default=DEFAULT_CLIENTS, metavar="LIST",
-                        help="numbers of concurrent clients, comma-separated (default 1,8,32)")
-    parser.add_argument("--target-runs", type=int, default=5, metavar="N",
-                        help="runs of the target's cell, each on new connections; its row is their median (default 5)")
-    parser.add_argument("--target-rate", type=float, default=TARGET_RPS, metavar="CALLS_PER_S",
-                        help=f"after the target's cell, the same clients at this fixed rate in all (0: skip; default {TARGET_RPS:g})")
-    parser.add_argument("--client-processes", type=int, default=1, metavar="N",
-                        help="processes the clients are dealt out to (default 1)")
-    parser.add_argument("--load-generator", choices=("h2", "grpc"), default="h2",
-                        help="h2: bench.h2client, HTTP/2 frames by hand, little CPU per call (default); "
-                             "grpc: grpc.aio channels")
-    parser.add_argument("--threads", type=int, default=None, metavar="N",
-                        help="threads per server process (default: the server's own default)")
-    parser.add_argument("--rpcs", default=",".join(RPCS), metavar="LIST", help="RPCs to load (default SolveHand,ScoreDeal)")
-    parser.add_argument("--hands", type=int, default=None, metavar="N",
-                        help=f"distinct SolveHand requests (default {DEFAULT_HANDS}, --quick {QUICK_HANDS})")
-    parser.add_argument("--deals", type=int, default=None, metavar="N",
-                        help=f"distinct ScoreDeal requests (default {DEFAULT_DEALS}, --quick {QUICK_DEALS})")
+    parser.add_argument(
+        "--quick", action="store_true", help=f"a short run: {QUICK_DURATION:g}s per cell, smaller pools"
+    )
+    parser.add_argument(
+        "--duration",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help=f"how long the clients run per cell (default {DEFAULT_DURATION:g}, --quick {QUICK_DURATION:g})",
+    )
+    parser.add_argument(
+        "--engines",
+        type=_engine_list,
+        default=tuple(ENGINES),
+        metavar="LIST",
+        help="engines to load, comma-separated (default cpsat,search)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=_int_list,
+        default=DEFAULT_WORKERS,
+        metavar="LIST",
+        help="server sizes, comma-separated (default 1,2)",
+    )
+    parser.add_argument(
+        "--clients",
+        type=_int_list,
+        default=DEFAULT_CLIENTS,
+        metavar="LIST",
+        help="numbers of concurrent clients, comma-separated (default 1,8,32)",
+    )
+    parser.add_argument(
+        "--target-runs",
+        type=int,
+        default=5,
+        metavar="N",
+        help="runs of the target's cell, each on new connections; its row is their median (default 5)",
+    )
+    parser.add_argument(
+        "--target-rate",
+        type=float,
+        default=TARGET_RPS,
+        metavar="CALLS_PER_S",
+        help=f"after the target's cell, the same clients at this fixed rate in all (0: skip; default {TARGET_RPS:g})",
+    )
+    parser.add_argument(
+        "--client-processes",
+        type=int,
+        default=1,
+        metavar="N",
+        help="processes the clients are dealt out to (default 1)",
+    )
+    parser.add_argument(
+        "--load-generator",
+        choices=("h2", "grpc"),
+        default="h2",
+        help="h2: bench.h2client, HTTP/2 frames by hand, little CPU per call (default); grpc: grpc.aio channels",
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        metavar="N",
+        help="threads per server process (default: the server's own default)",
+    )
+    parser.add_argument(
+        "--rpcs", default=",".join(RPCS), metavar="LIST", help="RPCs to load (default SolveHand,ScoreDeal)"
+    )
+    parser.add_argument(
+        "--hands",
+        type=int,
+        default=None,
+        metavar="N",
+        help=f"distinct SolveHand requests (default {DEFAULT_HANDS}, --quick {QUICK_HANDS})",
+    )
+    parser.add_argument(
+        "--deals",
+        type=int,
+        default=None,
+        metavar="N",
+        help=f"distinct ScoreDeal requests (default {DEFAULT_DEALS}, --quick {QUICK_DEALS})",
+    )
     args = parser.parse_args(argv)
     args.duration = args.duration or (QUICK_DURATION if args.quick else DEFAULT_DURATION)
     if args.duration <= 0:
@@ -737,13 +837,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the load test and print the table; 1 on errors, bad replies or an unclean server exit."""
     args = parse_args(argv)
     cpus = os.cpu_count() or 1
-    print(f"bench.service: gRPC load on loopback, {platform.python_implementation()} {platform.python_version()}, "
-          f"grpcio {grpc.__version__}, {platform.machine()}")
+    print(
+        f"bench.service: gRPC load on loopback, {platform.python_implementation()} {platform.python_version()}, "
+        f"grpcio {grpc.__version__}, {platform.machine()}"
+    )
     print(f"cpus: {cpus} (os.cpu_count); load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if cpus <= 4:
-        print(f"note: only {cpus} cores here; the clients run on the same cores as the server and "
-              "compete with it, so the figures are a lower bound for the server alone "
-              "('cli cpu' and 'srv cpu' are the cores each side used during the cell)")
+        print(
+            f"note: only {cpus} cores here; the clients run on the same cores as the server and "
+            "compete with it, so the figures are a lower bound for the server alone "
+            "('cli cpu' and 'srv cpu' are the cores each side used during the cell)"
+        )
     started = time.monotonic()
     hands = end_of_deal(SEED, args.hands, 10) if "SolveHand" in args.rpcs else []
     deals = make_deals(SEED, args.deals) if "ScoreDeal" in args.rpcs else []
@@ -759,20 +863,31 @@ def main(argv: Sequence[str] | None = None) -> int:
             warm[("ScoreDeal", engine)] = deal_requests(warm_deals, ENGINES[engine])
     print(f"requests (fixed seed {SEED}, built in {time.monotonic() - started:.1f}s):")
     if hands:
-        print(f"  SolveHand: {len(hands)} distinct requests, 10-card end_of_deal hands; handed out in order, "
-              "none sent twice to one server under one engine unless the pool runs out")
+        print(
+            f"  SolveHand: {len(hands)} distinct requests, 10-card end_of_deal hands; handed out in order, "
+            "none sent twice to one server under one engine unless the pool runs out"
+        )
     if deals:
-        print(f"  ScoreDeal: {len(deals)} distinct requests, {PLAYERS}-player deals from a shuffled 108-card deck, "
-              "the closer's 10 cards in linked groups (a valid close), the rest in discard pile and stock")
+        print(
+            f"  ScoreDeal: {len(deals)} distinct requests, {PLAYERS}-player deals from a shuffled 108-card deck, "
+            "the closer's 10 cards in linked groups (a valid close), the rest in discard pile and stock"
+        )
     processes = min(args.client_processes, max(args.clients))
-    how = ("bench.h2client (HTTP/2 by hand, one epoll loop)" if args.load_generator == "h2"
-           else "grpc.aio channels (asyncio tasks)")
-    print(f"duration {args.duration:g}s per cell; closed loop, one connection per client; load generator: {how} "
-          f"in {processes} process{'es' if processes > 1 else ''}; per-call deadline {CALL_TIMEOUT:g}s")
-    print("columns: requests = calls completed, errors = calls failed, bad = replies that failed the check "
-          "(SolveHand: a linking; ScoreDeal: a valid close), req/s = successful calls per second, "
-          "p50/p99 = latency of successful calls, cli/srv cpu = cores used by clients/server, "
-          "conns = client connections held by each server worker process (SO_REUSEPORT spreads them)")
+    how = (
+        "bench.h2client (HTTP/2 by hand, one epoll loop)"
+        if args.load_generator == "h2"
+        else "grpc.aio channels (asyncio tasks)"
+    )
+    print(
+        f"duration {args.duration:g}s per cell; closed loop, one connection per client; load generator: {how} "
+        f"in {processes} process{'es' if processes > 1 else ''}; per-call deadline {CALL_TIMEOUT:g}s"
+    )
+    print(
+        "columns: requests = calls completed, errors = calls failed, bad = replies that failed the check "
+        "(SolveHand: a linking; ScoreDeal: a valid close), req/s = successful calls per second, "
+        "p50/p99 = latency of successful calls, cli/srv cpu = cores used by clients/server, "
+        "conns = client connections held by each server worker process (SO_REUSEPORT spreads them)"
+    )
 
     clients = Clients(processes, args.load_generator)
     rows: list[Row] = []
@@ -810,9 +925,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                                 )
                                 cursor += used
                                 paced_rows.append(paced)
-                                print(f"        at a fixed {args.target_rate:g} calls/s in all: {paced.rps:.0f}/s served, "
-                                      f"p50 {paced.p50:.2f} ms, p99 {paced.p99:.2f} ms ({paced.spread}, "
-                                      f"{paced.errors} errors, {paced.bad} bad)", flush=True)
+                                print(
+                                    f"        at a fixed {args.target_rate:g} calls/s in all: {paced.rps:.0f}/s served, "
+                                    f"p50 {paced.p50:.2f} ms, p99 {paced.p99:.2f} ms ({paced.spread}, "
+                                    f"{paced.errors} errors, {paced.bad} bad)",
+                                    flush=True,
+                                )
                             if row.first_error:
                                 print(f"        first error: {row.first_error}", flush=True)
                         pool = len(POOLS[(rpc, engine)])
@@ -828,7 +946,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     print()
     for workers, status in exits.items():
-        state = "exit status 0" if status == 0 else ("killed after no exit" if status is None else f"exit status {status}")
+        state = (
+            "exit status 0" if status == 0 else ("killed after no exit" if status is None else f"exit status {status}")
+        )
         print(f"server --workers {workers}: stopped with SIGTERM, {state}")
         failed |= status != 0
     if wrapped:
@@ -837,17 +957,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("no request was sent twice to the same server under the same engine")
     for row in rows:
         if row.target():
-            print(f"{row.engine}: SolveHand, {row.clients} clients, {row.workers} workers: {row.rps:.0f} req/s, "
-                  f"p99 {row.p99:.2f} ms -> {row.target()}")
+            print(
+                f"{row.engine}: SolveHand, {row.clients} clients, {row.workers} workers: {row.rps:.0f} req/s, "
+                f"p99 {row.p99:.2f} ms -> {row.target()}"
+            )
     for row in paced_rows:
-        print(f"{row.engine}: SolveHand, {row.clients} clients at a fixed {args.target_rate:g} calls/s in all, "
-              f"{row.workers} workers: {row.rps:.0f}/s served, p99 {row.p99:.2f} ms")
+        print(
+            f"{row.engine}: SolveHand, {row.clients} clients at a fixed {args.target_rate:g} calls/s in all, "
+            f"{row.workers} workers: {row.rps:.0f}/s served, p99 {row.p99:.2f} ms"
+        )
     errors = sum(row.errors for row in rows + paced_rows)
     bad = sum(row.bad for row in rows + paced_rows)
     if errors or bad:
         print(f"FAILED: {errors} errors, {bad} bad replies")
         failed = True
-    print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; total time {time.monotonic() - started:.0f}s")
+    print(
+        f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; total time {time.monotonic() - started:.0f}s"
+    )
     return 1 if failed else 0
 
 

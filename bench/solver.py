@@ -36,9 +36,9 @@ import platform
 import statistics
 import sys
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
 
 if __package__ in (None, ""):
     # Run as ``python bench/solver.py``: make the repository root importable.
@@ -264,8 +264,10 @@ def report(results: dict[str, dict[str, Figures]], engines: Sequence[str], count
             how = "kept across hands" if KEEP_ENGINE_CACHES else "cleared before every hand"
             out.append(f"{name} engine caches ({caches}): {how}")
     out.append("")
-    header = f"{'family':<14}{'engine':<8}{'link med':>10}{'link p99':>10}{'link max':>10}" \
-             f"{'close med':>11}{'close p99':>11}{'close max':>11}"
+    header = (
+        f"{'family':<14}{'engine':<8}{'link med':>10}{'link p99':>10}{'link max':>10}"
+        f"{'close med':>11}{'close p99':>11}{'close max':>11}"
+    )
     out.append(header)
     out.append("-" * len(header))
     for family, by_engine in results.items():
@@ -332,9 +334,11 @@ def report(results: dict[str, dict[str, Figures]], engines: Sequence[str], count
     for target, shown, goal, verdict in rows:
         out.append(f"{target:<42}{shown:>12}{goal:>12}    {verdict:<6}".rstrip())
     if "search" not in engines:
-        out.append("(search targets n/a: the search engine was not run"
-                   + ("" if "search" in dispatch._ENGINES else ", it is not registered in referee.linking.dispatch")
-                   + ")")
+        out.append(
+            "(search targets n/a: the search engine was not run"
+            + ("" if "search" in dispatch._ENGINES else ", it is not registered in referee.linking.dispatch")
+            + ")"
+        )
     out.append("")
 
     lines = disagreements(results, count)

@@ -20,9 +20,10 @@ import socket
 import sys
 import time
 from collections import Counter, deque
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Iterator, Sequence, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from google.protobuf import json_format
 from google.protobuf.message import Message
@@ -59,7 +60,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of the ``batch`` subcommand."""
     parser.add_argument("input", metavar="IN.jsonl", help="cases, one JSON object per line (- for stdin)")
     parser.add_argument("-o", "--output", default="-", metavar="OUT.jsonl", help="verdicts (default - for stdout)")
-    parser.add_argument("--target", help="host:port[,host:port...] of referee servers (round-robin); none: judge locally")
+    parser.add_argument(
+        "--target", help="host:port[,host:port...] of referee servers (round-robin); none: judge locally"
+    )
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="local processes, or concurrent streams")
     parser.add_argument("--resume", action="store_true", help="skip the cases whose ids the output already holds")
     parser.add_argument("--engine", choices=("cpsat", "search", "audit"), help="engine for cases that name none")
@@ -139,7 +142,9 @@ def parse_case(line: Line, engine: str | None = None) -> referee_pb2.CheckDisput
     try:
         jsonmsg.parse(line.text, case)
     except (json_format.ParseError, ValueError) as error:
-        return verdict_json(malformed(_line_id(line), "line", line.text.strip()[:80], f"not a case in protobuf JSON: {error}"))
+        return verdict_json(
+            malformed(_line_id(line), "line", line.text.strip()[:80], f"not a case in protobuf JSON: {error}")
+        )
     if not case.id:
         case.id = f"line:{line.number}"
     if engine:
@@ -376,7 +381,9 @@ class Progress:
         if self.total:
             eta = (self.total - self.done) / rate if rate else 0
             filled = int(30 * self.done / self.total)
-            text = f"[{'#' * filled}{'.' * (30 - filled)}] {self.done}/{self.total}  {rate:,.0f} cases/s  ETA {eta:,.0f}s"
+            text = (
+                f"[{'#' * filled}{'.' * (30 - filled)}] {self.done}/{self.total}  {rate:,.0f} cases/s  ETA {eta:,.0f}s"
+            )
         else:
             text = f"{self.done} cases  {rate:,.0f} cases/s"
         sys.stderr.write("\r" + text)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import enum
 from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from operator import attrgetter
-from typing import Callable, Iterable, Sequence
 
 from referee.errors import InvalidCardError
 
@@ -49,7 +49,7 @@ _SUIT_BY_CODE = {
     "♧": Suit.CLUBS,
 }
 JOKER_CODE = "JK"
-_PARSED: dict[str, "Card"] = {}
+_PARSED: dict[str, Card] = {}
 
 
 def rank_code(rank: int) -> str:
@@ -80,7 +80,7 @@ class Card:
         return self.index
 
     @classmethod
-    def parse(cls, code: str, field: str = "card") -> "Card":
+    def parse(cls, code: str, field: str = "card") -> Card:
         """Parse a card code such as ``AH``, ``10s``, ``T♠`` or ``JK``; raise naming ``field``."""
         if not isinstance(code, str):
             raise InvalidCardError(field, code, "a card must be a string")
@@ -122,7 +122,7 @@ class Card:
             return JOKER_CODE
         return rank_code(self.rank) + self.suit.symbol
 
-    def __lt__(self, other: "Card") -> bool:
+    def __lt__(self, other: Card) -> bool:
         return self.index < other.index
 
     def __str__(self) -> str:
@@ -187,7 +187,9 @@ def check_copies(cards: Sequence[Card], decks: int, field_of: Callable[[int], st
         if seen[card] > copies_allowed(card, decks):
             what = "jokers" if card.is_joker else f"copies of {card.code()}"
             raise InvalidCardError(
-                field_of(i), card.code(), f"more {what} than the deck holds ({copies_allowed(card, decks)} with {decks} decks)"
+                field_of(i),
+                card.code(),
+                f"more {what} than the deck holds ({copies_allowed(card, decks)} with {decks} decks)",
             )
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import enum
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from referee.cards import Card, format_cards
 from referee.closing import Close
@@ -72,19 +72,27 @@ def judge_linking(
         shown = format_cards(group)
         judged = judge_group(group, rules)
         if isinstance(judged, NotAGroup):
-            return ClaimVerdict(field, Verdict.INVALID, shown, str(best.points), f"group {g} ({shown}): {judged.reason}")
+            return ClaimVerdict(
+                field, Verdict.INVALID, shown, str(best.points), f"group {g} ({shown}): {judged.reason}"
+            )
         left.subtract(group)
         short = sorted((card for card, n in left.items() if n < 0), key=lambda c: c.index)
         if short:
             return ClaimVerdict(
-                field, Verdict.INVALID, shown, str(best.points),
+                field,
+                Verdict.INVALID,
+                shown,
+                str(best.points),
                 f"group {g} ({shown}) uses {short[0].code()} more often than the hand holds it",
             )
     points = sum(card.points(rules.joker_points) * n for card, n in left.items())
     if points == best.points:
         return ClaimVerdict(field, Verdict.BEST, str(points), str(best.points))
     return ClaimVerdict(
-        field, Verdict.VALID_NOT_BEST, str(points), str(best.points),
+        field,
+        Verdict.VALID_NOT_BEST,
+        str(points),
+        str(best.points),
         f"the claimed linking leaves {points} points; the best leaves {best.points}",
     )
 
@@ -105,7 +113,9 @@ def judge_close_claims(
     return verdicts
 
 
-def judge_deal_claims(claims: DealClaims, result: DealResult, hands: Sequence[Sequence[Card]], rules: RuleSet) -> list[ClaimVerdict]:
+def judge_deal_claims(
+    claims: DealClaims, result: DealResult, hands: Sequence[Sequence[Card]], rules: RuleSet
+) -> list[ClaimVerdict]:
     """Verdicts on every claim of a deal, in the order the claims came."""
     verdicts = judge_close_claims(
         result.close, claims.close_kind, claims.multiplier, "claims.close_kind", "claims.multiplier"

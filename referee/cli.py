@@ -9,7 +9,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, Iterable, Sequence, TextIO
+from collections.abc import Iterable, Sequence
+from typing import Any, TextIO
 
 from google.protobuf import json_format
 from google.protobuf.message import Message
@@ -70,7 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.set_defaults(run=run)
 
     try:
-        from referee.batch import add_arguments as add_batch_arguments, run as run_batch
+        from referee.batch import add_arguments as add_batch_arguments
+        from referee.batch import run as run_batch
     except ImportError:
         pass
     else:
@@ -253,7 +255,9 @@ def format_deal(response: Any) -> str:
         lines.append(f"match over: {response.winner} wins")
     for claim in response.claims:
         verdict = pb.Verdict.Name(claim.verdict).removeprefix("VERDICT_")
-        lines.append(f"claim {claim.field}: {verdict} (claimed {claim.claimed}, referee {claim.expected}) {claim.reason}".rstrip())
+        lines.append(
+            f"claim {claim.field}: {verdict} (claimed {claim.claimed}, referee {claim.expected}) {claim.reason}".rstrip()
+        )
     return "\n".join(lines)
 
 

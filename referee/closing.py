@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from referee.cards import CARD_BY_INDEX, JOKER, Card, check_copies, format_cards, sort_cards
 from referee.errors import InvalidCardError
@@ -153,7 +153,7 @@ def loose_cards(cards: Sequence[Card], rules: RuleSet, first_only: bool = False)
 def _in_some_run(rank: int, suit: int, counts: Counter[int], jokers: int, rules: RuleSet) -> bool:
     """True when some run through this card fits the suit's cards held and the jokers."""
     held = {r for r in range(1, 14) if counts.get(suit * 13 + r - 1, 0)}
-    for position in ([1, 14] if rank == 1 else [rank]):
+    for position in [1, 14] if rank == 1 else [rank]:
         for length in range(3, 14):
             for start in range(position - length + 1, position + 1):
                 end = start + length - 1

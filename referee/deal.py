@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from referee.cards import Card, check_copies, deck_counts, deck_size
 from referee.errors import InvalidDealError
@@ -51,12 +51,16 @@ def check_deal(deal: Deal, rules: RuleSet) -> None:
     out = set(deal.eliminated)
     for i, player in enumerate(players):
         if player.name in names:
-            raise InvalidDealError(f"deal.players[{i}].name", player.name, f"the same name as players[{names[player.name]}]")
+            raise InvalidDealError(
+                f"deal.players[{i}].name", player.name, f"the same name as players[{names[player.name]}]"
+            )
         names[player.name] = i
         if player.name in out:
             raise InvalidDealError(f"deal.players[{i}].name", player.name, "this player is already out of the match")
         if len(player.cards) != HAND:
-            raise InvalidDealError(f"deal.players[{i}].cards", len(player.cards), f"every player shows exactly {HAND} cards")
+            raise InvalidDealError(
+                f"deal.players[{i}].cards", len(player.cards), f"every player shows exactly {HAND} cards"
+            )
     # Every card given, section by section; a field path is built only for an error.
     sections: list[tuple[str, Sequence[Card]]] = [(f"deal.players[{i}].cards", p.cards) for i, p in enumerate(players)]
     sections.append(("deal.discard", (deal.discard,)))

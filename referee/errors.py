@@ -12,7 +12,7 @@ class RefereeError(ValueError):
         self.message = message
         super().__init__(f"{field}: {message} ({value!r})" if field else f"{message} ({value!r})")
 
-    def at(self, prefix: str) -> "RefereeError":
+    def at(self, prefix: str) -> RefereeError:
         """The same error with its field path placed under ``prefix``."""
         field = f"{prefix}.{self.field}" if self.field and not self.field.startswith("[") else f"{prefix}{self.field}"
         return type(self)(field, self.value, self.message)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 from referee.cards import ACE, CARD_BY_INDEX, JOKER, Card, format_cards, rank_code, sort_cards
 from referee.rules import RuleSet

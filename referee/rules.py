@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Mapping
 
 from referee.errors import InvalidOptionError
 
@@ -69,7 +69,7 @@ class ScoringRules:
     close_bonus: int | None = None
     limit: int | None = None
 
-    def resolved(self, players: int) -> "ScoringRules":
+    def resolved(self, players: int) -> ScoringRules:
         """The same rules with the mode chosen (2 players: HEAD_TO_HEAD, else POOL) and every default filled in."""
         mode = self.mode or (ScoringMode.HEAD_TO_HEAD if players == 2 else ScoringMode.POOL)
         defaults = _SCORING_DEFAULTS[mode]
@@ -121,7 +121,15 @@ class RuleSet:
         # Frozen: the table is completed with defaults once, so lookups never miss.
         object.__setattr__(self, "multipliers", MappingProxyType(table))
         # Rule sets key every cache of the engines: hash once, not on every lookup.
-        key = (self.decks, self.joker_points, self.wrap_runs, self.joker_limit, tuple(table.items()), self.scoring, self.engine)
+        key = (
+            self.decks,
+            self.joker_points,
+            self.wrap_runs,
+            self.joker_limit,
+            tuple(table.items()),
+            self.scoring,
+            self.engine,
+        )
         object.__setattr__(self, "_hash", hash(key))
         for name in ("start_score", "target", "close_bonus", "limit"):
             value = getattr(self.scoring, name)
@@ -135,7 +143,7 @@ class RuleSet:
         """The multiplier of a close kind under this rule set."""
         return self.multipliers[kind]
 
-    def with_options(self, **changes: object) -> "RuleSet":
+    def with_options(self, **changes: object) -> RuleSet:
         """A copy with some options changed."""
         return replace(self, **changes)  # type: ignore[arg-type]
 

@@ -100,9 +100,7 @@ def check() -> int:
         problems = [f"missing: {p}" for p in sorted(want - have)]
         problems += [f"not generated: {p}" for p in sorted(have - want)]
         problems += [
-            f"stale: {p}"
-            for p in sorted(want & have)
-            if not filecmp.cmp(fresh / p, GEN_ROOT / p, shallow=False)
+            f"stale: {p}" for p in sorted(want & have) if not filecmp.cmp(fresh / p, GEN_ROOT / p, shallow=False)
         ]
     if problems:
         print("referee/_gen/ does not match protos/; run `make protos`:", file=sys.stderr)

@@ -27,8 +27,9 @@ import itertools
 import json
 import random
 from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any
 
 RANKS = ("A", "2", "3", "4", "5", "6", "7", "8", "9", "10", "J", "Q", "K")
 SUITS = ("C", "D", "H", "S")
@@ -180,7 +181,9 @@ def random_group(rng: random.Random, used: Counter[str]) -> tuple[str, ...]:
     raise RuntimeError("no group fits")
 
 
-def random_hand(rng: random.Random, size: int, used: Counter[str], groups: int | None = None, guard: bool = False) -> Hand:
+def random_hand(
+    rng: random.Random, size: int, used: Counter[str], groups: int | None = None, guard: bool = False
+) -> Hand:
     """A joker-free hand of ``size`` cards: 0-2 planned groups and loose cards that join none.
 
     A loose card never shares a rank with a planned card nor sits within two places of one in
@@ -292,10 +295,18 @@ def _outcome(claims: Sequence[tuple[str, str, str]]) -> str:
 # RULES §8, hands: cards, best points, the best groups, and a valid but worse claimed linking.
 EXAMPLE_HANDS: list[tuple[list[str], int, list[list[str]], list[list[str]] | None]] = [
     ("AH 2H 3H 5C 5D 5S KS KD 9C 4D".split(), 33, [["AH", "2H", "3H"], ["5C", "5D", "5S"]], [["5C", "5D", "5S"]]),
-    ("AH 2H 3H 5C 5D 5S KS KD 9C JK".split(), 9, [["AH", "2H", "3H"], ["5C", "5D", "5S"], ["KS", "KD", "JK"]],
-     [["AH", "2H", "3H"], ["5C", "5D", "5S"]]),
-    ("QS KS AS 2S 3S 4S 7H 7D 7C 9D".split(), 9, [["QS", "KS", "AS"], ["2S", "3S", "4S"], ["7H", "7D", "7C"]],
-     [["AS", "2S", "3S", "4S"], ["7H", "7D", "7C"]]),
+    (
+        "AH 2H 3H 5C 5D 5S KS KD 9C JK".split(),
+        9,
+        [["AH", "2H", "3H"], ["5C", "5D", "5S"], ["KS", "KD", "JK"]],
+        [["AH", "2H", "3H"], ["5C", "5D", "5S"]],
+    ),
+    (
+        "QS KS AS 2S 3S 4S 7H 7D 7C 9D".split(),
+        9,
+        [["QS", "KS", "AS"], ["2S", "3S", "4S"], ["7H", "7D", "7C"]],
+        [["AS", "2S", "3S", "4S"], ["7H", "7D", "7C"]],
+    ),
     ("2C 2C 9D 9D 4S 7H KH KH QC JK".split(), 43, [["KH", "KH", "JK"]], None),
     ("JK JK 5H 9C KD QS 2D 6S 8H 3C".split(), 40, [["5H", "JK", "JK", "8H"]], [["KD", "JK", "JK"]]),
 ]
@@ -313,29 +324,83 @@ def _hand_cases(rng: random.Random) -> list[CaseLine]:
     out = []
     for e, (cards, best, groups, worse) in enumerate(EXAMPLE_HANDS):
         # Claimed points: right, and off by one.
-        out.append(_line({"id": f"hand-ex{e}-points-ok", "hand": {"cards": cards, "claimedPoints": best}},
-                         Expected(f"hand-ex{e}-points-ok", "CONFIRMED", (("claimed_points", "CONFIRMED", str(best)),))))
-        out.append(_line({"id": f"hand-ex{e}-points-bad", "hand": {"cards": cards, "claimed_points": best + 1}},
-                         Expected(f"hand-ex{e}-points-bad", "WRONG", (("claimed_points", "WRONG", str(best)),))))
+        out.append(
+            _line(
+                {"id": f"hand-ex{e}-points-ok", "hand": {"cards": cards, "claimedPoints": best}},
+                Expected(f"hand-ex{e}-points-ok", "CONFIRMED", (("claimed_points", "CONFIRMED", str(best)),)),
+            )
+        )
+        out.append(
+            _line(
+                {"id": f"hand-ex{e}-points-bad", "hand": {"cards": cards, "claimed_points": best + 1}},
+                Expected(f"hand-ex{e}-points-bad", "WRONG", (("claimed_points", "WRONG", str(best)),)),
+            )
+        )
         # The best groups claimed (in a shuffled order): BEST.
         claimed = [{"cards": list(g)} for g in rng.sample(groups, len(groups))]
-        out.append(_line({"id": f"hand-ex{e}-groups-best", "hand": {"cards": cards, "claimed_groups": claimed, "claimed_points": best}},
-                         Expected(f"hand-ex{e}-groups-best", "CONFIRMED",
-                                  (("claimed_groups", "BEST", str(best)), ("claimed_points", "CONFIRMED", str(best))))))
+        out.append(
+            _line(
+                {
+                    "id": f"hand-ex{e}-groups-best",
+                    "hand": {"cards": cards, "claimed_groups": claimed, "claimed_points": best},
+                },
+                Expected(
+                    f"hand-ex{e}-groups-best",
+                    "CONFIRMED",
+                    (("claimed_groups", "BEST", str(best)), ("claimed_points", "CONFIRMED", str(best))),
+                ),
+            )
+        )
         if worse is not None:
-            out.append(_line({"id": f"hand-ex{e}-groups-worse", "hand": {"cards": cards, "claimed_groups": [{"cards": g} for g in worse]}},
-                             Expected(f"hand-ex{e}-groups-worse", "WRONG", (("claimed_groups", "VALID_NOT_BEST", str(best)),))))
+            out.append(
+                _line(
+                    {
+                        "id": f"hand-ex{e}-groups-worse",
+                        "hand": {"cards": cards, "claimed_groups": [{"cards": g} for g in worse]},
+                    },
+                    Expected(f"hand-ex{e}-groups-worse", "WRONG", (("claimed_groups", "VALID_NOT_BEST", str(best)),)),
+                )
+            )
         # No claim: the referee's own answer.
-        out.append(_line({"id": f"hand-ex{e}-none", "hand": {"cards": cards}},
-                         Expected(f"hand-ex{e}-none", "NO_CLAIM", answer={"points": best})))
+        out.append(
+            _line(
+                {"id": f"hand-ex{e}-none", "hand": {"cards": cards}},
+                Expected(f"hand-ex{e}-none", "NO_CLAIM", answer={"points": best}),
+            )
+        )
     # Claimed groups that are not groups, or use a card the hand lacks: INVALID.
     cards = EXAMPLE_HANDS[0][0]
-    out.append(_line({"id": "hand-invalid-group", "hand": {"cards": cards, "claimed_groups": [{"cards": ["KS", "KD", "9C"]}]}},
-                     Expected("hand-invalid-group", "INVALID", (("claimed_groups", "INVALID", "33"),))))
-    out.append(_line({"id": "hand-invalid-card", "hand": {"cards": cards, "claimed_groups": [{"cards": ["5C", "5D", "5H"]}], "claimed_points": 33}},
-                     Expected("hand-invalid-card", "INVALID", (("claimed_groups", "INVALID", "33"), ("claimed_points", "CONFIRMED", "33")))))
-    out.append(_line({"id": "hand-invalid-wrap", "hand": {"cards": "QS KS AS 2S 3S 4S 7H 7D 7C 9D".split(), "claimed_groups": [{"cards": ["KS", "AS", "2S"]}]}},
-                     Expected("hand-invalid-wrap", "INVALID", (("claimed_groups", "INVALID", "9"),))))
+    out.append(
+        _line(
+            {"id": "hand-invalid-group", "hand": {"cards": cards, "claimed_groups": [{"cards": ["KS", "KD", "9C"]}]}},
+            Expected("hand-invalid-group", "INVALID", (("claimed_groups", "INVALID", "33"),)),
+        )
+    )
+    out.append(
+        _line(
+            {
+                "id": "hand-invalid-card",
+                "hand": {"cards": cards, "claimed_groups": [{"cards": ["5C", "5D", "5H"]}], "claimed_points": 33},
+            },
+            Expected(
+                "hand-invalid-card",
+                "INVALID",
+                (("claimed_groups", "INVALID", "33"), ("claimed_points", "CONFIRMED", "33")),
+            ),
+        )
+    )
+    out.append(
+        _line(
+            {
+                "id": "hand-invalid-wrap",
+                "hand": {
+                    "cards": "QS KS AS 2S 3S 4S 7H 7D 7C 9D".split(),
+                    "claimed_groups": [{"cards": ["KS", "AS", "2S"]}],
+                },
+            },
+            Expected("hand-invalid-wrap", "INVALID", (("claimed_groups", "INVALID", "9"),)),
+        )
+    )
     # Hand-made hands of every size, with the best points known by construction.
     for n, size in enumerate((1, 2, 3, 5, 7, 10, 10, 10, 11, 11)):
         hand = random_hand(rng, size, Counter(), guard=True)
@@ -346,19 +411,40 @@ def _hand_cases(rng: random.Random) -> list[CaseLine]:
         if hand.groups:
             body["claimed_groups"] = [{"cards": list(g)} for g in hand.groups]
             claims.insert(0, ("claimed_groups", "BEST", str(hand.points)))
-        out.append(_line({"id": f"hand-made-{n}", "hand": body}, Expected(f"hand-made-{n}", _outcome(claims), tuple(claims))))
+        out.append(
+            _line({"id": f"hand-made-{n}", "hand": body}, Expected(f"hand-made-{n}", _outcome(claims), tuple(claims)))
+        )
     # A fully linked hand: 0 points, nothing lower exists.
     full = random_hand(rng, 10, Counter(), groups=0, guard=True)
     linked = linked_close_hand(rng, Counter())
-    out.append(_line({"id": "hand-linked", "hand": {"cards": linked.cards, "claimed_points": 0}},
-                     Expected("hand-linked", "CONFIRMED", (("claimed_points", "CONFIRMED", "0"),))))
-    out.append(_line({"id": "hand-loose", "hand": {"cards": full.cards, "claimed_points": 0}},
-                     Expected("hand-loose", "WRONG", (("claimed_points", "WRONG", str(full.points)),))))
+    out.append(
+        _line(
+            {"id": "hand-linked", "hand": {"cards": linked.cards, "claimed_points": 0}},
+            Expected("hand-linked", "CONFIRMED", (("claimed_points", "CONFIRMED", "0"),)),
+        )
+    )
+    out.append(
+        _line(
+            {"id": "hand-loose", "hand": {"cards": full.cards, "claimed_points": 0}},
+            Expected("hand-loose", "WRONG", (("claimed_points", "WRONG", str(full.points)),)),
+        )
+    )
     # A joker alone, and a rule option: joker_points 50 (RULES §1).
-    out.append(_line({"id": "hand-joker", "hand": {"cards": ["JK"], "claimed_points": 20}},
-                     Expected("hand-joker", "CONFIRMED", (("claimed_points", "CONFIRMED", "20"),))))
-    out.append(_line({"id": "hand-joker-50", "hand": {"cards": ["JK", "2C"], "rules": {"joker_points": 50}, "claimed_points": 22}},
-                     Expected("hand-joker-50", "WRONG", (("claimed_points", "WRONG", "52"),))))
+    out.append(
+        _line(
+            {"id": "hand-joker", "hand": {"cards": ["JK"], "claimed_points": 20}},
+            Expected("hand-joker", "CONFIRMED", (("claimed_points", "CONFIRMED", "20"),)),
+        )
+    )
+    out.append(
+        _line(
+            {
+                "id": "hand-joker-50",
+                "hand": {"cards": ["JK", "2C"], "rules": {"joker_points": 50}, "claimed_points": 22},
+            },
+            Expected("hand-joker-50", "WRONG", (("claimed_points", "WRONG", "52"),)),
+        )
+    )
     return out
 
 
@@ -370,41 +456,129 @@ def _close_cases(rng: random.Random) -> list[CaseLine]:
         shown = [c for c in cards if c != discard]
         answer = {"valid": True, "kind": kind, "multiplier": mult, "discard": discard}
         # 11 cards: right kind and multiplier.
-        out.append(_line({"id": f"close-ex{e}-11-ok", "close": {"cards": shuffled, "claimed_kind": f"CLOSE_KIND_{kind}", "claimed_multiplier": mult}},
-                         Expected(f"close-ex{e}-11-ok", "CONFIRMED",
-                                  (("claimed_kind", "CONFIRMED", kind), ("claimed_multiplier", "CONFIRMED", str(mult))), answer)))
+        out.append(
+            _line(
+                {
+                    "id": f"close-ex{e}-11-ok",
+                    "close": {"cards": shuffled, "claimed_kind": f"CLOSE_KIND_{kind}", "claimed_multiplier": mult},
+                },
+                Expected(
+                    f"close-ex{e}-11-ok",
+                    "CONFIRMED",
+                    (("claimed_kind", "CONFIRMED", kind), ("claimed_multiplier", "CONFIRMED", str(mult))),
+                    answer,
+                ),
+            )
+        )
         # 11 cards: a kind one step too high or too low, right multiplier.
         other = "LINKED" if kind != "LINKED" else "COLOR"
-        out.append(_line({"id": f"close-ex{e}-11-kind-bad", "close": {"cards": shuffled, "claimedKind": f"CLOSE_KIND_{other}", "claimedMultiplier": mult}},
-                         Expected(f"close-ex{e}-11-kind-bad", "WRONG",
-                                  (("claimed_kind", "WRONG", kind), ("claimed_multiplier", "CONFIRMED", str(mult))), answer)))
+        out.append(
+            _line(
+                {
+                    "id": f"close-ex{e}-11-kind-bad",
+                    "close": {"cards": shuffled, "claimedKind": f"CLOSE_KIND_{other}", "claimedMultiplier": mult},
+                },
+                Expected(
+                    f"close-ex{e}-11-kind-bad",
+                    "WRONG",
+                    (("claimed_kind", "WRONG", kind), ("claimed_multiplier", "CONFIRMED", str(mult))),
+                    answer,
+                ),
+            )
+        )
         # 10 shown + the discard: wrong multiplier.
-        out.append(_line({"id": f"close-ex{e}-10-mult-bad", "close": {"cards": shown, "discard": discard, "claimed_multiplier": mult + 1}},
-                         Expected(f"close-ex{e}-10-mult-bad", "WRONG", (("claimed_multiplier", "WRONG", str(mult)),), answer)))
+        out.append(
+            _line(
+                {
+                    "id": f"close-ex{e}-10-mult-bad",
+                    "close": {"cards": shown, "discard": discard, "claimed_multiplier": mult + 1},
+                },
+                Expected(f"close-ex{e}-10-mult-bad", "WRONG", (("claimed_multiplier", "WRONG", str(mult)),), answer),
+            )
+        )
         # No claim.
-        out.append(_line({"id": f"close-ex{e}-none", "close": {"cards": shown, "discard": discard}},
-                         Expected(f"close-ex{e}-none", "NO_CLAIM", answer=answer)))
+        out.append(
+            _line(
+                {"id": f"close-ex{e}-none", "close": {"cards": shown, "discard": discard}},
+                Expected(f"close-ex{e}-none", "NO_CLAIM", answer=answer),
+            )
+        )
     # A joker laid face down does not count (RULES §4): the clean straight flush stays clean.
     shown = "AH 2H 3H 4H 5H 6H 7H 8H 9H 10H".split()
-    out.append(_line({"id": "close-joker-discard", "close": {"cards": shown, "discard": "JK", "claimed_kind": "CLOSE_KIND_STRAIGHT_FLUSH"}},
-                     Expected("close-joker-discard", "WRONG", (("claimed_kind", "WRONG", "STRAIGHT_FLUSH_CLEAN"),),
-                              {"valid": True, "kind": "STRAIGHT_FLUSH_CLEAN", "multiplier": 6, "discard": "JK"})))
+    out.append(
+        _line(
+            {
+                "id": "close-joker-discard",
+                "close": {"cards": shown, "discard": "JK", "claimed_kind": "CLOSE_KIND_STRAIGHT_FLUSH"},
+            },
+            Expected(
+                "close-joker-discard",
+                "WRONG",
+                (("claimed_kind", "WRONG", "STRAIGHT_FLUSH_CLEAN"),),
+                {"valid": True, "kind": "STRAIGHT_FLUSH_CLEAN", "multiplier": 6, "discard": "JK"},
+            ),
+        )
+    )
     # A hand-made linked close of two suits, no joker: LINKED_CLEAN ×2.
     linked = linked_close_hand(rng, Counter())
     discard = next(c for c in ("KC", "QD", "JH", "10S") if _fits([c], Counter(linked.cards)))
-    out.append(_line({"id": "close-linked", "close": {"cards": linked.cards, "discard": discard, "claimed_kind": "CLOSE_KIND_LINKED", "claimed_multiplier": 2}},
-                     Expected("close-linked", "WRONG", (("claimed_kind", "WRONG", "LINKED_CLEAN"), ("claimed_multiplier", "CONFIRMED", "2")),
-                              {"valid": True, "kind": "LINKED_CLEAN", "multiplier": 2, "discard": discard})))
+    out.append(
+        _line(
+            {
+                "id": "close-linked",
+                "close": {
+                    "cards": linked.cards,
+                    "discard": discard,
+                    "claimed_kind": "CLOSE_KIND_LINKED",
+                    "claimed_multiplier": 2,
+                },
+            },
+            Expected(
+                "close-linked",
+                "WRONG",
+                (("claimed_kind", "WRONG", "LINKED_CLEAN"), ("claimed_multiplier", "CONFIRMED", "2")),
+                {"valid": True, "kind": "LINKED_CLEAN", "multiplier": 2, "discard": discard},
+            ),
+        )
+    )
     # No close: loose cards that are not all one suit. Claiming "no valid close" is right.
     loose = random_hand(rng, 10, Counter(), groups=0, guard=True)
     while len({suit_of(c) for c in loose.cards}) == 1:  # a color would be a valid close
         loose = random_hand(rng, 10, Counter(), groups=0, guard=True)
     discard = next(c for c in ("KC", "QD", "JH", "10S", "JK") if _fits([c], Counter(loose.cards)))
-    out.append(_line({"id": "close-invalid-claim-none", "close": {"cards": loose.cards, "discard": discard, "claimed_kind": "CLOSE_KIND_UNSPECIFIED", "claimed_multiplier": 0}},
-                     Expected("close-invalid-claim-none", "CONFIRMED", (("claimed_kind", "CONFIRMED", ""), ("claimed_multiplier", "CONFIRMED", "0")),
-                              {"valid": False, "multiplier": 0})))
-    out.append(_line({"id": "close-invalid-claim-linked", "close": {"cards": loose.cards, "discard": discard, "claimed_kind": "CLOSE_KIND_LINKED"}},
-                     Expected("close-invalid-claim-linked", "WRONG", (("claimed_kind", "WRONG", ""),), {"valid": False, "multiplier": 0})))
+    out.append(
+        _line(
+            {
+                "id": "close-invalid-claim-none",
+                "close": {
+                    "cards": loose.cards,
+                    "discard": discard,
+                    "claimed_kind": "CLOSE_KIND_UNSPECIFIED",
+                    "claimed_multiplier": 0,
+                },
+            },
+            Expected(
+                "close-invalid-claim-none",
+                "CONFIRMED",
+                (("claimed_kind", "CONFIRMED", ""), ("claimed_multiplier", "CONFIRMED", "0")),
+                {"valid": False, "multiplier": 0},
+            ),
+        )
+    )
+    out.append(
+        _line(
+            {
+                "id": "close-invalid-claim-linked",
+                "close": {"cards": loose.cards, "discard": discard, "claimed_kind": "CLOSE_KIND_LINKED"},
+            },
+            Expected(
+                "close-invalid-claim-linked",
+                "WRONG",
+                (("claimed_kind", "WRONG", ""),),
+                {"valid": False, "multiplier": 0},
+            ),
+        )
+    )
     return out
 
 
@@ -453,7 +627,9 @@ class _Deal:
         return changes
 
     def message(self) -> dict[str, Any]:
-        players = [{"name": f"p{i}", "cards": cards, "score": s} for i, (cards, s) in enumerate(zip(self.shown, self.scores))]
+        players = [
+            {"name": f"p{i}", "cards": cards, "score": s} for i, (cards, s) in enumerate(zip(self.shown, self.scores))
+        ]
         deal: dict[str, Any] = {"deal": {"players": players, "closer": self.closer, "discard": self.discard}}
         if self.mode == "ELIMINATION":
             deal["rules"] = {"scoring": {"mode": "SCORING_MODE_ELIMINATION"}}
@@ -473,8 +649,14 @@ def random_deal(rng: random.Random, players: int, mode: str | None = None) -> _D
     return _Deal(hands, closer, discard, "LINKED_CLEAN", mode, scores)
 
 
-def deal_case(case_id: str, deal: _Deal, rng: random.Random, wrong: float = 0.3, claim_kind: bool = True,
-              claim_new_score: bool = True) -> CaseLine:
+def deal_case(
+    case_id: str,
+    deal: _Deal,
+    rng: random.Random,
+    wrong: float = 0.3,
+    claim_kind: bool = True,
+    claim_new_score: bool = True,
+) -> CaseLine:
     """A deal case with claims on the close, each player's points and score change (and new score).
 
     The case has some wrong claims with probability ``wrong`` (all of them with ``wrong=1``).
@@ -517,7 +699,9 @@ def deal_case(case_id: str, deal: _Deal, rng: random.Random, wrong: float = 0.3,
 def _deal_cases(rng: random.Random) -> list[CaseLine]:
     out = []
     # Generated deals of 2, 3 and 4 players in every mode, some claims right, some wrong.
-    for n, (players, mode) in enumerate([(2, None), (3, None), (4, None), (4, "ELIMINATION"), (3, "ELIMINATION"), (4, None)]):
+    for n, (players, mode) in enumerate(
+        [(2, None), (3, None), (4, None), (4, "ELIMINATION"), (3, "ELIMINATION"), (4, None)]
+    ):
         deal = random_deal(rng, players, mode)
         out.append(deal_case(f"deal-{n}-ok", deal, rng, wrong=0.0))
         out.append(deal_case(f"deal-{n}-mixed", deal, rng, wrong=0.4))
@@ -530,41 +714,113 @@ def _deal_cases(rng: random.Random) -> list[CaseLine]:
     other = EXAMPLE_HANDS[0][0]
     closer = "QS KS AS 2S 3S 4S 7H 7D 7C 9D".split()  # 9 loose: not a close
     linked = "7C 8C 9C 10D 10H 10S JD QD KD AD".split()  # run ♣, three tens, J-Q-K-A ♦
-    msg = {"deal": {"players": [{"name": "ana", "cards": linked}, {"name": "bo", "cards": other}], "closer": 0, "discard": "2D"},
-           "claims": {"close_kind": "CLOSE_KIND_LINKED_CLEAN", "multiplier": 2,
-                      "players": [{"player": 0, "score_change": 66, "new_score": 66}, {"player": 1, "points": 33, "score_change": 0}]}}
-    out.append(_line({"id": "deal-example", "deal": msg}, Expected(
-        "deal-example", "CONFIRMED",
-        (("claims.close_kind", "CONFIRMED", "LINKED_CLEAN"), ("claims.multiplier", "CONFIRMED", "2"),
-         ("claims.players[0].score_change", "CONFIRMED", "66"), ("claims.players[0].new_score", "CONFIRMED", "66"),
-         ("claims.players[1].points", "CONFIRMED", "33"), ("claims.players[1].score_change", "CONFIRMED", "0")),
-        {"points": [0, 33], "score_change": [66, 0]})))
+    msg = {
+        "deal": {
+            "players": [{"name": "ana", "cards": linked}, {"name": "bo", "cards": other}],
+            "closer": 0,
+            "discard": "2D",
+        },
+        "claims": {
+            "close_kind": "CLOSE_KIND_LINKED_CLEAN",
+            "multiplier": 2,
+            "players": [
+                {"player": 0, "score_change": 66, "new_score": 66},
+                {"player": 1, "points": 33, "score_change": 0},
+            ],
+        },
+    }
+    out.append(
+        _line(
+            {"id": "deal-example", "deal": msg},
+            Expected(
+                "deal-example",
+                "CONFIRMED",
+                (
+                    ("claims.close_kind", "CONFIRMED", "LINKED_CLEAN"),
+                    ("claims.multiplier", "CONFIRMED", "2"),
+                    ("claims.players[0].score_change", "CONFIRMED", "66"),
+                    ("claims.players[0].new_score", "CONFIRMED", "66"),
+                    ("claims.players[1].points", "CONFIRMED", "33"),
+                    ("claims.players[1].score_change", "CONFIRMED", "0"),
+                ),
+                {"points": [0, 33], "score_change": [66, 0]},
+            ),
+        )
+    )
     # Claimed groups of a player: the best (BEST), and a non-group (INVALID).
     ex = EXAMPLE_HANDS[2]  # QS KS AS 2S 3S 4S 7H 7D 7C 9D, 9
-    msg = {"deal": {"players": [{"cards": linked}, {"cards": ex[0]}], "closer": 0, "discard": "2D"},
-           "claims": {"players": [{"player": 1, "groups": [{"cards": g} for g in ex[2]], "points": 9}]}}
-    out.append(_line({"id": "deal-groups-best", "deal": msg}, Expected(
-        "deal-groups-best", "CONFIRMED", (("claims.players[0].groups", "BEST", "9"), ("claims.players[0].points", "CONFIRMED", "9")),
-        {"points": [0, 9], "score_change": [18, 0]})))
-    msg = {"deal": {"players": [{"cards": linked}, {"cards": ex[0]}], "closer": 0, "discard": "2D"},
-           "claims": {"players": [{"player": 1, "groups": [{"cards": ["KS", "AS", "2S"]}, {"cards": ["7H", "7D", "7C"]}], "score_change": 18}]}}
-    out.append(_line({"id": "deal-groups-invalid", "deal": msg}, Expected(
-        "deal-groups-invalid", "INVALID", (("claims.players[0].groups", "INVALID", "9"), ("claims.players[0].score_change", "WRONG", "0")),
-        {"points": [0, 9], "score_change": [18, 0]})))
+    msg = {
+        "deal": {"players": [{"cards": linked}, {"cards": ex[0]}], "closer": 0, "discard": "2D"},
+        "claims": {"players": [{"player": 1, "groups": [{"cards": g} for g in ex[2]], "points": 9}]},
+    }
+    out.append(
+        _line(
+            {"id": "deal-groups-best", "deal": msg},
+            Expected(
+                "deal-groups-best",
+                "CONFIRMED",
+                (("claims.players[0].groups", "BEST", "9"), ("claims.players[0].points", "CONFIRMED", "9")),
+                {"points": [0, 9], "score_change": [18, 0]},
+            ),
+        )
+    )
+    msg = {
+        "deal": {"players": [{"cards": linked}, {"cards": ex[0]}], "closer": 0, "discard": "2D"},
+        "claims": {
+            "players": [
+                {
+                    "player": 1,
+                    "groups": [{"cards": ["KS", "AS", "2S"]}, {"cards": ["7H", "7D", "7C"]}],
+                    "score_change": 18,
+                }
+            ]
+        },
+    }
+    out.append(
+        _line(
+            {"id": "deal-groups-invalid", "deal": msg},
+            Expected(
+                "deal-groups-invalid",
+                "INVALID",
+                (("claims.players[0].groups", "INVALID", "9"), ("claims.players[0].score_change", "WRONG", "0")),
+                {"points": [0, 9], "score_change": [18, 0]},
+            ),
+        )
+    )
     # An invalid close scores nothing; claiming "no valid close" is right.
-    msg = {"deal": {"players": [{"cards": closer}, {"cards": other}, {"cards": linked}], "closer": 0, "discard": "2D"},
-           "claims": {"close_kind": "CLOSE_KIND_UNSPECIFIED", "multiplier": 0,
-                      "players": [{"player": 1, "points": 33, "score_change": 0}, {"player": 2, "points": 0}]}}
-    out.append(_line({"id": "deal-no-close", "deal": msg}, Expected(
-        "deal-no-close", "CONFIRMED",
-        (("claims.close_kind", "CONFIRMED", ""), ("claims.multiplier", "CONFIRMED", "0"),
-         ("claims.players[0].points", "CONFIRMED", "33"), ("claims.players[0].score_change", "CONFIRMED", "0"),
-         ("claims.players[1].points", "CONFIRMED", "0")),
-        {"points": [0, 33, 0], "score_change": [0, 0, 0]})))
+    msg = {
+        "deal": {"players": [{"cards": closer}, {"cards": other}, {"cards": linked}], "closer": 0, "discard": "2D"},
+        "claims": {
+            "close_kind": "CLOSE_KIND_UNSPECIFIED",
+            "multiplier": 0,
+            "players": [{"player": 1, "points": 33, "score_change": 0}, {"player": 2, "points": 0}],
+        },
+    }
+    out.append(
+        _line(
+            {"id": "deal-no-close", "deal": msg},
+            Expected(
+                "deal-no-close",
+                "CONFIRMED",
+                (
+                    ("claims.close_kind", "CONFIRMED", ""),
+                    ("claims.multiplier", "CONFIRMED", "0"),
+                    ("claims.players[0].points", "CONFIRMED", "33"),
+                    ("claims.players[0].score_change", "CONFIRMED", "0"),
+                    ("claims.players[1].points", "CONFIRMED", "0"),
+                ),
+                {"points": [0, 33, 0], "score_change": [0, 0, 0]},
+            ),
+        )
+    )
     # No claim at all.
     deal = random_deal(rng, 3)
-    out.append(_line({"id": "deal-none", "deal": deal.message()},
-                     Expected("deal-none", "NO_CLAIM", answer={"points": deal.points, "score_change": deal.changes})))
+    out.append(
+        _line(
+            {"id": "deal-none", "deal": deal.message()},
+            Expected("deal-none", "NO_CLAIM", answer={"points": deal.points, "score_change": deal.changes}),
+        )
+    )
     return out
 
 
@@ -576,23 +832,57 @@ def _malformed_lines(rng: random.Random) -> list[CaseLine]:
         CaseLine('{"id": "bad-json", "hand": {"cards": ["AH"', Expected("line:{n}", "MALFORMED", error_field="line")),
         CaseLine("this is not json", Expected("line:{n}", "MALFORMED", error_field="line")),
         CaseLine('["a", "list"]', Expected("line:{n}", "MALFORMED", error_field="line")),
-        _line({"id": "bad-field", "hand": {"cards": good, "claimed": 3}}, Expected("bad-field", "MALFORMED", error_field="line")),
-        _line({"id": "bad-card", "hand": {"cards": good[:6] + ["1H"] + good[7:], "claimed_points": 33}},
-              Expected("bad-card", "MALFORMED", error_field="hand.cards[6]")),
-        _line({"id": "bad-card-close", "close": {"cards": good, "discard": "ZZ"}}, Expected("bad-card-close", "MALFORMED", error_field="close.discard")),
-        _line({"id": "bad-card-deal", "deal": {"deal": {"players": [{"cards": linked}, {"cards": good[:3] + ["11C"] + good[4:]}], "discard": "2D"}}},
-              Expected("bad-card-deal", "MALFORMED", error_field="deal.deal.players[1].cards[3]")),
-        _line({"id": "bad-copies", "hand": {"cards": ["AH", "AH", "AH"], "claimed_points": 3}},
-              Expected("bad-copies", "MALFORMED", error_field="hand.cards[2]")),
-        _line({"id": "bad-count-hand", "hand": {"cards": good + ["4C", "4S"]}}, Expected("bad-count-hand", "MALFORMED", error_field="hand.cards")),
-        _line({"id": "bad-count-close", "close": {"cards": good[:9], "claimed_kind": "CLOSE_KIND_LINKED"}},
-              Expected("bad-count-close", "MALFORMED", error_field="close.cards")),
-        _line({"id": "bad-count-deal", "deal": {"deal": {"players": [{"cards": linked}, {"cards": good[:9]}], "discard": "2D"}}},
-              Expected("bad-count-deal", "MALFORMED", error_field="deal.deal.players[1].cards")),
+        _line(
+            {"id": "bad-field", "hand": {"cards": good, "claimed": 3}},
+            Expected("bad-field", "MALFORMED", error_field="line"),
+        ),
+        _line(
+            {"id": "bad-card", "hand": {"cards": good[:6] + ["1H"] + good[7:], "claimed_points": 33}},
+            Expected("bad-card", "MALFORMED", error_field="hand.cards[6]"),
+        ),
+        _line(
+            {"id": "bad-card-close", "close": {"cards": good, "discard": "ZZ"}},
+            Expected("bad-card-close", "MALFORMED", error_field="close.discard"),
+        ),
+        _line(
+            {
+                "id": "bad-card-deal",
+                "deal": {
+                    "deal": {"players": [{"cards": linked}, {"cards": good[:3] + ["11C"] + good[4:]}], "discard": "2D"}
+                },
+            },
+            Expected("bad-card-deal", "MALFORMED", error_field="deal.deal.players[1].cards[3]"),
+        ),
+        _line(
+            {"id": "bad-copies", "hand": {"cards": ["AH", "AH", "AH"], "claimed_points": 3}},
+            Expected("bad-copies", "MALFORMED", error_field="hand.cards[2]"),
+        ),
+        _line(
+            {"id": "bad-count-hand", "hand": {"cards": good + ["4C", "4S"]}},
+            Expected("bad-count-hand", "MALFORMED", error_field="hand.cards"),
+        ),
+        _line(
+            {"id": "bad-count-close", "close": {"cards": good[:9], "claimed_kind": "CLOSE_KIND_LINKED"}},
+            Expected("bad-count-close", "MALFORMED", error_field="close.cards"),
+        ),
+        _line(
+            {
+                "id": "bad-count-deal",
+                "deal": {"deal": {"players": [{"cards": linked}, {"cards": good[:9]}], "discard": "2D"}},
+            },
+            Expected("bad-count-deal", "MALFORMED", error_field="deal.deal.players[1].cards"),
+        ),
         _line({"id": "bad-no-dispute"}, Expected("bad-no-dispute", "MALFORMED", error_field="dispute")),
-        _line({"id": "bad-claim-player", "deal": {"deal": {"players": [{"cards": linked}, {"cards": good}], "discard": "2D"},
-                                                   "claims": {"players": [{"player": 5, "points": 1}]}}},
-              Expected("bad-claim-player", "MALFORMED", error_field="deal.claims.players[0].player")),
+        _line(
+            {
+                "id": "bad-claim-player",
+                "deal": {
+                    "deal": {"players": [{"cards": linked}, {"cards": good}], "discard": "2D"},
+                    "claims": {"players": [{"player": 5, "points": 1}]},
+                },
+            },
+            Expected("bad-claim-player", "MALFORMED", error_field="deal.claims.players[0].player"),
+        ),
     ]
 
 
@@ -612,7 +902,9 @@ def deal_cases(count: int, seed: int = 0, players: int = 4, wrong: float = 0.5) 
     rng = random.Random(seed)
     for n in range(count):
         deal = random_deal(rng, players)
-        yield deal_case(f"deal-{seed}-{n:07d}", deal, rng, wrong=wrong, claim_kind=n % 2 == 0, claim_new_score=n % 3 == 0)
+        yield deal_case(
+            f"deal-{seed}-{n:07d}", deal, rng, wrong=wrong, claim_kind=n % 2 == 0, claim_new_score=n % 3 == 0
+        )
 
 
 def numbered(cases: Sequence[CaseLine]) -> list[CaseLine]:
@@ -620,7 +912,9 @@ def numbered(cases: Sequence[CaseLine]) -> list[CaseLine]:
     out = []
     for n, case in enumerate(cases, start=1):
         if case.expected.id == "line:{n}":
-            case = CaseLine(case.text, Expected(f"line:{n}", case.expected.outcome, error_field=case.expected.error_field))
+            case = CaseLine(
+                case.text, Expected(f"line:{n}", case.expected.outcome, error_field=case.expected.error_field)
+            )
         out.append(case)
     return out
 
@@ -647,7 +941,10 @@ def mismatches(verdict: dict[str, Any], expected: Expected) -> list[str]:
 
     check("id", verdict.get("id"), expected.id)
     check("outcome", verdict.get("outcome"), f"DISPUTE_OUTCOME_{expected.outcome}")
-    got_claims = [(c.get("field"), str(c.get("verdict", "")).removeprefix("VERDICT_"), c.get("expected", "")) for c in verdict.get("claims", [])]
+    got_claims = [
+        (c.get("field"), str(c.get("verdict", "")).removeprefix("VERDICT_"), c.get("expected", ""))
+        for c in verdict.get("claims", [])
+    ]
     check("claims", got_claims, list(expected.claims))
     if expected.outcome == "MALFORMED":
         check("error.field", verdict.get("error", {}).get("field"), expected.error_field)
@@ -672,7 +969,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Write a case file (and, with --expected, the expected outcomes by id as JSON)."""
     parser = argparse.ArgumentParser(prog="python tests/cases.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("output")
-    parser.add_argument("--deals", type=int, default=0, help="write N generated end-of-deal cases instead of the mixed file")
+    parser.add_argument(
+        "--deals", type=int, default=0, help="write N generated end-of-deal cases instead of the mixed file"
+    )
     parser.add_argument("--players", type=int, default=4)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--clean", action="store_true", help="the mixed file without malformed lines")

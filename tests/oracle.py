@@ -21,16 +21,16 @@ first).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Iterable, Sequence, Union
+from functools import cache, lru_cache
 
 SUITS = "CDHS"
 JOKER = "JK"
 JOKER_INDEX = 52
 LIMITS = ("UNLIMITED", "NO_MORE_THAN_NATURALS", "ONE_PER_GROUP")
 
-Card = Union[tuple[int, str], str]
+Card = tuple[int, str] | str
 Key = tuple[int, ...]
 
 _RANK_OF_CODE = {"A": 1, "J": 11, "Q": 12, "K": 13, "T": 10, **{str(r): r for r in range(2, 11)}}
@@ -153,7 +153,7 @@ def is_group(cards: Sequence[Card], joker_limit: str = "UNLIMITED", wrap_runs: b
     return any(set(ranks) <= window for window in _run_windows(len(cards), wrap_runs))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _is_group_key(group: Key, joker_limit: str, wrap_runs: bool) -> bool:
     return is_group([card_of(i) for i in group], joker_limit, wrap_runs)
 

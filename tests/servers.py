@@ -38,8 +38,12 @@ class ServerProcess:
     def __init__(self, *args: str) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "referee.service.server", "--host", "127.0.0.1", *args],
-            cwd=ROOT, env=server_env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE, text=True,
+            cwd=ROOT,
+            env=server_env(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
             start_new_session=True,  # its own process group, so a failed test can take down the workers too
         )
         self.lines: list[str] = []
@@ -68,7 +72,7 @@ class ServerProcess:
             if found := pattern.search(line):
                 return found
 
-    def listening(self) -> "ServerProcess":
+    def listening(self) -> ServerProcess:
         """Wait until it listens; its address is then in ``address``."""
         found = self.wait_for(LISTENING)
         self.address = f"{found.group(1)}:{found.group(2)}"

@@ -19,14 +19,9 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
+import cases
 import pytest
-
-try:  # the tests directory is not a package; work whichever way pytest imports it
-    from tests import cases
-    from tests.servers import ServerProcess, server_env
-except ImportError:  # pragma: no cover
-    import cases  # type: ignore[no-redef]
-    from servers import ServerProcess, server_env  # type: ignore[no-redef]
+from servers import ServerProcess, server_env
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.skipif(sys.platform != "linux", reason="signals, ptys")]
 
@@ -42,7 +37,13 @@ def batch_command(*args: object) -> list[str]:
 def run_batch(*args: object, timeout: float = 90, **kwargs: object) -> subprocess.CompletedProcess[str]:
     """Run ``remigio-referee batch`` to its end (at most ``timeout`` seconds), capturing its output."""
     return subprocess.run(
-        batch_command(*args), cwd=ROOT, env=server_env(), capture_output=True, text=True, timeout=timeout, **kwargs  # type: ignore[call-overload]
+        batch_command(*args),
+        cwd=ROOT,
+        env=server_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        **kwargs,  # type: ignore[call-overload]
     )
 
 
@@ -142,7 +143,11 @@ def test_progress_bar_on_a_terminal(mixed: tuple[Path, dict[str, cases.Expected]
     try:
         proc = subprocess.Popen(
             batch_command(path, "-o", tmp_path / "out.jsonl", "--jobs", "1"),
-            cwd=ROOT, env=server_env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=slave,
+            cwd=ROOT,
+            env=server_env(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=slave,
         )
         os.close(slave)
         seen = bytearray()
@@ -202,9 +207,12 @@ def _many_hand_cases(path: Path, seed: int, copies: int) -> dict[str, cases.Expe
     several CheckDisputes calls (one call per chunk of cases)."""
     hands = [c for c in cases.mixed_cases(seed=seed, malformed=False) if '"hand"' in c.text]
     many = [
-        cases.CaseLine(c.text.replace(f'"id":"{c.expected.id}"', f'"id":"{n}-{c.expected.id}"', 1),
-                       cases.Expected(f"{n}-{c.expected.id}", c.expected.outcome, c.expected.claims, c.expected.answer))
-        for n in range(copies) for c in hands
+        cases.CaseLine(
+            c.text.replace(f'"id":"{c.expected.id}"', f'"id":"{n}-{c.expected.id}"', 1),
+            cases.Expected(f"{n}-{c.expected.id}", c.expected.outcome, c.expected.claims, c.expected.answer),
+        )
+        for n in range(copies)
+        for c in hands
     ]
     return cases.write_cases(path, many)
 
@@ -284,7 +292,11 @@ def test_resume_after_sigkill_neither_redoes_nor_loses_cases(tmp_path: Path) -> 
     path = tmp_path / "deals.jsonl"
     deals = list(cases.deal_cases(RESUME_CASES, seed=11))
     # A few unreadable lines too: their ids (line:N) must survive a resume like any other.
-    for n, text, case_id in ((150, "not json", "line:{n}"), (1200, '{"id": "half', "line:{n}"), (1900, '{"id": "zz", "hand": {"cards": ["ZZ"]}}', "zz")):
+    for n, text, case_id in (
+        (150, "not json", "line:{n}"),
+        (1200, '{"id": "half', "line:{n}"),
+        (1900, '{"id": "zz", "hand": {"cards": ["ZZ"]}}', "zz"),
+    ):
         deals.insert(n, cases.CaseLine(text, cases.Expected(case_id, "MALFORMED")))
     expected = cases.write_cases(path, cases.numbered(deals))
     engine = ("--engine", "search")
@@ -298,7 +310,11 @@ def test_resume_after_sigkill_neither_redoes_nor_loses_cases(tmp_path: Path) -> 
     out = tmp_path / "verdicts.jsonl"
     proc = subprocess.Popen(
         batch_command(path, "-o", out, "--jobs", "1", *engine),
-        cwd=ROOT, env=server_env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        cwd=ROOT,
+        env=server_env(),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     try:
         deadline = time.monotonic() + 60

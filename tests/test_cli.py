@@ -15,7 +15,11 @@ ROOT = Path(__file__).resolve().parents[1]
 def cli(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "referee.cli", *args],
-        input=stdin, capture_output=True, text=True, cwd=ROOT, timeout=120,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
     )
 
 
@@ -48,7 +52,9 @@ def test_solve_reads_hands_from_stdin_and_goes_on_past_a_bad_line() -> None:
     answers = [json.loads(line) for line in run.stdout.splitlines()]
     assert len(answers) == 3
     assert answers[0]["points"] == 0
-    assert answers[1]["line"] == 2 and answers[1]["error"]["field"] == "cards[1]" and answers[1]["error"]["value"] == "XX"
+    assert (
+        answers[1]["line"] == 2 and answers[1]["error"]["field"] == "cards[1]" and answers[1]["error"]["value"] == "XX"
+    )
     assert answers[2]["points"] == 2 and answers[2]["unlinked"] == ["2S"]
 
 
@@ -56,7 +62,9 @@ def test_rule_flags_change_the_answer() -> None:
     plain = json.loads(cli("solve", "--json", "KS", "AS", "2S").stdout)
     wrapped = json.loads(cli("solve", "--json", "--wrap-runs", "KS", "AS", "2S").stdout)
     assert plain["points"] == 13 and wrapped["points"] == 0
-    one = json.loads(cli("solve", "--json", "--joker-limit", "one_per_group", "--joker-points", "25", "7H", "JK", "JK").stdout)
+    one = json.loads(
+        cli("solve", "--json", "--joker-limit", "one_per_group", "--joker-points", "25", "7H", "JK", "JK").stdout
+    )
     assert one["points"] == 25 + 7 + 25 or one["points"] == 25  # 7H JK is no group; both jokers or one left
     assert one["points"] == 57
 
@@ -74,7 +82,11 @@ def test_close_json_of_eleven_cards() -> None:
     run = cli("close", "--json", *"3H 4H 5H 6H JK 8H 9H 10H JH QH 2C".split())
     answer = json.loads(run.stdout)
     assert (answer["valid"], answer["kind"], answer["multiplier"], answer["discard"]) == (
-        True, "CLOSE_KIND_STRAIGHT_FLUSH", 5, "2C")
+        True,
+        "CLOSE_KIND_STRAIGHT_FLUSH",
+        5,
+        "2C",
+    )
 
 
 def test_close_json_with_a_named_discard_and_an_invalid_one() -> None:

@@ -61,7 +61,9 @@ def every_discard(cards: tuple[Card, ...], rules: RuleSet) -> tuple[int, Card | 
     return best
 
 
-@pytest.mark.parametrize("rules", RULE_SETS, ids=lambda r: f"{r.joker_limit.value}-wrap{r.wrap_runs}-{dict(r.multipliers)[CloseKind.LINKED]}")
+@pytest.mark.parametrize(
+    "rules", RULE_SETS, ids=lambda r: f"{r.joker_limit.value}-wrap{r.wrap_runs}-{dict(r.multipliers)[CloseKind.LINKED]}"
+)
 @settings(max_examples=250, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(cards=closing_hands())
 def test_best_close_equals_trying_every_discard(cards: tuple[Card, ...], rules: RuleSet) -> None:

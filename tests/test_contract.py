@@ -84,8 +84,7 @@ def test_service_descriptor_has_the_four_methods() -> None:
     service = referee_pb2.DESCRIPTOR.services_by_name["RefereeService"]
     assert service.full_name == SERVICE
     methods = {
-        m.name: (m.input_type.name, m.output_type.name, m.client_streaming, m.server_streaming)
-        for m in service.methods
+        m.name: (m.input_type.name, m.output_type.name, m.client_streaming, m.server_streaming) for m in service.methods
     }
     assert methods == {
         "SolveHand": ("SolveHandRequest", "SolveHandResponse", False, False),
@@ -202,9 +201,7 @@ def test_messages_match_the_contract() -> None:
     def shape(message: object) -> str:
         fields = sorted(message.fields, key=lambda f: f.number)  # type: ignore[attr-defined]
         assert [f.number for f in fields] == list(range(1, len(fields) + 1))
-        return " ".join(
-            f.name + ("?" if f.has_presence and f.message_type is None else "") for f in fields
-        )
+        return " ".join(f.name + ("?" if f.has_presence and f.message_type is None else "") for f in fields)
 
     got = {name: shape(m) for name, m in referee_pb2.DESCRIPTOR.message_types_by_name.items()}
     assert got == MESSAGES
@@ -218,9 +215,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A wheel built from a copy of the sources (the work tree is left untouched)."""
     src = tmp_path_factory.mktemp("src")
     shutil.copy2(ROOT / "pyproject.toml", src)
-    shutil.copytree(
-        ROOT / "referee", src / "referee", ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
-    )
+    shutil.copytree(ROOT / "referee", src / "referee", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     out = tmp_path_factory.mktemp("wheel")
     result = _run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", out, src],

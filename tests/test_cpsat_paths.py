@@ -5,17 +5,13 @@ from __future__ import annotations
 
 import random
 
+import oracle
 import pytest
 
 from referee.cards import JOKER, NATURALS, format_cards, parse_cards, sort_cards
 from referee.linking import cpsat, time_budget
 from referee.linking.cpsat import CpSatEngine
 from referee.rules import JokerLimit, RuleSet
-
-try:
-    from tests import oracle
-except ImportError:  # run from inside tests/
-    import oracle  # type: ignore[no-redef]
 
 
 def hands(seed: int, count: int) -> list[tuple]:
@@ -27,7 +23,9 @@ def hands(seed: int, count: int) -> list[tuple]:
         jokers = rng.randint(0, min(4, size))
         suit = rng.randrange(4)
         # Half the hands lean on one suit and one rank, where ties between linkings abound.
-        near = [c for c in pool if c.index // 13 == suit or c.rank == rng.randint(1, 13)] if rng.random() < 0.5 else pool
+        near = (
+            [c for c in pool if c.index // 13 == suit or c.rank == rng.randint(1, 13)] if rng.random() < 0.5 else pool
+        )
         cards = rng.sample(near, size - jokers) + [JOKER] * jokers
         found.append(sort_cards(cards))
     return found
@@ -35,7 +33,12 @@ def hands(seed: int, count: int) -> list[tuple]:
 
 @pytest.mark.parametrize(
     "rules",
-    [RuleSet(), RuleSet(joker_points=0), RuleSet(wrap_runs=True), RuleSet(joker_limit=JokerLimit.NO_MORE_THAN_NATURALS)],
+    [
+        RuleSet(),
+        RuleSet(joker_points=0),
+        RuleSet(wrap_runs=True),
+        RuleSet(joker_limit=JokerLimit.NO_MORE_THAN_NATURALS),
+    ],
     ids=["default", "jokers-0", "wrap", "no-more-than-naturals"],
 )
 @pytest.mark.parametrize("one_objective", [True, False], ids=["one-objective", "by-group"])
@@ -54,9 +57,14 @@ def test_every_way_to_the_canonical_linking_gives_the_oracles_linking(
     for hand in hands(seed=7, count=120):
         linking = engine.best_linking(hand, rules)
         expected = oracle.best_linking(
-            oracle.parse_hand([card.code() for card in hand]), rules.joker_limit.value, rules.wrap_runs, rules.joker_points
+            oracle.parse_hand([card.code() for card in hand]),
+            rules.joker_limit.value,
+            rules.wrap_runs,
+            rules.joker_points,
         )
-        assert (linking.points, tuple(group.key for group in linking.groups)) == (expected.points, expected.groups), hand
+        assert (linking.points, tuple(group.key for group in linking.groups)) == (expected.points, expected.groups), (
+            hand
+        )
 
 
 def test_a_time_budget_already_spent_is_a_solver_error() -> None:
@@ -103,7 +111,10 @@ def test_the_lone_card_count_holds_for_every_fully_linked_hand(rules: RuleSet) -
         columns = [cpsat._column(group, rules.joker_points) for group in candidate_groups(counts, rules)]
         lone = cpsat._lone_cards(counts, [c for c in columns if c.worth], points)
         expected = oracle.best_linking(
-            oracle.parse_hand([card.code() for card in hand]), rules.joker_limit.value, rules.wrap_runs, rules.joker_points
+            oracle.parse_hand([card.code() for card in hand]),
+            rules.joker_limit.value,
+            rules.wrap_runs,
+            rules.joker_points,
         )
         checked += 1
         if expected.points == 0:  # every card that scores is linked

@@ -24,9 +24,7 @@ def cards(text: str) -> tuple[Card, ...]:
 
 
 def make_deal(hands: list[str | tuple[Card, ...]], closer: int = 0, discard: str = DISCARD, **extra: object) -> Deal:
-    players = tuple(
-        PlayerHand(f"P{i}", cards(h) if isinstance(h, str) else h) for i, h in enumerate(hands)
-    )
+    players = tuple(PlayerHand(f"P{i}", cards(h) if isinstance(h, str) else h) for i, h in enumerate(hands))
     return Deal(players=players, closer=closer, discard=Card.parse(discard), **extra)  # type: ignore[arg-type]
 
 

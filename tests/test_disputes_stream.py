@@ -27,20 +27,15 @@ import time
 from collections.abc import Iterator
 from concurrent import futures
 
+import cases
 import grpc
 import pytest
 from google.protobuf import json_format
+from servers import ServerProcess
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
 from referee.service.servicer import READ_AHEAD_PER_JOB, RefereeServicer
-
-try:  # the tests directory is not a package; work whichever way pytest imports it
-    from tests import cases
-    from tests.servers import ServerProcess
-except ImportError:  # pragma: no cover
-    import cases  # type: ignore[no-redef]
-    from servers import ServerProcess  # type: ignore[no-redef]
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.skipif(sys.platform != "linux", reason="/proc, signals")]
 
@@ -69,7 +64,9 @@ def _parsed(lines: list[cases.CaseLine]) -> list[tuple[pb.CheckDisputesRequest, 
     return out
 
 
-def _numbered(base: list[tuple[pb.CheckDisputesRequest, cases.Expected]], count: int) -> Iterator[tuple[pb.CheckDisputesRequest, str]]:
+def _numbered(
+    base: list[tuple[pb.CheckDisputesRequest, cases.Expected]], count: int
+) -> Iterator[tuple[pb.CheckDisputesRequest, str]]:
     """``count`` cases cycling through ``base``, each with a fresh id; yields (case, expected outcome)."""
     for n in range(count):
         template, expected = base[n % len(base)]
@@ -87,7 +84,11 @@ def test_ten_thousand_cases_through_one_stream_in_order(stub: referee_pb2_grpc.R
     got = [(reply.id, pb.DisputeOutcome.Name(reply.outcome)) for reply in replies]
     assert len(got) == STREAM_CASES, "verdicts missing"
     assert [case_id for case_id, _ in got] == [case.id for case, _ in numbered], "verdicts out of order"
-    wrong = [(case_id, outcome, want) for (case_id, outcome), (_, want) in zip(got, numbered) if outcome != f"DISPUTE_OUTCOME_{want}"]
+    wrong = [
+        (case_id, outcome, want)
+        for (case_id, outcome), (_, want) in zip(got, numbered)
+        if outcome != f"DISPUTE_OUTCOME_{want}"
+    ]
     assert not wrong, wrong[:10]
 
 

@@ -22,8 +22,8 @@ import random
 import subprocess
 import sys
 from collections import Counter
-from functools import lru_cache
-from typing import Callable
+from collections.abc import Callable
+from functools import cache
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -41,12 +41,7 @@ from referee.rules import JokerLimit, RuleSet
 CPSAT = CpSatEngine()
 SEARCH = SearchEngine()
 
-COMBOS = [
-    (limit, wrap, joker_points)
-    for limit in JokerLimit
-    for wrap in (False, True)
-    for joker_points in (20, 0)
-]
+COMBOS = [(limit, wrap, joker_points) for limit in JokerLimit for wrap in (False, True) for joker_points in (20, 0)]
 COMBO_IDS = [f"{limit.value}-{'wrap' if wrap else 'nowrap'}-jp{jp}" for limit, wrap, jp in COMBOS]
 
 # --- hands biased towards the hard cases --------------------------------------------------------
@@ -135,11 +130,11 @@ def brute_force(hand: tuple[Card, ...], rules: RuleSet) -> tuple[int, tuple[tupl
     """The least ``Linking.rank`` over every way to link ``hand``: for small hands only."""
     points = {i: CARD_BY_INDEX[i].points(rules.joker_points) for i in range(53)}
 
-    @lru_cache(maxsize=None)
+    @cache
     def is_group(cards: tuple[int, ...]) -> bool:
         return isinstance(judge_group((CARD_BY_INDEX[i] for i in cards), rules), Group)
 
-    @lru_cache(maxsize=None)
+    @cache
     def every_linking(left: tuple[int, ...]) -> frozenset[tuple[int, tuple[tuple[int, ...], ...]]]:
         """(unlinked points, sorted group keys) of every linking of the sorted multiset ``left``."""
         if not left:

@@ -43,12 +43,19 @@ def _run(target: str, pool: list[bytes], clients: int, seconds: float, period: f
 def test_the_header_block_decodes_to_a_grpc_request() -> None:
     fields = Decoder().decode(h2client.header_block("127.0.0.1:5", METHOD, 2.5), raw=False)
     assert fields == [
-        (":method", "POST"), (":scheme", "http"), (":path", METHOD), (":authority", "127.0.0.1:5"),
-        ("content-type", "application/grpc"), ("te", "trailers"), ("grpc-timeout", "2500m"),
+        (":method", "POST"),
+        (":scheme", "http"),
+        (":path", METHOD),
+        (":authority", "127.0.0.1:5"),
+        ("content-type", "application/grpc"),
+        ("te", "trailers"),
+        ("grpc-timeout", "2500m"),
     ]
 
 
-def test_closed_loops_get_the_replies_a_grpc_client_gets(server_address: str, stub: referee_pb2_grpc.RefereeServiceStub) -> None:
+def test_closed_loops_get_the_replies_a_grpc_client_gets(
+    server_address: str, stub: referee_pb2_grpc.RefereeServiceStub
+) -> None:
     pool = _requests()
     expected = [stub.SolveHand(pb.SolveHandRequest.FromString(request)) for request in pool]
     clients = _run(server_address, pool, clients=3, seconds=0.3)
@@ -144,10 +151,12 @@ def test_a_call_the_server_took_before_its_goaway_still_ends_normally() -> None:
         head = encoder.encode([(":status", "200"), ("content-type", "application/grpc")])
         tail = encoder.encode([("grpc-status", "0"), ("x-referee-pid", "42")])
         body = h2client.grpc_message(reply)
-        sock.sendall(_goaway(1)
-                     + h2client._frame(h2client.HEADERS, h2client.END_HEADERS, 1, head)
-                     + h2client._frame(h2client.DATA, 0, 1, body)
-                     + h2client._frame(h2client.HEADERS, h2client.END_HEADERS | h2client.END_STREAM, 1, tail))
+        sock.sendall(
+            _goaway(1)
+            + h2client._frame(h2client.HEADERS, h2client.END_HEADERS, 1, head)
+            + h2client._frame(h2client.DATA, 0, 1, body)
+            + h2client._frame(h2client.HEADERS, h2client.END_HEADERS | h2client.END_STREAM, 1, tail)
+        )
 
     peer = _Peer(script)
     try:

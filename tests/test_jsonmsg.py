@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from cases import deal_cases, mixed_cases
 from google.protobuf import json_format
 
-from cases import deal_cases, mixed_cases
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.service import jsonmsg
 from referee.service.disputes import judge_case

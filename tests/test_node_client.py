@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 NODE_MODULES = ROOT / ".tools" / "node_modules"
 CLIENT = ROOT / "tests" / "clients" / "node_client.js"
 
+
 def _first_deal(seed: int) -> pb.Deal:
     """A deal at the start of a match: every score unset."""
     deal = make_deals(seed, 1)[0]
@@ -38,19 +39,29 @@ def _first_deal(seed: int) -> pb.Deal:
 
 CALLS: list[tuple[str, Message]] = [
     ("SolveHand", pb.SolveHandRequest(cards="AH 2H 3H 5C 5D 5S KS KD 9C JK".split())),
-    ("SolveHand", pb.SolveHandRequest(
-        cards="QS KS AS 2S 3S JK JK 7D 7C 9D".split(),
-        rules=pb.RuleOptions(wrap_runs=True, joker_limit=pb.JOKER_LIMIT_ONE_PER_GROUP, joker_points=25),
-    )),
-    ("CheckClose", pb.CheckCloseRequest(cards="3H 4H 5H 6H JK 8H 9H 10H JH QH 2C".split(),
-                                        claimed_kind=pb.CLOSE_KIND_STRAIGHT_FLUSH)),
+    (
+        "SolveHand",
+        pb.SolveHandRequest(
+            cards="QS KS AS 2S 3S JK JK 7D 7C 9D".split(),
+            rules=pb.RuleOptions(wrap_runs=True, joker_limit=pb.JOKER_LIMIT_ONE_PER_GROUP, joker_points=25),
+        ),
+    ),
+    (
+        "CheckClose",
+        pb.CheckCloseRequest(
+            cards="3H 4H 5H 6H JK 8H 9H 10H JH QH 2C".split(), claimed_kind=pb.CLOSE_KIND_STRAIGHT_FLUSH
+        ),
+    ),
     ("CheckClose", pb.CheckCloseRequest(cards="7H 7H 7S 7S 7D 7D 7C 7C JK JK".split(), discard="KD")),
     ("ScoreDeal", pb.ScoreDealRequest(deal=make_deals(11, 1)[0])),
-    ("ScoreDeal", pb.ScoreDealRequest(
-        deal=_first_deal(12),
-        rules=pb.RuleOptions(scoring=pb.ScoringOptions(mode=pb.SCORING_MODE_ELIMINATION)),
-        claims=pb.DealClaims(multiplier=2, players=[pb.PlayerClaim(player=1, points=30)]),
-    )),
+    (
+        "ScoreDeal",
+        pb.ScoreDealRequest(
+            deal=_first_deal(12),
+            rules=pb.RuleOptions(scoring=pb.ScoringOptions(mode=pb.SCORING_MODE_ELIMINATION)),
+            claims=pb.DealClaims(multiplier=2, players=[pb.PlayerClaim(player=1, points=30)]),
+        ),
+    ),
 ]
 
 
@@ -65,12 +76,14 @@ def _node() -> str:
 
 def _run_node(address: str, calls: list[tuple[str, Message]]) -> list[dict[str, Any]]:
     lines = "".join(
-        json.dumps({"method": method, "request": json_format.MessageToDict(request, preserving_proto_field_name=True)}) + "\n"
+        json.dumps({"method": method, "request": json_format.MessageToDict(request, preserving_proto_field_name=True)})
+        + "\n"
         for method, request in calls
     )
     env = {**os.environ, "NODE_PATH": str(NODE_MODULES)}
-    done = subprocess.run([_node(), str(CLIENT), address], input=lines, capture_output=True, text=True, env=env,
-                          timeout=120, check=False)
+    done = subprocess.run(
+        [_node(), str(CLIENT), address], input=lines, capture_output=True, text=True, env=env, timeout=120, check=False
+    )
     assert done.returncode == 0, done.stderr
     return [json.loads(line) for line in done.stdout.splitlines()]
 

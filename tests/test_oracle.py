@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 
+import oracle
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -21,11 +22,6 @@ from referee.cards import Card
 from referee.groups import Group, GroupKind, judge_group
 from referee.linking import best_linking
 from referee.rules import JokerLimit, RuleSet
-
-try:  # the tests directory is not a package; work whichever way pytest imports it
-    from tests import oracle
-except ImportError:  # pragma: no cover
-    import oracle  # type: ignore[no-redef]
 
 # Append a name here when its engine is registered in referee.linking.dispatch.
 ENGINES = ["cpsat", "search"]
@@ -254,7 +250,7 @@ def test_referee_on_the_rule_book_examples(engine: str, hand: str, groups: list[
 
 # (hand, joker_limit or None for all three, wrap_runs or None for both, joker_points, groups, points),
 # each worked out by hand from the rule book.
-U, N, O = "UNLIMITED", "NO_MORE_THAN_NATURALS", "ONE_PER_GROUP"
+U, N, O = "UNLIMITED", "NO_MORE_THAN_NATURALS", "ONE_PER_GROUP"  # noqa: E741 (the three limits by initial)
 EXPECTED = [
     # Four jokers alone: one jokers-only group when allowed; with 0 points, no group at all (the
     # empty tuple of groups is a prefix of every other, so it comes first).
@@ -315,7 +311,9 @@ EXPECTED_CASES = [
 
 
 @pytest.mark.parametrize("hand, limit, wrap, joker_points, groups, points", EXPECTED_CASES)
-def test_oracle_on_edge_cases(hand: str, limit: str, wrap: bool, joker_points: int, groups: list[str], points: int) -> None:
+def test_oracle_on_edge_cases(
+    hand: str, limit: str, wrap: bool, joker_points: int, groups: list[str], points: int
+) -> None:
     got = oracle.best_linking(oracle.parse_hand(hand), limit, wrap, joker_points)
     assert (got.points, got.groups) == (points, group_keys(groups))
 
@@ -411,7 +409,13 @@ def test_oracle_cards() -> None:
     assert [oracle.index(oracle.parse(c)) for c in ("AC", "KC", "AD", "AH", "KS", "JK")] == [0, 12, 13, 26, 51, 52]
     assert all(oracle.index(oracle.card_of(i)) == i for i in range(53))
     assert [oracle.points(oracle.parse(c), 25) for c in ("AS", "9S", "10S", "JS", "QS", "KS", "JK")] == [
-        1, 9, 10, 10, 10, 10, 25
+        1,
+        9,
+        10,
+        10,
+        10,
+        10,
+        25,
     ]
     # The tie-break: a prefix comes first, and the oracle lists every best linking.
     assert ((1, 2, 3),) < ((1, 2, 3), (40, 41, 42)) < ((1, 2, 3, 52),)

@@ -312,7 +312,11 @@ def test_explicit_mode_overrides_the_default() -> None:
 
 
 def test_player_named_in_eliminated_is_rejected() -> None:
-    players = (PlayerHand("Ana", cards(CLOSER_LC[0])), PlayerHand("Beto", cards(HAND_33)), PlayerHand("Carla", cards(HAND_40)))
+    players = (
+        PlayerHand("Ana", cards(CLOSER_LC[0])),
+        PlayerHand("Beto", cards(HAND_33)),
+        PlayerHand("Carla", cards(HAND_40)),
+    )
     deal = Deal(players=players, closer=0, discard=Card.parse("KC"), eliminated=("Dani", "Carla"))
     with pytest.raises(InvalidDealError) as caught:
         score_deal(deal, RuleSet())
@@ -321,7 +325,11 @@ def test_player_named_in_eliminated_is_rejected() -> None:
 
 
 def test_eliminated_names_not_playing_are_fine() -> None:
-    players = (PlayerHand("Ana", cards(CLOSER_LC[0])), PlayerHand("Beto", cards(HAND_33)), PlayerHand("Carla", cards(HAND_40)))
+    players = (
+        PlayerHand("Ana", cards(CLOSER_LC[0])),
+        PlayerHand("Beto", cards(HAND_33)),
+        PlayerHand("Carla", cards(HAND_40)),
+    )
     deal = Deal(players=players, closer=0, discard=Card.parse("KC"), eliminated=("Dani",))
     assert changes(score_deal(deal, RuleSet())) == [186, -66, -80]
 

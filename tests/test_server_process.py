@@ -18,14 +18,10 @@ from collections.abc import Iterator
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from servers import LISTENING, WORKERS, ServerProcess
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
-
-try:  # the tests directory is not a package; work whichever way pytest imports it
-    from tests.servers import LISTENING, WORKERS, ServerProcess
-except ImportError:  # pragma: no cover
-    from servers import LISTENING, WORKERS, ServerProcess  # type: ignore[no-redef]
 
 pytestmark = [pytest.mark.timeout(90), pytest.mark.skipif(sys.platform != "linux", reason="signals and SO_REUSEPORT")]
 
@@ -67,7 +63,10 @@ def test_sigterm_under_load_drains_and_exits_0(launch) -> None:
         grpc.channel_ready_future(chan).result(timeout=10)
         stub = referee_pb2_grpc.RefereeServiceStub(chan)
         health = health_pb2_grpc.HealthStub(chan)
-        assert health.Check(health_pb2.HealthCheckRequest(service=SERVICE), timeout=5).status == health_pb2.HealthCheckResponse.SERVING
+        assert (
+            health.Check(health_pb2.HealthCheckRequest(service=SERVICE), timeout=5).status
+            == health_pb2.HealthCheckResponse.SERVING
+        )
         watch = health.Watch(health_pb2.HealthCheckRequest(service=SERVICE), timeout=30)
         assert next(watch).status == health_pb2.HealthCheckResponse.SERVING
 

@@ -20,6 +20,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+from servers import field_violation
 
 from referee import closing, scoring
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
@@ -32,11 +33,6 @@ from referee.rules import RuleSet
 from referee.service import convert
 from referee.service.server import SERVICE_NAME, create_server
 from referee.service.status import status_for
-
-try:  # the tests directory is not a package; work whichever way pytest imports it
-    from tests.servers import field_violation
-except ImportError:  # pragma: no cover
-    from servers import field_violation  # type: ignore[no-redef]
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -145,7 +141,12 @@ def test_solve_hand_is_order_free_and_canonical(stub) -> None:
 @pytest.mark.parametrize("cards, discard, kind, multiplier", CLOSES)
 def test_check_close_of_11_cards_on_the_rule_book_examples(stub, cards, discard, kind, multiplier) -> None:
     reply = stub.CheckClose(pb.CheckCloseRequest(cards=cards.split()), timeout=10)
-    assert (reply.close.valid, reply.close.discard, reply.close.kind, reply.close.multiplier) == (True, discard, kind, multiplier)
+    assert (reply.close.valid, reply.close.discard, reply.close.kind, reply.close.multiplier) == (
+        True,
+        discard,
+        kind,
+        multiplier,
+    )
     domain = closing.best_close(parse_cards(cards.split()), RULES)
     assert reply.close == convert.close_to_proto(domain)
     assert not reply.claims
@@ -156,7 +157,8 @@ def test_check_close_of_10_cards_and_a_discard(stub, cards, discard, kind, multi
     shown = cards.split()
     shown.remove(discard)
     reply = stub.CheckClose(
-        pb.CheckCloseRequest(cards=shown, discard=discard, claimed_kind=kind, claimed_multiplier=multiplier + 1), timeout=10
+        pb.CheckCloseRequest(cards=shown, discard=discard, claimed_kind=kind, claimed_multiplier=multiplier + 1),
+        timeout=10,
     )
     assert (reply.close.valid, reply.close.kind, reply.close.multiplier) == (True, kind, multiplier)
     domain = closing.check_close(parse_cards(shown), Card.parse(discard), RULES)
@@ -345,7 +347,11 @@ def _third_nine(request: pb.ScoreDealRequest) -> None:
 MALFORMED = {
     "bad card code": (_solve("AH 2H 3H ZZ"), "cards[3]", "ZZ"),
     "bad card with a symbol": (_solve("AH 2H 3H 11♥"), "cards[3]", "11♥"),
-    "too many cards": (_solve(" ".join(["2C", "3C", "4C", "5C", "6C", "7C", "8C", "9C", "10C", "JC", "QC", "KC"])), "cards", 12),
+    "too many cards": (
+        _solve(" ".join(["2C", "3C", "4C", "5C", "6C", "7C", "8C", "9C", "10C", "JC", "QC", "KC"])),
+        "cards",
+        12,
+    ),
     "no cards": (_solve(""), "cards", 0),
     "too many copies": (_solve("AH 2H AH AH"), "cards[3]", "AH"),
     "too many jokers": (_solve("JK JK JK JK JK"), "cards[4]", "JK"),
@@ -355,10 +361,14 @@ MALFORMED = {
     "unknown joker limit": (_solve("AH", joker_limit=42), "rules.joker_limit", 42),
     "unknown engine": (_solve("AH", engine=17), "rules.engine", 17),
     "multiplier without a kind": (
-        _solve("AH", multipliers=[pb.Multiplier(multiplier=3)]), "rules.multipliers[0].kind", "CLOSE_KIND_UNSPECIFIED"
+        _solve("AH", multipliers=[pb.Multiplier(multiplier=3)]),
+        "rules.multipliers[0].kind",
+        "CLOSE_KIND_UNSPECIFIED",
     ),
     "multiplier out of range": (
-        _solve("AH", multipliers=[pb.Multiplier(kind=pb.CLOSE_KIND_LINKED, multiplier=0)]), "rules.multipliers[0].multiplier", 0
+        _solve("AH", multipliers=[pb.Multiplier(kind=pb.CLOSE_KIND_LINKED, multiplier=0)]),
+        "rules.multipliers[0].multiplier",
+        0,
     ),
     "unknown scoring mode": (_solve("AH", scoring=pb.ScoringOptions(mode=9)), "rules.scoring.mode", 9),
     "close of 9 cards": (_close("AH 2H 3H 4H 5H 6H 7H 8H 9H"), "cards", 9),
@@ -367,7 +377,11 @@ MALFORMED = {
     "close of 11 cards and a discard": (_close("AH 2H 3H 4H 5H 6H 7H 8H 9H 10H KC", "KD"), "discard", "KD"),
     "close with a bad card": (_close("AH 2H 3H 4H 5H 6H 7H 8H 9H XX KC"), "cards[9]", "XX"),
     "close with a third copy as the discard": (_close("AH AH 3H 4H 5H 6H 7H 8H 9H 10H", "AH"), "discard", "AH"),
-    "close with an unknown claimed kind": (_close("AH 2H 3H 4H 5H 6H 7H 8H 9H 10H KC", claimed_kind=99), "claimed_kind", 99),
+    "close with an unknown claimed kind": (
+        _close("AH 2H 3H 4H 5H 6H 7H 8H 9H 10H KC", claimed_kind=99),
+        "claimed_kind",
+        99,
+    ),
     "deal of one player": (_deal(lambda r: r.deal.players.pop()), "deal.players", 1),
     "deal of eleven players": (_deal(lambda r: r.deal.players.extend([r.deal.players[1]] * 9)), "deal.players", 11),
     "closer out of range": (_deal(_set("deal.closer", 2)), "deal.closer", 2),
@@ -377,12 +391,17 @@ MALFORMED = {
     "bad card in a hand": (_deal(_set("deal.players[1].cards[4]", "5Z")), "deal.players[1].cards[4]", "5Z"),
     "hand of 9 cards": (_deal(lambda r: r.deal.players[1].cards.pop()), "deal.players[1].cards", 9),
     "bad deal discard": (_deal(_set("deal.discard", "")), "deal.discard", ""),
-    "bad card in the discard pile": (_deal(_set("deal.discard_pile.cards", ["QQ"])), "deal.discard_pile.cards[0]", "QQ"),
+    "bad card in the discard pile": (
+        _deal(_set("deal.discard_pile.cards", ["QQ"])),
+        "deal.discard_pile.cards[0]",
+        "QQ",
+    ),
     "bad card in the stock": (_deal(_set("deal.stock.cards", ["AD", "ZZ"])), "deal.stock.cards[1]", "ZZ"),
     "too many copies in a deal": (_deal(_third_nine), "deal.players[1].cards[8]", "9C"),
     "score already out": (
         _deal(lambda r: (_set("deal.players[1].score", -5)(r), _set("rules.scoring.mode", pb.SCORING_MODE_POOL)(r))),
-        "deal.players[1].score", -5,
+        "deal.players[1].score",
+        -5,
     ),
     "score too large": (_deal(_set("deal.players[0].score", 2_000_000_000)), "deal.players[0].score", 2_000_000_000),
     "bad card in a claimed group": (_deal(_bad_claim_group), "claims.players[0].groups[1].cards[2]", "K?"),
@@ -506,14 +525,18 @@ def _request_pool() -> list[tuple[str, object]]:
         pool.append(("SolveHand", pb.SolveHandRequest(cards=hand.split(), rules=pb.RuleOptions(joker_points=25))))
     for _ in range(4):
         dealt = rng.sample(cards, 31)
-        pool.append((
-            "ScoreDeal",
-            pb.ScoreDealRequest(
-                deal=pb.Deal(
-                    players=[pb.Player(cards=dealt[i * 10 : i * 10 + 10]) for i in range(3)], closer=1, discard=dealt[30]
+        pool.append(
+            (
+                "ScoreDeal",
+                pb.ScoreDealRequest(
+                    deal=pb.Deal(
+                        players=[pb.Player(cards=dealt[i * 10 : i * 10 + 10]) for i in range(3)],
+                        closer=1,
+                        discard=dealt[30],
+                    ),
                 ),
-            ),
-        ))
+            )
+        )
     pool.append(("ScoreDeal", base_deal()))
     return pool
 
@@ -596,8 +619,12 @@ def test_streams_beyond_the_stream_cap_are_resource_exhausted_and_unary_calls_go
             return error.code()
         return grpc.StatusCode.OK
 
-    with chan, _holding_the_stream_slot(stub, lambda: second_stream() == grpc.StatusCode.RESOURCE_EXHAUSTED) as (
-        first, release
+    with (
+        chan,
+        _holding_the_stream_slot(stub, lambda: second_stream() == grpc.StatusCode.RESOURCE_EXHAUSTED) as (
+            first,
+            release,
+        ),
     ):
         # The thread left free answers the unary calls while the stream lasts.
         assert stub.SolveHand(pb.SolveHandRequest(cards=["AH"]), timeout=10).linking.points == 1

@@ -16,15 +16,11 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from servers import field_violation
 
 from bench.service import make_deals
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.cards import deck
-
-try:  # the tests directory is not a package; work whichever way pytest imports it
-    from tests.servers import field_violation
-except ImportError:  # pragma: no cover
-    from servers import field_violation  # type: ignore[no-redef]
 
 SERVICE = "/remigio.referee.v1.RefereeService/"
 UNARY = {"SolveHand": pb.SolveHandRequest, "CheckClose": pb.CheckCloseRequest, "ScoreDeal": pb.ScoreDealRequest}
@@ -32,7 +28,9 @@ FUZZ = settings(max_examples=120, deadline=None, derandomize=True, suppress_heal
 
 CARDS = sorted({card.code() for card in deck(1)})
 CODES = CARDS + ["", "1H", "11S", "ah", "A\u2665", "10", "KK", "J K", "AH "]
-INTS = st.one_of(st.integers(0, 3), st.integers(0, 3), st.integers(-3, 14), st.sampled_from([-(2**31), 2**31 - 1, 1000, -1000]))
+INTS = st.one_of(
+    st.integers(0, 3), st.integers(0, 3), st.integers(-3, 14), st.sampled_from([-(2**31), 2**31 - 1, 1000, -1000])
+)
 
 
 def _raw(channel: grpc.Channel, method: str) -> grpc.UnaryUnaryMultiCallable:
@@ -52,7 +50,9 @@ def _answer(channel: grpc.Channel, method: str, payload: bytes) -> None:
 
 
 @pytest.mark.parametrize("method", UNARY)
-@pytest.mark.parametrize("payload", [b"\xff", b"\x0a\x05AH", b"\x80\x80\x80"], ids=["bad tag", "cut string", "cut varint"])
+@pytest.mark.parametrize(
+    "payload", [b"\xff", b"\x0a\x05AH", b"\x80\x80\x80"], ids=["bad tag", "cut string", "cut varint"]
+)
 def test_a_request_that_does_not_decode_is_invalid_argument(channel: grpc.Channel, method: str, payload: bytes) -> None:
     with pytest.raises(grpc.RpcError) as caught:
         _raw(channel, method)(payload, timeout=10)
@@ -61,15 +61,18 @@ def test_a_request_that_does_not_decode_is_invalid_argument(channel: grpc.Channe
     assert UNARY[method].DESCRIPTOR.full_name in violation.description
     assert f"'{len(payload)} bytes'" in violation.description
     # And the server goes on serving.
-    assert pb.SolveHandResponse.FromString(_raw(channel, "SolveHand")(pb.SolveHandRequest(cards=["AH"]).SerializeToString()))
+    assert pb.SolveHandResponse.FromString(
+        _raw(channel, "SolveHand")(pb.SolveHandRequest(cards=["AH"]).SerializeToString())
+    )
 
 
 def test_a_stream_case_that_does_not_decode_gets_a_malformed_verdict_alone(channel: grpc.Channel) -> None:
     def case(case_id: str) -> bytes:
         return pb.CheckDisputesRequest(id=case_id, hand=pb.HandDispute(cards="AH 2H 3H 9C".split())).SerializeToString()
 
-    call = channel.stream_stream(SERVICE + "CheckDisputes", request_serializer=None,
-                                 response_deserializer=pb.CheckDisputesResponse.FromString)
+    call = channel.stream_stream(
+        SERVICE + "CheckDisputes", request_serializer=None, response_deserializer=pb.CheckDisputesResponse.FromString
+    )
     verdicts = list(call(iter([case("a"), b"\xff\xff", case("c")]), timeout=30))
     assert [v.id for v in verdicts] == ["a", "", "c"]
     assert [v.outcome == pb.DISPUTE_OUTCOME_MALFORMED for v in verdicts] == [False, True, False]
@@ -107,7 +110,9 @@ def _messages(descriptor: Descriptor, depth: int = 0) -> st.SearchStrategy[Messa
             continue
         values = _field_values(field, depth)
         repeated = field.is_repeated
-        fields[field.name] = st.lists(values, max_size=12 if field.type == FieldDescriptor.TYPE_STRING else 5) if repeated else values
+        fields[field.name] = (
+            st.lists(values, max_size=12 if field.type == FieldDescriptor.TYPE_STRING else 5) if repeated else values
+        )
 
     def build(drawn: dict) -> Message:
         for oneof in descriptor.oneofs:  # one member of a oneof at most
@@ -137,8 +142,11 @@ def _changed_deals(draw: st.DrawFn) -> pb.ScoreDealRequest:
     request = pb.ScoreDealRequest(deal=draw(st.sampled_from(BASES)))
     deal = request.deal
     for _ in range(draw(st.integers(1, 3))):
-        change = draw(st.sampled_from(["card", "drop", "add", "closer", "discard", "score", "piles", "eliminated",
-                                       "rules", "claims"]))
+        change = draw(
+            st.sampled_from(
+                ["card", "drop", "add", "closer", "discard", "score", "piles", "eliminated", "rules", "claims"]
+            )
+        )
         player = deal.players[draw(st.integers(0, len(deal.players) - 1))]
         if change == "card" and player.cards:
             player.cards[draw(st.integers(0, len(player.cards) - 1))] = draw(ANY_CODE)
@@ -170,8 +178,13 @@ def test_changed_deals_get_ok_or_invalid_argument(channel: grpc.Channel, request
 
 
 @FUZZ
-@given(base=st.sampled_from(BASES), eleven=st.booleans(), swaps=st.lists(st.tuples(st.integers(0, 10), ANY_CODE), max_size=2),
-       kind=st.none() | st.integers(-1, 8), multiplier=st.none() | INTS)
+@given(
+    base=st.sampled_from(BASES),
+    eleven=st.booleans(),
+    swaps=st.lists(st.tuples(st.integers(0, 10), ANY_CODE), max_size=2),
+    kind=st.none() | st.integers(-1, 8),
+    multiplier=st.none() | INTS,
+)
 def test_changed_closes_get_ok_or_invalid_argument(
     channel: grpc.Channel, base: pb.Deal, eleven: bool, swaps: list, kind: int | None, multiplier: int | None
 ) -> None:

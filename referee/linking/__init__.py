@@ -12,5 +12,12 @@ from referee.linking.budget import time_budget
 from referee.linking.dispatch import best_linking, engine_for, links_fully, load_engines
 
 __all__ = [
-    "Linking", "LinkingEngine", "best_linking", "engine_for", "linking_from_parts", "links_fully", "load_engines", "time_budget",
+    "Linking",
+    "LinkingEngine",
+    "best_linking",
+    "engine_for",
+    "linking_from_parts",
+    "links_fully",
+    "load_engines",
+    "time_budget",
 ]

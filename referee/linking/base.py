@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterable, Protocol, Sequence
+from typing import Protocol
 
 from referee.cards import CARD_BY_INDEX, Card, points_by_index
 from referee.groups import Group, judge_group

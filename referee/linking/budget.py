@@ -7,9 +7,9 @@ that can stop part-way (CP-SAT) ask ``seconds_left``; the others finish far insi
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Iterator
 
 # The monotonic time by which the current call must be answered (None: no budget).
 _DEADLINE: ContextVar[float | None] = ContextVar("referee_solve_deadline", default=None)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import lru_cache
 from itertools import product
-from typing import Mapping
 
 from referee.cards import RANKS, SUITS
 from referee.groups import MAX_RUN, MIN_GROUP
@@ -101,6 +101,6 @@ def _runs_of_suit(
             grow(scale, n + 1, first, naturals + (index,))
 
     for scale in scales:
-        for n in (range(1) if firsts_only else range(len(scale))):
+        for n in range(1) if firsts_only else range(len(scale)):
             grow(scale, n + 1, scale[n][0], (scale[n][1],))
     return tuple(found)

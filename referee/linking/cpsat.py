@@ -26,9 +26,9 @@ for that attempt, INFEASIBLE); anything else is an error, never a guess.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Collection, Sequence
 
 from ortools.sat.python import cp_model
 
@@ -136,7 +136,12 @@ class CpSatEngine:
         return [columns[first].group, *self._canonical(cards, rest, later, points, full)]
 
     def _lowest_group(
-        self, cards: tuple[Card, ...], counts: Counter[int], columns: list[_Column], most: list[int], exact: Collection[int]
+        self,
+        cards: tuple[Card, ...],
+        counts: Counter[int],
+        columns: list[_Column],
+        most: list[int],
+        exact: Collection[int],
     ) -> int | None:
         """The lowest column any best linking holds, when every card in ``exact`` must be linked
         (None: no linking does that); the best linking has the most linked points.
@@ -193,7 +198,9 @@ class CpSatEngine:
         if status == cp_model.INFEASIBLE and infeasible_ok:
             return None
         if status != cp_model.OPTIMAL:
-            raise SolverError(f"CP-SAT found no proven optimum ({solver.status_name(status)}) for {format_cards(cards)}")
+            raise SolverError(
+                f"CP-SAT found no proven optimum ({solver.status_name(status)}) for {format_cards(cards)}"
+            )
         # One copy of the response (it belongs to the solver) instead of a call per variable.
         return list(solver.response_proto.solution)
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Mapping
 from functools import lru_cache
 from importlib import import_module
-from typing import Iterable, Iterator, Mapping
 
 from referee.cards import Card, check_copies, sort_cards
 from referee.errors import InvalidCardError

@@ -8,8 +8,9 @@ gRPC servicer and the command line both call them, so both answer the same, byte
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
-from typing import Iterable, Mapping, Sequence, TypeVar
+from typing import TypeVar
 
 from referee import closing, scoring
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
@@ -29,7 +30,9 @@ _CLOSE_KINDS = {pb.CloseKind.Value(f"CLOSE_KIND_{m.name}"): m for m in CloseKind
 _CLOSE_KIND_NUMBERS = {kind: number for number, kind in _CLOSE_KINDS.items()}
 _SCORING_MODES = {pb.ScoringMode.Value(f"SCORING_MODE_{m.name}"): m for m in ScoringMode}
 _GROUP_KINDS = {m: pb.GroupKind.Value(f"GROUP_KIND_{m.name}") for m in GroupKind}
-_VERDICTS = {name: pb.Verdict.Value(f"VERDICT_{name}") for name in ("CONFIRMED", "WRONG", "INVALID", "VALID_NOT_BEST", "BEST")}
+_VERDICTS = {
+    name: pb.Verdict.Value(f"VERDICT_{name}") for name in ("CONFIRMED", "WRONG", "INVALID", "VALID_NOT_BEST", "BEST")
+}
 _V = TypeVar("_V")
 
 CLOSE_SHOWN = 10
@@ -152,7 +155,9 @@ def deal_from_proto(deal: pb.Deal) -> Deal:
         for i, player in enumerate(deal.players)
     )
     # Message presence tells an absent pile (unknown) from an empty one (known to hold nothing).
-    discard_pile = cards_from_proto(deal.discard_pile.cards, "deal.discard_pile.cards") if deal.HasField("discard_pile") else None
+    discard_pile = (
+        cards_from_proto(deal.discard_pile.cards, "deal.discard_pile.cards") if deal.HasField("discard_pile") else None
+    )
     stock = cards_from_proto(deal.stock.cards, "deal.stock.cards") if deal.HasField("stock") else None
     return Deal(
         players=players,
@@ -254,7 +259,9 @@ def check_close(request: pb.CheckCloseRequest) -> pb.CheckCloseResponse:
     cards = cards_from_proto(request.cards, "cards")
     if len(cards) == CLOSE_SHOWN + 1:
         if request.discard:
-            raise InvalidCardError("discard", request.discard, "with 11 cards the referee picks the discard; leave it empty")
+            raise InvalidCardError(
+                "discard", request.discard, "with 11 cards the referee picks the discard; leave it empty"
+            )
         close = closing.best_close(cards, rules, field="cards")
     elif len(cards) == CLOSE_SHOWN:
         if not request.discard:

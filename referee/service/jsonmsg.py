@@ -11,7 +11,7 @@ handed to ``json_format.Parse``, so every error is still protobuf's own.
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 from google.protobuf import json_format
@@ -19,7 +19,13 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
 _INT32 = (FieldDescriptor.TYPE_INT32, FieldDescriptor.TYPE_SINT32, FieldDescriptor.TYPE_SFIXED32)
-_SIMPLE = {*_INT32, FieldDescriptor.TYPE_BOOL, FieldDescriptor.TYPE_STRING, FieldDescriptor.TYPE_ENUM, FieldDescriptor.TYPE_MESSAGE}
+_SIMPLE = {
+    *_INT32,
+    FieldDescriptor.TYPE_BOOL,
+    FieldDescriptor.TYPE_STRING,
+    FieldDescriptor.TYPE_ENUM,
+    FieldDescriptor.TYPE_MESSAGE,
+}
 _INT32_RANGE = range(-(2**31), 2**31)
 
 
@@ -86,7 +92,7 @@ _MESSAGE = "message"
 _SCALAR = "scalar"
 
 
-@lru_cache(maxsize=None)
+@cache
 def _kind(field: FieldDescriptor) -> str | dict[int, str]:
     """How a field prints: _MESSAGE, _SCALAR, or (an enum) its names by number."""
     if field.type == FieldDescriptor.TYPE_MESSAGE:
@@ -99,7 +105,7 @@ def _kind(field: FieldDescriptor) -> str | dict[int, str]:
 _LIST = object()
 
 
-@lru_cache(maxsize=None)
+@cache
 def _defaults(descriptor: Descriptor) -> tuple[tuple[str, Any], ...]:
     """The no-presence fields in declaration order, with the value printed when unset."""
     found = []
@@ -115,18 +121,22 @@ def _defaults(descriptor: Descriptor) -> tuple[tuple[str, Any], ...]:
     return tuple(found)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _supported(descriptor: Descriptor) -> bool:
     """True when every field, all the way down, is of a kind this module handles."""
     return all(
         field.type in _SIMPLE
         and not (field.message_type is not None and field.message_type.GetOptions().map_entry)
-        and (field.message_type is None or field.message_type.full_name.startswith("remigio.") and _supported(field.message_type))
+        and (
+            field.message_type is None
+            or field.message_type.full_name.startswith("remigio.")
+            and _supported(field.message_type)
+        )
         for field in descriptor.fields
     )
 
 
-@lru_cache(maxsize=None)
+@cache
 def _fields_by_key(descriptor: Descriptor) -> dict[str, FieldDescriptor]:
     keys = {}
     for field in descriptor.fields:

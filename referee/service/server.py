@@ -21,8 +21,8 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from concurrent import futures
-from typing import Sequence
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -108,44 +108,71 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the options of ``serve`` to ``parser``."""
     env = os.environ.get
     parser.add_argument(
-        "--host", default=env("REMIGIO_HOST", DEFAULT_HOST), help=f"address to listen on (env REMIGIO_HOST; default {DEFAULT_HOST})"
+        "--host",
+        default=env("REMIGIO_HOST", DEFAULT_HOST),
+        help=f"address to listen on (env REMIGIO_HOST; default {DEFAULT_HOST})",
     )
     # A string default goes through `type`, so a bad REMIGIO_PORT is reported like a bad --port.
     parser.add_argument(
-        "--port", type=_port, default=env("REMIGIO_PORT", str(DEFAULT_PORT)),
+        "--port",
+        type=_port,
+        default=env("REMIGIO_PORT", str(DEFAULT_PORT)),
         help=f"port to listen on, 0 for any free one (env REMIGIO_PORT; default {DEFAULT_PORT})",
     )
     parser.add_argument(
-        "--workers", type=_positive_int, default=env("REMIGIO_WORKERS", "1"), metavar="N",
+        "--workers",
+        type=_positive_int,
+        default=env("REMIGIO_WORKERS", "1"),
+        metavar="N",
         help="server processes sharing the port with SO_REUSEPORT (env REMIGIO_WORKERS; default 1)",
     )
     parser.add_argument(
-        "--threads", type=_positive_int, default=DEFAULT_THREADS, metavar="N",
+        "--threads",
+        type=_positive_int,
+        default=DEFAULT_THREADS,
+        metavar="N",
         help=f"threads per server process; CheckDisputes streams may hold all but one, or the one there is (default {DEFAULT_THREADS})",
     )
     parser.add_argument("--no-reflection", dest="reflection", action="store_false", help="turn server reflection off")
     parser.add_argument(
-        "--log-format", choices=("text", "json"), default=env("REMIGIO_LOG_FORMAT", "text"),
+        "--log-format",
+        choices=("text", "json"),
+        default=env("REMIGIO_LOG_FORMAT", "text"),
         help="one log line per call as text or as JSON lines (env REMIGIO_LOG_FORMAT; default text)",
     )
     parser.add_argument(
-        "--grace", type=_non_negative_float, default=DEFAULT_GRACE_SECONDS, metavar="SECONDS",
+        "--grace",
+        type=_non_negative_float,
+        default=DEFAULT_GRACE_SECONDS,
+        metavar="SECONDS",
         help=f"on SIGTERM/SIGINT, how long calls in flight may take to finish (default {DEFAULT_GRACE_SECONDS:g})",
     )
     parser.add_argument(
-        "--max-concurrent", type=_positive_int, default=DEFAULT_MAX_CONCURRENT, metavar="N",
+        "--max-concurrent",
+        type=_positive_int,
+        default=DEFAULT_MAX_CONCURRENT,
+        metavar="N",
         help=f"calls in progress per process; more are refused with RESOURCE_EXHAUSTED (default {DEFAULT_MAX_CONCURRENT})",
     )
     parser.add_argument(
-        "--solve-cap", type=_positive_float, default=DEFAULT_SOLVE_CAP_SECONDS, metavar="SECONDS",
+        "--solve-cap",
+        type=_positive_float,
+        default=DEFAULT_SOLVE_CAP_SECONDS,
+        metavar="SECONDS",
         help=f"most time a call may take, also bounded by the client's deadline (default {DEFAULT_SOLVE_CAP_SECONDS:g})",
     )
     parser.add_argument(
-        "--dispute-jobs", type=_positive_int, default=None, metavar="N",
+        "--dispute-jobs",
+        type=_positive_int,
+        default=None,
+        metavar="N",
         help="processes judging CheckDisputes cases, per server process (default: cores / workers)",
     )
     parser.add_argument(
-        "--max-message-bytes", type=_positive_int, default=MAX_MESSAGE_BYTES, metavar="BYTES",
+        "--max-message-bytes",
+        type=_positive_int,
+        default=MAX_MESSAGE_BYTES,
+        metavar="BYTES",
         help=f"largest request or reply (default {MAX_MESSAGE_BYTES})",
     )
 
@@ -249,9 +276,7 @@ def _run_workers(args: argparse.Namespace, port: int) -> int:
 
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, forward)
-    _say(
-        f"remigio-referee: {args.workers} workers on {_address(args.host, port)} (parent pid {os.getpid()})"
-    )
+    _say(f"remigio-referee: {args.workers} workers on {_address(args.host, port)} (parent pid {os.getpid()})")
     failed = False
     while any(worker.exitcode is None for worker in workers):
         for worker in workers:
@@ -380,7 +405,9 @@ def _non_negative_float(text: str) -> float:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m referee.service.server``: the serve subcommand on its own."""
-    parser = argparse.ArgumentParser(prog="python -m referee.service.server", description="Serve the Remigio referee over gRPC.")
+    parser = argparse.ArgumentParser(
+        prog="python -m referee.service.server", description="Serve the Remigio referee over gRPC."
+    )
     add_arguments(parser)
     return run(parser.parse_args(argv))
 

@@ -13,13 +13,14 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
-import threading
 import re
+import threading
 import time
 import uuid
 from collections import deque
+from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
-from typing import Callable, Iterator, TypeVar
+from typing import TypeVar
 
 import grpc
 from google.protobuf.message import DecodeError, Message
@@ -94,7 +95,10 @@ class RefereeServicer(referee_pb2_grpc.RefereeServiceServicer):
     """The referee over gRPC: SolveHand, CheckClose, ScoreDeal and the CheckDisputes stream."""
 
     def __init__(
-        self, solve_cap_seconds: float = DEFAULT_SOLVE_CAP_SECONDS, dispute_jobs: int = 1, max_streams: int | None = None
+        self,
+        solve_cap_seconds: float = DEFAULT_SOLVE_CAP_SECONDS,
+        dispute_jobs: int = 1,
+        max_streams: int | None = None,
     ) -> None:
         self.solve_cap_seconds = solve_cap_seconds
         self.dispute_jobs = dispute_jobs
@@ -196,7 +200,7 @@ class RefereeServicer(referee_pb2_grpc.RefereeServiceServicer):
             status = status_for(error, request_id, time_cap_hit=elapsed >= budget)
             _log_call(method, status.code, elapsed, request_id, context)
             context.abort_with_status(with_metadata(status, metadata))
-            raise AssertionError("abort_with_status returned")  # pragma: no cover
+            raise AssertionError("abort_with_status returned") from None  # pragma: no cover
         context.set_trailing_metadata(metadata)
         _log_call(method, grpc.StatusCode.OK, time.monotonic() - start, request_id, context)
         return reply
@@ -217,9 +221,17 @@ def _request_id(context: grpc.ServicerContext) -> str:
     return uuid.uuid4().hex[:16]
 
 
-def _log_call(method: str, code: grpc.StatusCode, seconds: float, request_id: str, context: grpc.ServicerContext) -> None:
+def _log_call(
+    method: str, code: grpc.StatusCode, seconds: float, request_id: str, context: grpc.ServicerContext
+) -> None:
     duration_ms = round(seconds * 1000, 2)
-    fields = {"method": method, "code": code.name, "duration_ms": duration_ms, "request_id": request_id, "peer": context.peer()}
+    fields = {
+        "method": method,
+        "code": code.name,
+        "duration_ms": duration_ms,
+        "request_id": request_id,
+        "peer": context.peer(),
+    }
     log.info("%s %s %.2fms request_id=%s", method, code.name, duration_ms, request_id, extra={"rpc": fields})
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 import grpc
 from google.protobuf import any_pb2
@@ -71,9 +71,7 @@ def invalid_argument(error: RefereeError) -> grpc.Status:
     )
     detail = any_pb2.Any()
     detail.Pack(error_details_pb2.BadRequest(field_violations=[violation]))
-    return rpc_status.to_status(
-        status_pb2.Status(code=code_pb2.INVALID_ARGUMENT, message=str(error), details=[detail])
-    )
+    return rpc_status.to_status(status_pb2.Status(code=code_pb2.INVALID_ARGUMENT, message=str(error), details=[detail]))
 
 
 def _plain(code: int, message: str) -> grpc.Status:
