@@ -29,7 +29,7 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 
 from referee.linking import engine_for
-from referee.rules import RuleSet
+from referee.rules import Engine, RuleSet
 from referee.service import jsonmsg
 
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="local processes, or concurrent streams")
     parser.add_argument("--resume", action="store_true", help="skip the cases whose ids the output already holds")
-    parser.add_argument("--engine", choices=("cpsat", "search", "audit"), help="engine for cases that name none")
+    parser.add_argument("--engine", choices=tuple(Engine), help="engine for cases that name none")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -151,7 +151,7 @@ def parse_case(line: Line, engine: str | None = None) -> referee_pb2.CheckDisput
         kind = case.WhichOneof("dispute")
         rules = getattr(case, kind).rules if kind else None
         if rules is not None and not rules.engine:
-            rules.engine = pb.Engine.Value(f"ENGINE_{engine.upper()}")
+            rules.engine = pb.Engine.Value(f"ENGINE_{Engine(engine).name}")
     return case
 
 
@@ -195,7 +195,7 @@ def _local(lines: Iterable[Line], args: argparse.Namespace) -> Iterator[str]:
         return
     # The engine the cases default to is loaded before the fork, so the workers share it instead
     # of each importing it.
-    engine_for(RuleSet(engine=args.engine) if args.engine else RuleSet())
+    engine_for(RuleSet(engine=Engine(args.engine)) if args.engine else RuleSet())
     context = multiprocessing.get_context("fork")
     with context.Pool(args.jobs) as pool:
         # A bounded window keeps memory flat however many cases the input holds.

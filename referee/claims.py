@@ -55,6 +55,7 @@ class DealClaims:
     players: tuple[PlayerClaim, ...] = ()
     close_kind: CloseKind | None = None
     multiplier: int | None = None
+    no_close: bool = False  # the claim that the close is not valid (it has no kind)
 
 
 def judge_value(field: str, claimed: object, actual: object) -> ClaimVerdict:
@@ -103,10 +104,15 @@ def judge_close_claims(
     multiplier: int | None,
     kind_field: str = "claimed_kind",
     multiplier_field: str = "claimed_multiplier",
+    *,
+    no_close: bool = False,
 ) -> list[ClaimVerdict]:
-    """Verdicts on a claimed close kind and multiplier (None: not claimed)."""
+    """Verdicts on a claimed close kind and multiplier (None: not claimed); ``no_close`` claims
+    that the close is not valid, a claim on the kind that comes first, where the kind's comes."""
     verdicts = []
-    if kind is not None:
+    if no_close:
+        verdicts.append(judge_value(kind_field, None, close.kind))
+    elif kind is not None:
         verdicts.append(judge_value(kind_field, kind, close.kind))
     if multiplier is not None:
         verdicts.append(judge_value(multiplier_field, multiplier, close.multiplier))
@@ -118,7 +124,12 @@ def judge_deal_claims(
 ) -> list[ClaimVerdict]:
     """Verdicts on every claim of a deal, in the order the claims came."""
     verdicts = judge_close_claims(
-        result.close, claims.close_kind, claims.multiplier, "claims.close_kind", "claims.multiplier"
+        result.close,
+        claims.close_kind,
+        claims.multiplier,
+        "claims.close_kind",
+        "claims.multiplier",
+        no_close=claims.no_close,
     )
     for c, claim in enumerate(claims.players):
         at = f"claims.players[{c}]"

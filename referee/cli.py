@@ -18,12 +18,13 @@ from google.protobuf.message import Message
 from referee import __version__
 from referee.cards import Card
 from referee.errors import RefereeError
+from referee.rules import Engine, JokerLimit
 from referee.service import jsonmsg
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 
-JOKER_LIMITS = ("UNLIMITED", "NO_MORE_THAN_NATURALS", "ONE_PER_GROUP")
-ENGINES = ("cpsat", "search", "audit")
+JOKER_LIMITS = tuple(limit.value for limit in JokerLimit)
+ENGINES = tuple(Engine)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -105,7 +106,7 @@ def rule_options(args: argparse.Namespace, into: Any) -> None:
     if args.joker_limit:
         into.joker_limit = pb.JokerLimit.Value(f"JOKER_LIMIT_{args.joker_limit}")
     if args.engine:
-        into.engine = pb.Engine.Value(f"ENGINE_{args.engine.upper()}")
+        into.engine = pb.Engine.Value(f"ENGINE_{Engine(args.engine).name}")
 
 
 def _dump(obj: object, out: TextIO) -> None:
@@ -119,7 +120,7 @@ def _error_object(error: RefereeError) -> dict[str, Any]:
 
 def _run_solve(args: argparse.Namespace) -> int:
     from referee._gen.remigio.referee.v1 import referee_pb2 as pb
-    from referee.service.convert import solve_hand
+    from referee.service.handlers import solve_hand
 
     def answer(cards: Iterable[str]) -> Message:
         request = pb.SolveHandRequest(cards=list(cards))
@@ -153,7 +154,7 @@ def _run_solve(args: argparse.Namespace) -> int:
 
 def _run_close(args: argparse.Namespace) -> int:
     from referee._gen.remigio.referee.v1 import referee_pb2 as pb
-    from referee.service.convert import check_close
+    from referee.service.handlers import check_close
 
     request = pb.CheckCloseRequest(cards=args.cards, discard=args.discard or "")
     rule_options(args, request.rules)
@@ -170,7 +171,7 @@ def _run_close(args: argparse.Namespace) -> int:
 
 def _run_score(args: argparse.Namespace) -> int:
     from referee._gen.remigio.referee.v1 import referee_pb2 as pb
-    from referee.service.convert import score_deal
+    from referee.service.handlers import score_deal
 
     text = sys.stdin.read() if args.file == "-" else _read(args.file)
     request = pb.ScoreDealRequest()

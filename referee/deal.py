@@ -41,37 +41,33 @@ class Deal:
 
 
 def check_deal(deal: Deal, rules: RuleSet) -> None:
-    """Raise naming the field and value when the deal breaks RULES §6; return quietly otherwise."""
+    """Raise naming the field (relative to the deal) and value when the deal breaks RULES §6."""
     players = deal.players
     if not MIN_PLAYERS <= len(players) <= MAX_PLAYERS:
-        raise InvalidDealError("deal.players", len(players), f"a deal has {MIN_PLAYERS} to {MAX_PLAYERS} players")
+        raise InvalidDealError("players", len(players), f"a deal has {MIN_PLAYERS} to {MAX_PLAYERS} players")
     if not 0 <= deal.closer < len(players):
-        raise InvalidDealError("deal.closer", deal.closer, f"the closer must be a player index 0 to {len(players) - 1}")
+        raise InvalidDealError("closer", deal.closer, f"the closer must be a player index 0 to {len(players) - 1}")
     names: dict[str, int] = {}
     out = set(deal.eliminated)
     for i, player in enumerate(players):
         if player.name in names:
-            raise InvalidDealError(
-                f"deal.players[{i}].name", player.name, f"the same name as players[{names[player.name]}]"
-            )
+            raise InvalidDealError(f"players[{i}].name", player.name, f"the same name as players[{names[player.name]}]")
         names[player.name] = i
         if player.name in out:
-            raise InvalidDealError(f"deal.players[{i}].name", player.name, "this player is already out of the match")
+            raise InvalidDealError(f"players[{i}].name", player.name, "this player is already out of the match")
         if len(player.cards) != HAND:
-            raise InvalidDealError(
-                f"deal.players[{i}].cards", len(player.cards), f"every player shows exactly {HAND} cards"
-            )
+            raise InvalidDealError(f"players[{i}].cards", len(player.cards), f"every player shows exactly {HAND} cards")
     # Every card given, section by section; a field path is built only for an error.
-    sections: list[tuple[str, Sequence[Card]]] = [(f"deal.players[{i}].cards", p.cards) for i, p in enumerate(players)]
-    sections.append(("deal.discard", (deal.discard,)))
+    sections: list[tuple[str, Sequence[Card]]] = [(f"players[{i}].cards", p.cards) for i, p in enumerate(players)]
+    sections.append(("discard", (deal.discard,)))
     for name, pile in (("discard_pile", deal.discard_pile), ("stock", deal.stock)):
-        sections.append((f"deal.{name}.cards", pile or ()))
+        sections.append((f"{name}.cards", pile or ()))
     placed = [card for _, cards in sections for card in cards]
 
     def field_of(position: int) -> str:
         for prefix, cards in sections:
             if position < len(cards):
-                return prefix if prefix == "deal.discard" else f"{prefix}[{position}]"
+                return prefix if prefix == "discard" else f"{prefix}[{position}]"
             position -= len(cards)
         raise IndexError(position)
 
@@ -82,5 +78,5 @@ def check_deal(deal: Deal, rules: RuleSet) -> None:
         if missing:
             card = min(missing, key=lambda c: c.index)
             raise InvalidDealError(
-                "deal.stock", card.code(), f"{sum(missing.values())} cards of the deck are missing, among them this one"
+                "stock", card.code(), f"{sum(missing.values())} cards of the deck are missing, among them this one"
             )

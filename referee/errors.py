@@ -1,6 +1,14 @@
-"""Errors of the referee: each one names the field and the value at fault."""
+"""Errors of the referee: each one names the field and the value at fault.
+
+A domain error names its field relative to the object it checks (a rule set says ``decks``, a
+deal ``players[2].cards[7]``); the adapter roots it once, with ``rooted_at``, at the request's
+field the object came from (``rules.decks``, ``deal.players[2].cards[7]``).
+"""
 
 from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 
 class RefereeError(ValueError):
@@ -12,10 +20,26 @@ class RefereeError(ValueError):
         self.message = message
         super().__init__(f"{field}: {message} ({value!r})" if field else f"{message} ({value!r})")
 
-    def at(self, prefix: str) -> RefereeError:
-        """The same error with its field path placed under ``prefix``."""
-        field = f"{prefix}.{self.field}" if self.field and not self.field.startswith("[") else f"{prefix}{self.field}"
+    def at(self, root: str) -> RefereeError:
+        """The same error with its field path placed under ``root``."""
+        if not root:
+            return self
+        if not self.field:
+            field = root
+        elif self.field.startswith("["):
+            field = root + self.field
+        else:
+            field = f"{root}.{self.field}"
         return type(self)(field, self.value, self.message)
+
+
+@contextmanager
+def rooted_at(root: str) -> Iterator[None]:
+    """Re-raise a ``RefereeError`` from inside with its field path placed under ``root``."""
+    try:
+        yield
+    except RefereeError as error:
+        raise error.at(root) from None
 
 
 class InvalidCardError(RefereeError):

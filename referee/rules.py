@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
-from referee.errors import InvalidOptionError
+from referee.errors import InvalidOptionError, rooted_at
 
 
 class JokerLimit(enum.Enum):
@@ -88,7 +88,20 @@ _SCORING_DEFAULTS: dict[ScoringMode, dict[str, int]] = {
     ScoringMode.ELIMINATION: {"start_score": 0, "target": 0, "close_bonus": 0, "limit": 100},
 }
 
-ENGINES = ("cpsat", "search", "audit")
+
+class Engine(enum.StrEnum):
+    """The linking engines; every engine gives the same canonical answer (``referee.linking``)."""
+
+    CPSAT = "cpsat"
+    SEARCH = "search"
+    # Runs CPSAT and SEARCH on every hand and raises EngineDisagreementError when they differ.
+    AUDIT = "audit"
+
+
+def check_multiplier(value: object) -> None:
+    """Raise unless ``value`` is a multiplier a rule set may give a close kind."""
+    if not isinstance(value, int) or not 0 < value <= 1000:
+        raise InvalidOptionError("", value, "a multiplier must be 1 to 1000")
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,22 +114,26 @@ class RuleSet:
     joker_limit: JokerLimit = JokerLimit.UNLIMITED
     multipliers: Mapping[CloseKind, int] = field(default_factory=lambda: DEFAULT_MULTIPLIERS)
     scoring: ScoringRules = ScoringRules()
-    engine: str = "cpsat"
+    engine: Engine = Engine.CPSAT
     _hash: int = field(init=False, repr=False, compare=False, default=0)
 
     def __post_init__(self) -> None:
         if not isinstance(self.decks, int) or not 1 <= self.decks <= 4:
-            raise InvalidOptionError("rules.decks", self.decks, "decks must be 1 to 4")
+            raise InvalidOptionError("decks", self.decks, "decks must be 1 to 4")
         if not isinstance(self.joker_points, int) or not 0 <= self.joker_points <= 1000:
-            raise InvalidOptionError("rules.joker_points", self.joker_points, "joker points must be 0 to 1000")
-        if self.engine not in ENGINES:
-            raise InvalidOptionError("rules.engine", self.engine, f"engine must be one of {', '.join(ENGINES)}")
+            raise InvalidOptionError("joker_points", self.joker_points, "joker points must be 0 to 1000")
+        if not isinstance(self.engine, Engine):
+            # An engine's name is its value: RuleSet(engine="search") reads as the command line does.
+            try:
+                object.__setattr__(self, "engine", Engine(self.engine))
+            except ValueError:
+                raise InvalidOptionError("engine", self.engine, f"engine must be one of {', '.join(Engine)}") from None
         table = dict(DEFAULT_MULTIPLIERS)
         for kind, value in dict(self.multipliers).items():
             if not isinstance(kind, CloseKind):
-                raise InvalidOptionError("rules.multipliers", kind, "unknown close kind")
-            if not isinstance(value, int) or not 0 < value <= 1000:
-                raise InvalidOptionError(f"rules.multipliers[{kind.value}]", value, "a multiplier must be 1 to 1000")
+                raise InvalidOptionError("multipliers", kind, "unknown close kind")
+            with rooted_at(f"multipliers[{kind.value}]"):
+                check_multiplier(value)
             table[kind] = value
         # Frozen: the table is completed with defaults once, so lookups never miss.
         object.__setattr__(self, "multipliers", MappingProxyType(table))
@@ -134,7 +151,7 @@ class RuleSet:
         for name in ("start_score", "target", "close_bonus", "limit"):
             value = getattr(self.scoring, name)
             if value is not None and (not isinstance(value, int) or abs(value) > 10**9):
-                raise InvalidOptionError(f"rules.scoring.{name}", value, "must be an integer of at most 10^9")
+                raise InvalidOptionError(f"scoring.{name}", value, "must be an integer of at most 10^9")
 
     def __hash__(self) -> int:
         return self._hash

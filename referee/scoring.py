@@ -53,11 +53,11 @@ def score_deal(deal: Deal, rules: RuleSet) -> DealResult:
     before = [scoring.start_score if p.score is None else p.score for p in deal.players]
     for i, score in enumerate(before):
         if out_by_score(score, scoring):
-            raise InvalidDealError(f"deal.players[{i}].score", score, "this score is already out of the match")
+            raise InvalidDealError(f"players[{i}].score", score, "this score is already out of the match")
     closer = deal.closer_hand
-    close = check_close(closer.cards, deal.discard, rules, field=f"deal.players[{deal.closer}].cards")
+    close = check_close(closer.cards, deal.discard, rules, field=f"players[{deal.closer}].cards")
     linkings = [
-        close.linking if i == deal.closer else best_linking(p.cards, rules, field=f"deal.players[{i}].cards")
+        close.linking if i == deal.closer else best_linking(p.cards, rules, field=f"players[{i}].cards")
         for i, p in enumerate(deal.players)
     ]
     changes = [0] * len(deal.players)

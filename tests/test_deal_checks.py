@@ -50,7 +50,7 @@ def test_a_valid_deal_passes() -> None:
 
 def test_one_player_rejected() -> None:
     error = error_of(make_deal([CLOSER]), kind=InvalidDealError)
-    assert error.field == "deal.players"
+    assert error.field == "players"
 
 
 def test_eleven_players_rejected() -> None:
@@ -59,7 +59,7 @@ def test_eleven_players_rejected() -> None:
     hands = [full[10 * i : 10 * i + 10] for i in range(11)]
     deal = make_deal(hands, discard=full[110].code())  # type: ignore[arg-type]
     error = error_of(deal, RuleSet(decks=3), kind=InvalidDealError)
-    assert error.field == "deal.players"
+    assert error.field == "players"
     assert error.value == 11
 
 
@@ -81,7 +81,7 @@ def test_two_players_accepted() -> None:
 def test_non_closer_with_wrong_count(size: int) -> None:
     hand = (cards(HAND_33) + cards("7S"))[:size]
     error = error_of(make_deal([CLOSER, hand, HAND_40]), kind=InvalidDealError)
-    assert error.field == "deal.players[1].cards"
+    assert error.field == "players[1].cards"
 
 
 @pytest.mark.parametrize("size", [9, 11])
@@ -89,13 +89,13 @@ def test_closer_with_wrong_count(size: int) -> None:
     # The closer shows 10; the discard goes in deal.discard, not in the hand.
     hand = (cards(CLOSER) + cards("7S"))[:size]
     error = error_of(make_deal([HAND_33, hand], closer=1), kind=InvalidDealError)
-    assert error.field == "deal.players[1].cards"
+    assert error.field == "players[1].cards"
 
 
 @pytest.mark.parametrize("closer", [3, 4, -1])
 def test_closer_index_out_of_range(closer: int) -> None:
     error = error_of(make_deal([CLOSER, HAND_33, HAND_40], closer=closer), kind=InvalidDealError)
-    assert error.field == "deal.closer"
+    assert error.field == "closer"
 
 
 def test_any_player_may_close() -> None:
@@ -110,7 +110,7 @@ def test_duplicate_player_names_rejected() -> None:
     )
     deal = Deal(players=players, closer=0, discard=Card.parse(DISCARD))
     error = error_of(deal, kind=InvalidDealError)
-    assert error.field == "deal.players[2].name"
+    assert error.field == "players[2].name"
     assert "Beto" in str(error)
 
 
@@ -122,14 +122,14 @@ TWO_5D = "5D 5D 6C 7C 8C 9H 10H JH QH 4S"
 
 def test_third_copy_of_a_natural_names_its_field() -> None:
     error = error_of(make_deal([TWO_5D, HAND_33, HAND_40]))
-    assert error.field == "deal.players[1].cards[4]"
+    assert error.field == "players[1].cards[4]"
     assert "5D" in str(error)
 
 
 def test_third_copy_in_the_discard_names_the_discard() -> None:
     with_kc = "KC 2S 3S 4S 7C 7D 7H 7S 9H 10H"
     error = error_of(make_deal([CLOSER, HAND_57, with_kc]))
-    assert error.field == "deal.discard"
+    assert error.field == "discard"
     assert "KC" in str(error)
 
 
@@ -137,7 +137,7 @@ def test_fifth_joker_with_two_decks() -> None:
     two_jokers = "2C 3C 4C 6D 6H 6S 8S 8D JK JK"
     one_joker = "9H 10H JK 2S 3S 4S 7C 7D 7H 7S"
     error = error_of(make_deal([two_jokers, HAND_40, one_joker]))
-    assert error.field == "deal.players[2].cards[2]"
+    assert error.field == "players[2].cards[2]"
     assert "JK" in str(error)
 
 
@@ -156,7 +156,7 @@ def test_three_decks_allow_three_copies_and_six_jokers() -> None:
 
 def test_three_decks_reject_a_fourth_copy() -> None:
     error = error_of(make_deal([TWO_5D, HAND_33, "5D 2S 3S 4S 7C 7D 7H 7S 9C 10C"]), RuleSet(decks=3))
-    assert error.field == "deal.players[2].cards[0]"
+    assert error.field == "players[2].cards[0]"
 
 
 # --- the whole deck -------------------------------------------------------------------------
@@ -181,7 +181,7 @@ def test_short_deck_rejected() -> None:
     missing = rest.pop()  # the last card of the stock
     deal = make_deal([CLOSER, HAND_33, HAND_40], discard_pile=tuple(rest[:20]), stock=tuple(rest[20:]))
     error = error_of(deal, kind=InvalidDealError)
-    assert error.field == "deal.stock"
+    assert error.field == "stock"
     assert error.value == missing.code()
 
 
@@ -199,7 +199,7 @@ def test_extra_card_in_the_stock_rejected() -> None:
     assert Counter(rest)[Card.parse("QC")] == 2
     deal = make_deal([CLOSER, HAND_33, HAND_40], discard_pile=tuple(rest[:20]), stock=stock)
     error = error_of(deal)
-    assert error.field == f"deal.stock.cards[{len(stock) - 1}]"
+    assert error.field == f"stock.cards[{len(stock) - 1}]"
     assert "QC" in str(error)
 
 
@@ -211,7 +211,7 @@ def test_extra_joker_in_the_pile_rejected() -> None:
     error = error_of(deal)
     # The four jokers close the rest (canonical order): the stock's last card is the fifth.
     assert stock[-4:] == (Card.parse("JK"),) * 4
-    assert error.field == f"deal.stock.cards[{len(stock) - 1}]"
+    assert error.field == f"stock.cards[{len(stock) - 1}]"
 
 
 def test_three_deck_game_must_complete_162() -> None:
@@ -224,4 +224,4 @@ def test_three_deck_game_must_complete_162() -> None:
     # The two-deck rest is 54 cards short of a three-deck game.
     rest2 = rest_of_deck(make_deal(hands), decks=2)
     short = make_deal(hands, discard_pile=tuple(rest2[:30]), stock=tuple(rest2[30:]))
-    assert error_of(short, three, kind=InvalidDealError).field == "deal.stock"
+    assert error_of(short, three, kind=InvalidDealError).field == "stock"

@@ -30,13 +30,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from referee.cards import CARD_BY_INDEX, JOKER, NATURALS, SUITS, Card, format_cards, parse_cards, sort_cards
-from referee.errors import EngineDisagreementError
+from referee.errors import EngineDisagreementError, InvalidOptionError
 from referee.groups import Group, judge_group
 from referee.linking import Linking, best_linking, engine_for, linking_from_parts
 from referee.linking.audit import AuditEngine
 from referee.linking.cpsat import CpSatEngine
 from referee.linking.search import SearchEngine
-from referee.rules import JokerLimit, RuleSet
+from referee.rules import Engine, JokerLimit, RuleSet
 
 CPSAT = CpSatEngine()
 SEARCH = SearchEngine()
@@ -255,9 +255,17 @@ def test_worked_examples(engine: str, codes: str, points: int, groups: list[str]
     assert linking == best_linking(parse_cards(codes.split()), RuleSet())
 
 
-def test_dispatch_registers_the_engines() -> None:
-    for name in ("cpsat", "search", "audit"):
-        assert engine_for(RuleSet(engine=name)).name == name
+def test_dispatch_registers_every_engine() -> None:
+    for engine in Engine:
+        assert engine_for(RuleSet(engine=engine)).name is engine
+
+
+def test_an_engine_is_named_by_its_value_and_nothing_else() -> None:
+    assert RuleSet(engine="search").engine is Engine.SEARCH  # type: ignore[arg-type]
+    with pytest.raises(InvalidOptionError) as caught:
+        RuleSet(engine="fast")  # type: ignore[arg-type]
+    assert caught.value.field == "engine"
+    assert "cpsat, search, audit" in caught.value.message
 
 
 def test_an_engine_is_imported_only_when_used() -> None:

@@ -320,7 +320,7 @@ def test_player_named_in_eliminated_is_rejected() -> None:
     deal = Deal(players=players, closer=0, discard=Card.parse("KC"), eliminated=("Dani", "Carla"))
     with pytest.raises(InvalidDealError) as caught:
         score_deal(deal, RuleSet())
-    assert caught.value.field == "deal.players[2].name"
+    assert caught.value.field == "players[2].name"
     assert "Carla" in str(caught.value)
 
 
@@ -337,10 +337,10 @@ def test_eliminated_names_not_playing_are_fine() -> None:
 @pytest.mark.parametrize(
     ("mode", "scores", "field"),
     [
-        (POOL, [200, 200, -1], "deal.players[2].score"),
-        (POOL, [-5, 200, 200], "deal.players[0].score"),
-        (ELIM, [0, 101, 0], "deal.players[1].score"),
-        (ELIM, [0, 0, 250], "deal.players[2].score"),
+        (POOL, [200, 200, -1], "players[2].score"),
+        (POOL, [-5, 200, 200], "players[0].score"),
+        (ELIM, [0, 101, 0], "players[1].score"),
+        (ELIM, [0, 0, 250], "players[2].score"),
     ],
 )
 def test_incoming_score_already_out_is_rejected(mode: ScoringMode, scores: list[int], field: str) -> None:

@@ -30,7 +30,7 @@ from referee.deal import Deal, PlayerHand
 from referee.errors import SolverError
 from referee.linking import best_linking
 from referee.rules import RuleSet
-from referee.service import convert
+from referee.service import convert, handlers
 from referee.service.server import SERVICE_NAME, create_server
 from referee.service.status import status_for
 
@@ -199,7 +199,7 @@ def test_score_deal_head_to_head_example(stub) -> None:
         ("claims.players[1].groups", pb.VERDICT_VALID_NOT_BEST),
         ("claims.players[1].score_change", pb.VERDICT_WRONG),
     ]
-    assert reply == convert.score_deal(request)
+    assert reply == handlers.score_deal(request)
 
 
 @pytest.mark.parametrize("mode", [pb.SCORING_MODE_POOL, pb.SCORING_MODE_ELIMINATION])
@@ -426,7 +426,7 @@ def test_the_same_malformed_request_through_the_handler_raises_the_same_field() 
     # The command line calls the handlers directly: the same error, no gRPC in between.
     (_, request), field, _ = MALFORMED["bad card in a hand"]
     with pytest.raises(ValueError) as caught:
-        convert.score_deal(request)
+        handlers.score_deal(request)
     assert caught.value.field == field  # type: ignore[attr-defined]
 
 
@@ -543,7 +543,7 @@ def _request_pool() -> list[tuple[str, object]]:
 
 def test_32_concurrent_clients_of_50_calls_agree_with_the_domain(server_address) -> None:
     pool = _request_pool()
-    handlers = {"SolveHand": convert.solve_hand, "CheckClose": convert.check_close, "ScoreDeal": convert.score_deal}
+    by_method = {"SolveHand": handlers.solve_hand, "CheckClose": handlers.check_close, "ScoreDeal": handlers.score_deal}
     clients, calls = 32, 50
     barrier = threading.Barrier(clients)
 
@@ -562,7 +562,7 @@ def test_32_concurrent_clients_of_50_calls_agree_with_the_domain(server_address)
     with futures.ThreadPoolExecutor(clients) as executor:
         results = list(executor.map(client, range(clients), timeout=50))
     # The domain's answers are computed after the load, so the server solved every hand cold.
-    expected = [handlers[method](request).SerializeToString() for method, request in pool]  # type: ignore[operator]
+    expected = [by_method[method](request).SerializeToString() for method, request in pool]  # type: ignore[operator]
     answered = [pair for answers in results for pair in answers]
     assert len(answered) == clients * calls
     for index, answer in answered:

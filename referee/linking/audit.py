@@ -12,13 +12,13 @@ from referee.errors import EngineDisagreementError
 from referee.linking.base import Linking, LinkingEngine
 from referee.linking.cpsat import CpSatEngine
 from referee.linking.search import SearchEngine
-from referee.rules import RuleSet
+from referee.rules import Engine, RuleSet
 
 
 class AuditEngine:
     """Runs a primary and a second engine on every hand; returns the answer only when they agree."""
 
-    name = "audit"
+    name = Engine.AUDIT
 
     def __init__(self, primary: LinkingEngine | None = None, second: LinkingEngine | None = None) -> None:
         self.primary: LinkingEngine = primary if primary is not None else CpSatEngine()

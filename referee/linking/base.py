@@ -9,7 +9,7 @@ from typing import Protocol
 
 from referee.cards import CARD_BY_INDEX, Card, points_by_index
 from referee.groups import Group, judge_group
-from referee.rules import RuleSet
+from referee.rules import Engine, RuleSet
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +34,7 @@ class Linking:
 class LinkingEngine(Protocol):
     """An exact engine: the canonical best linking of a hand of canonically sorted cards."""
 
-    name: str
+    name: Engine
 
     def best_linking(self, cards: tuple[Card, ...], rules: RuleSet) -> Linking:
         """The canonical best linking of ``cards`` (sorted canonically) under ``rules``."""

@@ -37,7 +37,7 @@ from referee.errors import SolverError
 from referee.linking.base import Linking, linking_from_parts
 from referee.linking.budget import seconds_left
 from referee.linking.candidates import JOKER_INDEX, Candidate, candidate_groups
-from referee.rules import RuleSet
+from referee.rules import Engine, RuleSet
 
 # Deterministic time units, not seconds: the same hand stops at the same point on any machine.
 DETERMINISTIC_CAP = 20.0
@@ -57,7 +57,7 @@ WALL_CAP_SECONDS = 10.0
 class CpSatEngine:
     """Best linking by CP-SAT, one worker, capped in deterministic time."""
 
-    name = "cpsat"
+    name = Engine.CPSAT
 
     def __init__(self, wall_cap_seconds: float = WALL_CAP_SECONDS) -> None:
         self.wall_cap_seconds = wall_cap_seconds

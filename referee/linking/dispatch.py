@@ -9,33 +9,32 @@ from importlib import import_module
 from referee.cards import Card, check_copies, sort_cards
 from referee.errors import InvalidCardError
 from referee.linking.base import Linking, LinkingEngine
-from referee.rules import RuleSet
+from referee.rules import Engine, RuleSet
 
 MAX_HAND = 11
 
 
-class _Engines(Mapping[str, LinkingEngine]):
-    """The engines by name, each built (and its module imported) when first asked for: a command
-    that only uses the search engine does not load OR-Tools."""
+class _Engines(Mapping[Engine, LinkingEngine]):
+    """The engines, each built (and its module imported) when first asked for: a command that only
+    uses the search engine does not load OR-Tools."""
 
     _CLASSES = {
-        "cpsat": ("referee.linking.cpsat", "CpSatEngine"),
-        "search": ("referee.linking.search", "SearchEngine"),
-        # "audit" runs "cpsat" and "search" on every hand and raises EngineDisagreementError when they differ.
-        "audit": ("referee.linking.audit", "AuditEngine"),
+        Engine.CPSAT: ("referee.linking.cpsat", "CpSatEngine"),
+        Engine.SEARCH: ("referee.linking.search", "SearchEngine"),
+        Engine.AUDIT: ("referee.linking.audit", "AuditEngine"),
     }
 
     def __init__(self) -> None:
-        self._built: dict[str, LinkingEngine] = {}
+        self._built: dict[Engine, LinkingEngine] = {}
 
-    def __getitem__(self, name: str) -> LinkingEngine:
+    def __getitem__(self, name: Engine) -> LinkingEngine:
         engine = self._built.get(name)
         if engine is None:
             module, cls = self._CLASSES[name]
             engine = self._built[name] = getattr(import_module(module), cls)()
         return engine
 
-    def __iter__(self) -> Iterator[str]:
+    def __iter__(self) -> Iterator[Engine]:
         return iter(self._CLASSES)
 
     def __len__(self) -> int:
@@ -57,7 +56,7 @@ def engine_for(rules: RuleSet) -> LinkingEngine:
 
 
 def best_linking(cards: Iterable[Card], rules: RuleSet, field: str = "cards") -> Linking:
-    """The canonical best linking of a hand of 1 to 11 cards under ``rules``."""
+    """The canonical best linking of a hand of 1 to 11 cards under ``rules``; ``field`` names the hand in errors."""
     hand = tuple(cards)
     if not 1 <= len(hand) <= MAX_HAND:
         raise InvalidCardError(field, len(hand), f"a hand holds 1 to {MAX_HAND} cards")

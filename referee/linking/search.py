@@ -54,7 +54,7 @@ from operator import mul
 
 from referee.cards import Card
 from referee.linking.base import Linking, linking_from_parts
-from referee.rules import JokerLimit, RuleSet
+from referee.rules import Engine, JokerLimit, RuleSet
 
 JOKER = 52
 MIN_GROUP = 3
@@ -75,7 +75,7 @@ _JOKER_TAILS = tuple((JOKER,) * j for j in range(64))
 class SearchEngine:
     """Best linking by an exact memoised search, independent of the CP-SAT model."""
 
-    name = "search"
+    name = Engine.SEARCH
 
     def best_linking(self, cards: tuple[Card, ...], rules: RuleSet) -> Linking:
         """The canonical best linking of ``cards`` (sorted canonically) under ``rules``."""

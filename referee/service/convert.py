@@ -1,9 +1,8 @@
-"""Protobuf in, domain values, protobuf out: the one bridge between the contract and the referee.
+"""The mapping between protobuf messages and domain values, both ways.
 
-Cards are parsed here, at the edge, with field paths that follow the request message
-(``deal.players[1].cards[4]``), so every error names what the client sent. The three handlers
-(``solve_hand``, ``check_close``, ``score_deal``) are pure functions of the request message; the
-gRPC servicer and the command line both call them, so both answer the same, byte for byte.
+Cards are parsed here, at the edge. An error names its field relative to the message being
+mapped (``players[1].cards[4]`` of a Deal); the handlers (``referee.service.handlers``) root it
+at the request's field with ``rooted_at``, as they do the domain's errors.
 """
 
 from __future__ import annotations
@@ -12,20 +11,19 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import TypeVar
 
-from referee import closing, scoring
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.cards import Card, parse_cards
-from referee.claims import ClaimVerdict, DealClaims, PlayerClaim, judge_close_claims, judge_deal_claims, judge_value
+from referee.claims import ClaimVerdict, DealClaims, PlayerClaim
 from referee.closing import Close
 from referee.deal import Deal, PlayerHand
-from referee.errors import InvalidCardError, InvalidDealError, InvalidOptionError, RefereeError
+from referee.errors import InvalidDealError, InvalidOptionError, rooted_at
 from referee.groups import Group, GroupKind
-from referee.linking import Linking, best_linking, engine_for
-from referee.rules import CloseKind, JokerLimit, RuleSet, ScoringMode, ScoringRules
+from referee.linking import Linking
+from referee.rules import CloseKind, Engine, JokerLimit, RuleSet, ScoringMode, ScoringRules, check_multiplier
 
 # Enum tables, built from the names so a renamed member fails at import rather than at a call.
 _JOKER_LIMITS = {pb.JokerLimit.Value(f"JOKER_LIMIT_{m.name}"): m for m in JokerLimit}
-_ENGINES: dict[int, str] = {pb.ENGINE_CPSAT: "cpsat", pb.ENGINE_SEARCH: "search", pb.ENGINE_AUDIT: "audit"}
+_ENGINES = {pb.Engine.Value(f"ENGINE_{m.name}"): m for m in Engine}
 _CLOSE_KINDS = {pb.CloseKind.Value(f"CLOSE_KIND_{m.name}"): m for m in CloseKind}
 _CLOSE_KIND_NUMBERS = {kind: number for number, kind in _CLOSE_KINDS.items()}
 _SCORING_MODES = {pb.ScoringMode.Value(f"SCORING_MODE_{m.name}"): m for m in ScoringMode}
@@ -35,7 +33,6 @@ _VERDICTS = {
 }
 _V = TypeVar("_V")
 
-CLOSE_SHOWN = 10
 MAX_SCORE = 10**9
 
 
@@ -47,15 +44,15 @@ def cards_from_proto(codes: Iterable[str], field: str) -> tuple[Card, ...]:
     return parse_cards(list(codes), field)
 
 
-def rules_from_proto(options: pb.RuleOptions, field: str = "rules") -> RuleSet:
+def rules_from_proto(options: pb.RuleOptions) -> RuleSet:
     """The rule set a RuleOptions message asks for: unset fields and UNSPECIFIED enums take the defaults."""
     # Clients send the same few rule sets again and again, and building one checks every option:
     # remember them by their bytes (a rejected one raises and is not remembered).
-    return _rules_from_bytes(options.SerializeToString(deterministic=True), field)
+    return _rules_from_bytes(options.SerializeToString(deterministic=True))
 
 
 @lru_cache(maxsize=256)
-def _rules_from_bytes(data: bytes, field: str) -> RuleSet:
+def _rules_from_bytes(data: bytes) -> RuleSet:
     options = pb.RuleOptions.FromString(data)
     changes: dict[str, object] = {}
     if options.HasField("decks"):
@@ -65,53 +62,35 @@ def _rules_from_bytes(data: bytes, field: str) -> RuleSet:
     if options.HasField("wrap_runs"):
         changes["wrap_runs"] = options.wrap_runs
     if options.joker_limit != pb.JOKER_LIMIT_UNSPECIFIED:
-        changes["joker_limit"] = _enum(_JOKER_LIMITS, options.joker_limit, f"{field}.joker_limit", "joker limit")
+        changes["joker_limit"] = _enum(_JOKER_LIMITS, options.joker_limit, "joker_limit", "joker limit")
     if options.engine != pb.ENGINE_UNSPECIFIED:
-        changes["engine"] = _enum(_ENGINES, options.engine, f"{field}.engine", "engine")
+        changes["engine"] = _enum(_ENGINES, options.engine, "engine", "engine")
     if options.multipliers:
-        changes["multipliers"] = _multipliers_from_proto(options.multipliers, f"{field}.multipliers")
+        changes["multipliers"] = _multipliers_from_proto(options.multipliers)
     if options.HasField("scoring"):
-        changes["scoring"] = _scoring_from_proto(options.scoring, f"{field}.scoring")
-    rules = _build_rules(changes, field)
-    try:
-        engine_for(rules)
-    except KeyError:
-        raise InvalidOptionError(
-            f"{field}.engine", pb.Engine.Name(options.engine), "this engine is not available in this build"
-        ) from None
-    return rules
+        changes["scoring"] = _scoring_from_proto(options.scoring)
+    return RuleSet(**changes)  # type: ignore[arg-type]
 
 
-def _build_rules(changes: dict[str, object], field: str) -> RuleSet:
-    try:
-        return RuleSet(**changes)  # type: ignore[arg-type]
-    except InvalidOptionError as error:
-        # The rule set names its options as "rules.<name>"; follow the request's own path.
-        path = error.field if field == "rules" else field + error.field.removeprefix("rules")
-        raise InvalidOptionError(path, error.value, error.message) from None
-
-
-def _multipliers_from_proto(rows: Sequence[pb.Multiplier], field: str) -> dict[CloseKind, int]:
+def _multipliers_from_proto(rows: Sequence[pb.Multiplier]) -> dict[CloseKind, int]:
     table: dict[CloseKind, int] = {}
     for i, row in enumerate(rows):
-        at = f"{field}[{i}]"
+        at = f"multipliers[{i}]"
         if row.kind == pb.CLOSE_KIND_UNSPECIFIED:
             raise InvalidOptionError(f"{at}.kind", "CLOSE_KIND_UNSPECIFIED", "a multiplier row needs a close kind")
         kind = _enum(_CLOSE_KINDS, row.kind, f"{at}.kind", "close kind")
         if kind in table:
             raise InvalidOptionError(f"{at}.kind", pb.CloseKind.Name(row.kind), "this close kind is listed twice")
-        try:
-            RuleSet(multipliers={kind: row.multiplier})
-        except InvalidOptionError as error:
-            raise InvalidOptionError(f"{at}.multiplier", row.multiplier, error.message) from None
+        with rooted_at(f"{at}.multiplier"):
+            check_multiplier(row.multiplier)
         table[kind] = row.multiplier
     return table
 
 
-def _scoring_from_proto(options: pb.ScoringOptions, field: str) -> ScoringRules:
+def _scoring_from_proto(options: pb.ScoringOptions) -> ScoringRules:
     mode = None
     if options.mode != pb.SCORING_MODE_UNSPECIFIED:
-        mode = _enum(_SCORING_MODES, options.mode, f"{field}.mode", "scoring mode")
+        mode = _enum(_SCORING_MODES, options.mode, "scoring.mode", "scoring mode")
     return ScoringRules(
         mode=mode,
         start_score=options.start_score if options.HasField("start_score") else None,
@@ -135,7 +114,7 @@ def close_kind_from_proto(number: int, field: str) -> CloseKind | None:
         return None
     kind = _CLOSE_KINDS.get(number)
     if kind is None:
-        raise RefereeError(field, number, "unknown close kind")
+        raise InvalidOptionError(field, number, "unknown close kind")
     return kind
 
 
@@ -145,24 +124,24 @@ def deal_from_proto(deal: pb.Deal) -> Deal:
         # The rule options bound every score parameter the same way, so a new score always fits
         # the int32 of the reply.
         if player.HasField("score") and abs(player.score) > MAX_SCORE:
-            raise InvalidDealError(f"deal.players[{i}].score", player.score, "a score must be at most 10^9 in size")
+            raise InvalidDealError(f"players[{i}].score", player.score, "a score must be at most 10^9 in size")
     players = tuple(
         PlayerHand(
             name=player.name or f"player{i + 1}",
-            cards=cards_from_proto(player.cards, f"deal.players[{i}].cards"),
+            cards=cards_from_proto(player.cards, f"players[{i}].cards"),
             score=player.score if player.HasField("score") else None,
         )
         for i, player in enumerate(deal.players)
     )
     # Message presence tells an absent pile (unknown) from an empty one (known to hold nothing).
     discard_pile = (
-        cards_from_proto(deal.discard_pile.cards, "deal.discard_pile.cards") if deal.HasField("discard_pile") else None
+        cards_from_proto(deal.discard_pile.cards, "discard_pile.cards") if deal.HasField("discard_pile") else None
     )
-    stock = cards_from_proto(deal.stock.cards, "deal.stock.cards") if deal.HasField("stock") else None
+    stock = cards_from_proto(deal.stock.cards, "stock.cards") if deal.HasField("stock") else None
     return Deal(
         players=players,
         closer=deal.closer,
-        discard=Card.parse(deal.discard, "deal.discard"),
+        discard=Card.parse(deal.discard, "discard"),
         discard_pile=discard_pile,
         stock=stock,
         eliminated=tuple(deal.eliminated),
@@ -170,10 +149,11 @@ def deal_from_proto(deal: pb.Deal) -> Deal:
 
 
 def deal_claims_from_proto(claims: pb.DealClaims) -> DealClaims:
-    """The claims of a DealClaims message; a player claim with no groups claims no linking."""
+    """The claims of a DealClaims message; a player claim with no groups claims no linking, and an
+    explicit CLOSE_KIND_UNSPECIFIED claims that the close is not valid."""
     players = []
     for c, claim in enumerate(claims.players):
-        at = f"claims.players[{c}]"
+        at = f"players[{c}]"
         groups = None
         if claim.groups:
             groups = tuple(
@@ -189,8 +169,9 @@ def deal_claims_from_proto(claims: pb.DealClaims) -> DealClaims:
             )
         )
     multiplier = claims.multiplier if claims.HasField("multiplier") else None
-    kind = close_kind_from_proto(claims.close_kind, "claims.close_kind") if claims.HasField("close_kind") else None
-    return DealClaims(players=tuple(players), close_kind=kind, multiplier=multiplier)
+    kind = close_kind_from_proto(claims.close_kind, "close_kind") if claims.HasField("close_kind") else None
+    no_close = claims.HasField("close_kind") and kind is None
+    return DealClaims(players=tuple(players), close_kind=kind, multiplier=multiplier, no_close=no_close)
 
 
 # Domain -> proto ------------------------------------------------------------------------------
@@ -242,80 +223,8 @@ def claim_to_proto(claim: ClaimVerdict) -> pb.ClaimVerdict:
     )
 
 
-# The handlers -------------------------------------------------------------------------------
-
-
-def solve_hand(request: pb.SolveHandRequest) -> pb.SolveHandResponse:
-    """SolveHand: the best linking of 1 to 11 cards."""
-    rules = rules_from_proto(request.rules)
-    cards = cards_from_proto(request.cards, "cards")
-    linking = best_linking(cards, rules, field="cards")
-    return pb.SolveHandResponse(linking=linking_to_proto(linking))
-
-
-def check_close(request: pb.CheckCloseRequest) -> pb.CheckCloseResponse:
-    """CheckClose: the best close of 11 cards, or the close of 10 shown cards and a discard."""
-    rules = rules_from_proto(request.rules)
-    cards = cards_from_proto(request.cards, "cards")
-    if len(cards) == CLOSE_SHOWN + 1:
-        if request.discard:
-            raise InvalidCardError(
-                "discard", request.discard, "with 11 cards the referee picks the discard; leave it empty"
-            )
-        close = closing.best_close(cards, rules, field="cards")
-    elif len(cards) == CLOSE_SHOWN:
-        if not request.discard:
-            raise InvalidCardError("discard", request.discard, "with 10 shown cards the discard is required")
-        close = closing.check_close(cards, Card.parse(request.discard, "discard"), rules, field="cards")
-    else:
-        raise InvalidCardError("cards", len(cards), "a close takes 11 cards, or 10 shown cards and a discard")
-    claims: list[ClaimVerdict] = []
-    kind = None
-    if request.HasField("claimed_kind"):
-        kind = close_kind_from_proto(request.claimed_kind, "claimed_kind")
-        if kind is None:
-            # Claiming CLOSE_KIND_UNSPECIFIED is claiming that no valid close exists.
-            claims.append(judge_value("claimed_kind", None, close.kind))
-    multiplier = request.claimed_multiplier if request.HasField("claimed_multiplier") else None
-    claims += judge_close_claims(close, kind, multiplier)
-    return pb.CheckCloseResponse(close=close_to_proto(close), claims=[claim_to_proto(c) for c in claims])
-
-
-def score_deal(request: pb.ScoreDealRequest) -> pb.ScoreDealResponse:
-    """ScoreDeal: check and score an end-of-deal state, update the match, judge the claims."""
-    rules = rules_from_proto(request.rules)
-    deal = deal_from_proto(request.deal)
-    claims = deal_claims_from_proto(request.claims)
-    result = scoring.score_deal(deal, rules)
-    verdicts: list[ClaimVerdict] = []
-    if request.claims.HasField("close_kind") and claims.close_kind is None:
-        # An explicit CLOSE_KIND_UNSPECIFIED claims that the close is not valid; it comes first,
-        # where the close kind claim always comes.
-        verdicts.append(judge_value("claims.close_kind", None, result.close.kind))
-    verdicts += judge_deal_claims(claims, result, [player.cards for player in deal.players], rules)
-    return pb.ScoreDealResponse(
-        close=close_to_proto(result.close),
-        players=[
-            pb.PlayerResult(
-                name=player.name,
-                closer=player.closer,
-                linking=linking_to_proto(player.linking),
-                points=player.points,
-                score_change=player.score_change,
-                score=player.score,
-                eliminated=player.eliminated,
-            )
-            for player in result.players
-        ],
-        match_over=result.match_over,
-        winner=result.winner or "",
-        claims=[claim_to_proto(c) for c in verdicts],
-    )
-
-
 __all__ = [
     "cards_from_proto",
-    "check_close",
     "claim_to_proto",
     "close_kind_from_proto",
     "close_kind_to_proto",
@@ -325,6 +234,4 @@ __all__ = [
     "group_to_proto",
     "linking_to_proto",
     "rules_from_proto",
-    "score_deal",
-    "solve_hand",
 ]

@@ -5,9 +5,9 @@ from __future__ import annotations
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.cards import parse_cards
 from referee.claims import judge_linking, judge_value
-from referee.errors import RefereeError, SolverError
+from referee.errors import RefereeError, SolverError, rooted_at
 from referee.linking import best_linking, time_budget
-from referee.service import convert
+from referee.service import convert, handlers
 
 _WRONG = {pb.VERDICT_WRONG, pb.VERDICT_VALID_NOT_BEST}
 
@@ -17,24 +17,24 @@ def judge_case(case: pb.CheckDisputesRequest) -> pb.CheckDisputesResponse:
     verdict = pb.CheckDisputesResponse(id=case.id)
     kind = case.WhichOneof("dispute")
     try:
-        if kind == "hand":
-            claims = _judge_hand(case.hand, verdict)
-        elif kind == "close":
-            reply = convert.check_close(case.close)
-            verdict.close.CopyFrom(reply.close)
-            claims = list(reply.claims)
-        elif kind == "deal":
-            reply = convert.score_deal(case.deal)
-            verdict.deal.CopyFrom(reply)
-            claims = list(reply.claims)
-        else:
-            raise RefereeError("dispute", "", "a case holds one of hand, close or deal")
+        with rooted_at(kind or ""):
+            if kind == "hand":
+                claims = _judge_hand(case.hand, verdict)
+            elif kind == "close":
+                reply = handlers.check_close(case.close)
+                verdict.close.CopyFrom(reply.close)
+                claims = list(reply.claims)
+            elif kind == "deal":
+                reply = handlers.score_deal(case.deal)
+                verdict.deal.CopyFrom(reply)
+                claims = list(reply.claims)
+            else:
+                raise RefereeError("dispute", "", "a case holds one of hand, close or deal")
     except RefereeError as error:
-        field = f"{kind}.{error.field}" if kind and error.field else error.field
         return pb.CheckDisputesResponse(
             id=case.id,
             outcome=pb.DISPUTE_OUTCOME_MALFORMED,
-            error=pb.CaseError(field=field, value=str(error.value), message=error.message),
+            error=pb.CaseError(field=error.field, value=str(error.value), message=error.message),
         )
     verdict.claims.extend(claims)
     verdict.outcome = outcome(claims)
@@ -73,7 +73,8 @@ def malformed(case_id: str, field: str, value: str, message: str) -> pb.CheckDis
 
 
 def _judge_hand(hand: pb.HandDispute, verdict: pb.CheckDisputesResponse) -> list[pb.ClaimVerdict]:
-    rules = convert.rules_from_proto(hand.rules)
+    with rooted_at("rules"):
+        rules = convert.rules_from_proto(hand.rules)
     cards = parse_cards(hand.cards)
     best = best_linking(cards, rules)
     verdict.hand.CopyFrom(convert.linking_to_proto(best))

@@ -1,4 +1,4 @@
-"""The gRPC servicer: it converts, delegates to the handlers of ``convert``, and logs one line per call;
+"""The gRPC servicer: it hands each call to its handler (``referee.service.handlers``), logs one line per call;
 and its registration on a server, with request decoding that turns bytes that are no message into
 the client's error rather than the server's (``Undecodable``).
 
@@ -29,7 +29,7 @@ from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
 from referee.errors import RefereeError
 from referee.linking import time_budget
-from referee.service import convert
+from referee.service import handlers
 from referee.service.disputes import judge_case_bytes, malformed
 from referee.service.status import Busy, DeadlineExceeded, status_for, with_metadata
 
@@ -111,15 +111,15 @@ class RefereeServicer(referee_pb2_grpc.RefereeServiceServicer):
 
     def SolveHand(self, request: pb.SolveHandRequest, context: grpc.ServicerContext) -> pb.SolveHandResponse:
         """The best linking of a hand."""
-        return self._call("SolveHand", convert.solve_hand, request, context)
+        return self._call("SolveHand", handlers.solve_hand, request, context)
 
     def CheckClose(self, request: pb.CheckCloseRequest, context: grpc.ServicerContext) -> pb.CheckCloseResponse:
         """The verdict on a close and on the claims about it."""
-        return self._call("CheckClose", convert.check_close, request, context)
+        return self._call("CheckClose", handlers.check_close, request, context)
 
     def ScoreDeal(self, request: pb.ScoreDealRequest, context: grpc.ServicerContext) -> pb.ScoreDealResponse:
         """The scored deal, the updated match and the verdicts on the claims."""
-        return self._call("ScoreDeal", convert.score_deal, request, context)
+        return self._call("ScoreDeal", handlers.score_deal, request, context)
 
     def CheckDisputes(
         self, request_iterator: Iterator[pb.CheckDisputesRequest], context: grpc.ServicerContext

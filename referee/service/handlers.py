@@ -1,0 +1,101 @@
+"""The request handlers: one function per RPC, each converts the request, calls the domain and
+converts the answer back.
+
+They are pure functions of the request message; the gRPC servicer, the CheckDisputes stream and
+the command line all call them, so all answer the same, byte for byte. Every error, the mapping's
+or the domain's, names its field relative to its own object; the handler roots it once at the
+request's field with ``rooted_at``.
+"""
+
+from __future__ import annotations
+
+from referee import closing, scoring
+from referee._gen.remigio.referee.v1 import referee_pb2 as pb
+from referee.cards import Card
+from referee.claims import judge_close_claims, judge_deal_claims
+from referee.errors import InvalidCardError, rooted_at
+from referee.linking import best_linking
+from referee.rules import RuleSet
+from referee.service.convert import (
+    cards_from_proto,
+    claim_to_proto,
+    close_kind_from_proto,
+    close_to_proto,
+    deal_claims_from_proto,
+    deal_from_proto,
+    linking_to_proto,
+    rules_from_proto,
+)
+
+CLOSE_SHOWN = 10
+
+
+def solve_hand(request: pb.SolveHandRequest) -> pb.SolveHandResponse:
+    """SolveHand: the best linking of 1 to 11 cards."""
+    rules = _rules(request.rules)
+    cards = cards_from_proto(request.cards, "cards")
+    linking = best_linking(cards, rules, field="cards")
+    return pb.SolveHandResponse(linking=linking_to_proto(linking))
+
+
+def check_close(request: pb.CheckCloseRequest) -> pb.CheckCloseResponse:
+    """CheckClose: the best close of 11 cards, or the close of 10 shown cards and a discard."""
+    rules = _rules(request.rules)
+    cards = cards_from_proto(request.cards, "cards")
+    if len(cards) == CLOSE_SHOWN + 1:
+        if request.discard:
+            raise InvalidCardError(
+                "discard", request.discard, "with 11 cards the referee picks the discard; leave it empty"
+            )
+        close = closing.best_close(cards, rules, field="cards")
+    elif len(cards) == CLOSE_SHOWN:
+        if not request.discard:
+            raise InvalidCardError("discard", request.discard, "with 10 shown cards the discard is required")
+        close = closing.check_close(cards, Card.parse(request.discard, "discard"), rules, field="cards")
+    else:
+        raise InvalidCardError("cards", len(cards), "a close takes 11 cards, or 10 shown cards and a discard")
+    kind = None
+    if request.HasField("claimed_kind"):
+        kind = close_kind_from_proto(request.claimed_kind, "claimed_kind")
+    multiplier = request.claimed_multiplier if request.HasField("claimed_multiplier") else None
+    # An explicit CLOSE_KIND_UNSPECIFIED claims that no valid close exists.
+    claims = judge_close_claims(close, kind, multiplier, no_close=request.HasField("claimed_kind") and kind is None)
+    return pb.CheckCloseResponse(close=close_to_proto(close), claims=[claim_to_proto(c) for c in claims])
+
+
+def score_deal(request: pb.ScoreDealRequest) -> pb.ScoreDealResponse:
+    """ScoreDeal: check and score an end-of-deal state, update the match, judge the claims."""
+    rules = _rules(request.rules)
+    with rooted_at("deal"):
+        deal = deal_from_proto(request.deal)
+    with rooted_at("claims"):
+        claims = deal_claims_from_proto(request.claims)
+    with rooted_at("deal"):
+        result = scoring.score_deal(deal, rules)
+    verdicts = judge_deal_claims(claims, result, [player.cards for player in deal.players], rules)
+    return pb.ScoreDealResponse(
+        close=close_to_proto(result.close),
+        players=[
+            pb.PlayerResult(
+                name=player.name,
+                closer=player.closer,
+                linking=linking_to_proto(player.linking),
+                points=player.points,
+                score_change=player.score_change,
+                score=player.score,
+                eliminated=player.eliminated,
+            )
+            for player in result.players
+        ],
+        match_over=result.match_over,
+        winner=result.winner or "",
+        claims=[claim_to_proto(c) for c in verdicts],
+    )
+
+
+def _rules(options: pb.RuleOptions) -> RuleSet:
+    with rooted_at("rules"):
+        return rules_from_proto(options)
+
+
+__all__ = ["check_close", "score_deal", "solve_hand"]
