@@ -10,6 +10,7 @@ from functools import lru_cache
 from operator import attrgetter
 
 from referee.errors import InvalidCardError
+from referee.limits import CARD_CODE
 
 
 class Suit(enum.Enum):
@@ -84,6 +85,9 @@ class Card:
         """Parse a card code such as ``AH``, ``10s``, ``T♠`` or ``JK``; raise naming ``field``."""
         if not isinstance(code, str):
             raise InvalidCardError(field, code, "a card must be a string")
+        if len(code) > CARD_CODE.most:
+            # Before the cache: no spelling is that long, and a long key would stay in memory.
+            raise InvalidCardError(field, code, f"not a card code (at most {CARD_CODE.most} characters)")
         known = _PARSED.get(code)
         if known is not None:
             return known
@@ -97,7 +101,7 @@ class Card:
         if rank is None or suit is None:
             raise InvalidCardError(field, code, "not a card code (rank A 2-10 J Q K, suit C D H S, or JK)")
         card = cls(rank, suit)
-        if len(_PARSED) < 4096:  # the spellings of 53 cards; bounded against odd inputs
+        if len(_PARSED) < 4096:  # the spellings of 53 cards; a bounded number of short keys
             _PARSED[code] = card
         return card
 

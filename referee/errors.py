@@ -10,15 +10,30 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+# The most of a bad value an error quotes: a client that sends a megabyte of junk gets a short
+# error (gRPC clients refuse trailers over their metadata limit, so a long quote would hide the
+# error itself), and logs stay small.
+QUOTED_CHARS = 32
+
+
+def shorten(value: object) -> object:
+    """``value`` itself when short; else its first ``QUOTED_CHARS`` characters (bytes) and an ellipsis."""
+    if isinstance(value, str):
+        return value if len(value) <= QUOTED_CHARS else value[:QUOTED_CHARS] + "…"
+    if isinstance(value, bytes | bytearray):
+        return value if len(value) <= QUOTED_CHARS else bytes(value[:QUOTED_CHARS]) + b"..."
+    text = repr(value)
+    return value if len(text) <= QUOTED_CHARS else text[:QUOTED_CHARS] + "…"
+
 
 class RefereeError(ValueError):
-    """A request the referee cannot judge; it names the field and the value at fault."""
+    """A request the referee cannot judge; it names the field and the value at fault (a short prefix of it)."""
 
     def __init__(self, field: str, value: object, message: str) -> None:
         self.field = field
-        self.value = value
+        self.value = shorten(value)
         self.message = message
-        super().__init__(f"{field}: {message} ({value!r})" if field else f"{message} ({value!r})")
+        super().__init__(f"{field}: {message} ({self.value!r})" if field else f"{message} ({self.value!r})")
 
     def at(self, root: str) -> RefereeError:
         """The same error with its field path placed under ``root``."""
@@ -52,6 +67,10 @@ class InvalidOptionError(RefereeError):
 
 class InvalidDealError(RefereeError):
     """An end-of-deal state that breaks the deal's counts or the deck."""
+
+
+class LimitError(RefereeError):
+    """A request field over its size limit (``referee.limits``): too many elements or characters."""
 
 
 class SolverError(RuntimeError):

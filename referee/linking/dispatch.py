@@ -8,10 +8,11 @@ from importlib import import_module
 
 from referee.cards import Card, check_copies, sort_cards
 from referee.errors import InvalidCardError
+from referee.limits import HAND_CARDS
 from referee.linking.base import Linking, LinkingEngine
 from referee.rules import Engine, RuleSet
 
-MAX_HAND = 11
+MAX_HAND = HAND_CARDS.most
 
 
 class _Engines(Mapping[Engine, LinkingEngine]):

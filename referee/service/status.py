@@ -65,7 +65,7 @@ def status_for(error: BaseException, request_id: str, *, time_cap_hit: bool = Fa
 
 
 def invalid_argument(error: RefereeError) -> grpc.Status:
-    """INVALID_ARGUMENT with a BadRequest field violation naming the field and quoting the value."""
+    """INVALID_ARGUMENT with a BadRequest field violation naming the field and quoting the value (a short prefix)."""
     violation = error_details_pb2.BadRequest.FieldViolation(
         field=error.field, description=f"{error.message} (value: {error.value!r})"
     )
