@@ -52,6 +52,22 @@ def _prose(text: str) -> str:
     return FENCE.sub("", text)
 
 
+def _section(text: str, heading: str) -> str:
+    """The part of ``text`` under the heading that starts with ``heading``, up to the next heading
+    of the same level or above."""
+    fences = [match.span() for match in FENCE.finditer(text)]
+
+    def outside_code(match: re.Match[str]) -> bool:
+        return not any(start <= match.start() < end for start, end in fences)
+
+    starts = [m for m in re.finditer(rf"^(#+) {re.escape(heading)}.*$", text, re.MULTILINE) if outside_code(m)]
+    assert starts, f"no heading {heading!r}"
+    level = len(starts[0].group(1))
+    ends = [m for m in re.finditer(rf"^#{{1,{level}}} ", text, re.MULTILINE) if outside_code(m)]
+    end = next((m.start() for m in ends if m.start() > starts[0].end()), len(text))
+    return text[starts[0].end() : end]
+
+
 def _commands(block: str) -> Iterator[str]:
     """The commands of a shell block: continuation lines joined, comments and blank lines dropped."""
     for line in block.replace("\\\n", " ").splitlines():
@@ -110,6 +126,13 @@ def test_the_link_check_finds_a_missing_file_and_a_missing_heading(tmp_path: Pat
     assert "a-heading" in _anchors(tmp_path / "real.md")
     assert _slug("3. Best linking") == "3-best-linking"
     assert _slug("Linking engines (`bench.solver`)") == "linking-engines-benchsolver"
+
+
+def test_a_section_ends_at_the_next_heading_of_its_level_or_above() -> None:
+    text = "# T\n## A\na\n```sh\n# a comment\n```\n### A1\na1\n## B\nb\n"
+    assert _section(text, "A") == "\na\n```sh\n# a comment\n```\n### A1\na1\n"
+    assert _section(text, "A1") == "\na1\n"
+    assert _section(text, "B") == "\nb\n"
 
 
 # The command line's flags ------------------------------------------------------------------------
@@ -198,7 +221,7 @@ def _grpcurl_commands() -> list[list[str]]:
     text = README.read_text(encoding="utf-8")
     commands = [
         shlex.split(command)
-        for block in _blocks(text, "sh")
+        for block in _blocks(_section(text, "With grpcurl"), "sh")
         for command in _commands(block)
         if command.startswith("grpcurl ")
     ]
@@ -238,7 +261,7 @@ def _in_order(expected: list[str], printed: list[str]) -> bool:
 
 
 def test_the_readme_python_example_prints_what_it_says(server: ServerProcess) -> None:
-    (example,) = _blocks(README.read_text(encoding="utf-8"), "python")
+    (example,) = _blocks(_section(README.read_text(encoding="utf-8"), "From Python"), "python")
     assert EXAMPLE_ADDRESS in example
     if "referee.client" in example and importlib.util.find_spec("referee.client") is None:
         pytest.skip("the README's Python example needs the module referee.client, which does not exist yet")
@@ -258,7 +281,7 @@ def test_the_readme_python_example_prints_what_it_says(server: ServerProcess) ->
 
 
 def test_the_readme_node_example_prints_what_it_says(server: ServerProcess) -> None:
-    (example,) = _blocks(README.read_text(encoding="utf-8"), "js")
+    (example,) = _blocks(_section(README.read_text(encoding="utf-8"), "From Node.js"), "js")
     node = shutil.which("node")
     modules = ROOT / ".tools" / "node_modules"
     if node is None or not (modules / "@grpc" / "grpc-js").is_dir():
