@@ -74,7 +74,11 @@ class LimitError(RefereeError):
 
 
 class SolverError(RuntimeError):
-    """The solver gave no proven answer (time cap reached or model invalid)."""
+    """The solver gave no proven answer: a fault of the referee, not of the request."""
+
+
+class SolverTimeout(SolverError):
+    """The solver's time (its own cap or the call's budget) ran out before it proved an answer."""
 
 
 class EngineDisagreementError(RuntimeError):

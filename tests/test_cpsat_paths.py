@@ -9,6 +9,7 @@ import oracle
 import pytest
 
 from referee.cards import JOKER, NATURALS, format_cards, parse_cards, sort_cards
+from referee.errors import SolverTimeout
 from referee.linking import cpsat, time_budget
 from referee.linking.cpsat import CpSatEngine
 from referee.rules import JokerLimit, RuleSet
@@ -67,12 +68,17 @@ def test_every_way_to_the_canonical_linking_gives_the_oracles_linking(
         )
 
 
-def test_a_time_budget_already_spent_is_a_solver_error() -> None:
-    from referee.errors import SolverError
-
+def test_a_time_budget_already_spent_is_a_solver_timeout() -> None:
     hand = sort_cards(NATURALS[:3])
-    with time_budget(0.0), pytest.raises(SolverError, match="time budget"):
+    with time_budget(0.0), pytest.raises(SolverTimeout, match="time budget"):
         CpSatEngine().best_linking(hand, RuleSet())
+
+
+def test_a_solve_stopped_by_its_time_cap_is_a_solver_timeout() -> None:
+    # Seven sevens and four jokers: several solves of many candidates, none proven in a microsecond.
+    hand = sort_cards(parse_cards("7C 7C 7D 7D 7H 7H 7S JK JK JK JK".split()))
+    with pytest.raises(SolverTimeout, match="within its time"):
+        CpSatEngine(wall_cap_seconds=1e-6).best_linking(hand, RuleSet(joker_points=7))
 
 
 def test_a_tie_break_beyond_double_precision_is_not_lost() -> None:

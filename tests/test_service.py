@@ -27,7 +27,7 @@ from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
 from referee.cards import Card, deck, parse_cards
 from referee.deal import Deal, PlayerHand
-from referee.errors import SolverError
+from referee.errors import SolverError, SolverTimeout
 from referee.linking import best_linking
 from referee.rules import RuleSet
 from referee.service import convert, handlers
@@ -447,16 +447,18 @@ def test_an_unexpected_error_is_internal_generic_and_logged(caplog) -> None:
 
 
 @pytest.mark.parametrize(
-    "message, time_cap_hit, code",
+    "error, time_cap_hit, code",
     [
-        ("CP-SAT found no proven optimum (UNKNOWN) for AH", False, grpc.StatusCode.DEADLINE_EXCEEDED),
-        ("CP-SAT found no proven optimum (FEASIBLE) for AH", False, grpc.StatusCode.DEADLINE_EXCEEDED),
-        ("CP-SAT found no proven optimum (MODEL_INVALID) for AH", False, grpc.StatusCode.INTERNAL),
-        ("CP-SAT found no proven optimum (MODEL_INVALID) for AH", True, grpc.StatusCode.DEADLINE_EXCEEDED),
+        (SolverTimeout("CP-SAT proved no optimum within its time for AH"), False, grpc.StatusCode.DEADLINE_EXCEEDED),
+        (SolverTimeout("the time budget ran out before solving AH"), True, grpc.StatusCode.DEADLINE_EXCEEDED),
+        # The type decides, not the text: an error that happens to say UNKNOWN is still internal.
+        (SolverError("CP-SAT found no proven optimum (UNKNOWN) for AH"), False, grpc.StatusCode.INTERNAL),
+        (SolverError("CP-SAT found no proven optimum (MODEL_INVALID) for AH"), False, grpc.StatusCode.INTERNAL),
+        (SolverError("CP-SAT found no proven optimum (MODEL_INVALID) for AH"), True, grpc.StatusCode.DEADLINE_EXCEEDED),
     ],
 )
-def test_solver_errors(message, time_cap_hit, code) -> None:
-    status = status_for(SolverError(message), "req-1", time_cap_hit=time_cap_hit)
+def test_solver_errors(error, time_cap_hit, code) -> None:
+    status = status_for(error, "req-1", time_cap_hit=time_cap_hit)
     assert status.code == code
     assert "AH" not in status.details  # the hand stays in the log
 

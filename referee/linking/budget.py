@@ -17,7 +17,7 @@ _DEADLINE: ContextVar[float | None] = ContextVar("referee_solve_deadline", defau
 
 @contextmanager
 def time_budget(seconds: float | None) -> Iterator[None]:
-    """Within this block every solve ends by ``seconds`` from now, or raises SolverError."""
+    """Within this block every solve ends by ``seconds`` from now, or raises SolverTimeout."""
     token = _DEADLINE.set(None if seconds is None else time.monotonic() + seconds)
     try:
         yield

@@ -33,7 +33,7 @@ from functools import lru_cache
 from ortools.sat.python import cp_model
 
 from referee.cards import Card, format_cards, points_by_index
-from referee.errors import SolverError
+from referee.errors import SolverError, SolverTimeout
 from referee.linking.base import Linking, linking_from_parts
 from referee.linking.budget import seconds_left
 from referee.linking.candidates import JOKER_INDEX, Candidate, candidate_groups
@@ -197,6 +197,9 @@ class CpSatEngine:
         status = solver.solve(model)
         if status == cp_model.INFEASIBLE and infeasible_ok:
             return None
+        if status in (cp_model.UNKNOWN, cp_model.FEASIBLE):
+            # A time limit (the wall cap, the deterministic cap or the call's budget) stopped it first.
+            raise SolverTimeout(f"CP-SAT proved no optimum within its time for {format_cards(cards)}")
         if status != cp_model.OPTIMAL:
             raise SolverError(
                 f"CP-SAT found no proven optimum ({solver.status_name(status)}) for {format_cards(cards)}"
@@ -210,7 +213,7 @@ class CpSatEngine:
         if left is not None:
             cap = min(cap, left)
             if cap <= 0:
-                raise SolverError(f"the time budget ran out before solving (UNKNOWN) for {format_cards(cards)}")
+                raise SolverTimeout(f"the time budget ran out before solving {format_cards(cards)}")
         solver = cp_model.CpSolver()
         solver.parameters.num_workers = 1
         solver.parameters.max_deterministic_time = DETERMINISTIC_CAP

@@ -5,7 +5,7 @@ from __future__ import annotations
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.cards import parse_cards
 from referee.claims import judge_linking, judge_value
-from referee.errors import RefereeError, SolverError, rooted_at
+from referee.errors import RefereeError, SolverError, SolverTimeout, rooted_at
 from referee.linking import best_linking, time_budget
 from referee.service import convert, handlers
 
@@ -47,8 +47,10 @@ def judge_case_bytes(case: bytes, budget_seconds: float | None = None) -> bytes:
     try:
         with time_budget(budget_seconds):
             return judge_case(request).SerializeToString()
-    except SolverError as error:
+    except SolverTimeout as error:
         return malformed(request.id, "", "", f"could not be judged in time: {error}").SerializeToString()
+    except SolverError as error:
+        return malformed(request.id, "", "", f"could not be judged: {error}").SerializeToString()
 
 
 def outcome(claims: list[pb.ClaimVerdict]) -> pb.DisputeOutcome:

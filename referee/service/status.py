@@ -2,7 +2,8 @@
 
 - ``RefereeError`` (a malformed request): INVALID_ARGUMENT, with a ``google.rpc.BadRequest`` whose
   field violation names the field path and quotes the value.
-- ``SolverError``: DEADLINE_EXCEEDED when the time cap was hit, INTERNAL otherwise.
+- ``SolverTimeout``: DEADLINE_EXCEEDED.
+- ``SolverError`` (any other): INTERNAL, unless the call's time had run out (DEADLINE_EXCEEDED).
 - ``DeadlineExceeded`` (raised by the servicer): DEADLINE_EXCEEDED.
 - ``Busy`` (raised by the servicer): RESOURCE_EXHAUSTED.
 - Anything else: INTERNAL with a generic message carrying the request id; the traceback goes to
@@ -12,7 +13,6 @@
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Sequence
 
 import grpc
@@ -20,14 +20,11 @@ from google.protobuf import any_pb2
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
-from referee.errors import RefereeError, SolverError
+from referee.errors import RefereeError, SolverError, SolverTimeout
 
 log = logging.getLogger("referee.service")
 
 Metadata = Sequence[tuple[str, "str | bytes"]]
-
-# CP-SAT answers UNKNOWN or FEASIBLE when a time limit stopped it before a proof.
-_TIME_LIMIT_STATUS = re.compile(r"\((UNKNOWN|FEASIBLE)\)")
 
 
 class DeadlineExceeded(Exception):
@@ -56,7 +53,7 @@ def status_for(error: BaseException, request_id: str, *, time_cap_hit: bool = Fa
     if isinstance(error, Busy):
         return _plain(code_pb2.RESOURCE_EXHAUSTED, str(error))
     if isinstance(error, SolverError):
-        if time_cap_hit or _TIME_LIMIT_STATUS.search(str(error)):
+        if time_cap_hit or isinstance(error, SolverTimeout):
             return _plain(code_pb2.DEADLINE_EXCEEDED, "the time budget ran out before the solver proved an answer")
         log.error("solver error (request id %s)", request_id, exc_info=error)
         return _plain(code_pb2.INTERNAL, f"internal error (request id {request_id})")
