@@ -22,12 +22,21 @@ from grpc_status import rpc_status
 ROOT = Path(__file__).resolve().parent.parent
 LISTENING = re.compile(r"listening on (\S+):(\d+) \(pid (\d+)\)")
 WORKERS = re.compile(r"workers on (\S+):(\d+) \(parent pid (\d+)\)")
+METRICS = re.compile(r"metrics on (http://\S+/metrics) \(pid (\d+)\)")
 
 
 def server_env() -> dict[str, str]:
     """This environment without the server's own variables, so only the test's options count."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    for name in ("REMIGIO_HOST", "REMIGIO_PORT", "REMIGIO_WORKERS", "REMIGIO_LOG_FORMAT"):
+    for name in (
+        "REMIGIO_HOST",
+        "REMIGIO_PORT",
+        "REMIGIO_WORKERS",
+        "REMIGIO_LOG_FORMAT",
+        "REMIGIO_METRICS_PORT",
+        "REMIGIO_RUNTIME_DIR",
+        "PROMETHEUS_MULTIPROC_DIR",
+    ):
         env.pop(name, None)
     return env
 

@@ -9,15 +9,24 @@ from __future__ import annotations
 
 from referee.linking.base import Linking, LinkingEngine, linking_from_parts
 from referee.linking.budget import time_budget
-from referee.linking.dispatch import best_linking, engine_for, links_fully, load_engines
+from referee.linking.dispatch import (
+    LinkingObserver,
+    best_linking,
+    engine_for,
+    links_fully,
+    load_engines,
+    observe_linkings,
+)
 
 __all__ = [
     "Linking",
     "LinkingEngine",
+    "LinkingObserver",
     "best_linking",
     "engine_for",
     "linking_from_parts",
     "links_fully",
     "load_engines",
+    "observe_linkings",
     "time_budget",
 ]

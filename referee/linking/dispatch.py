@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterable, Iterator, Mapping
 from functools import lru_cache
 from importlib import import_module
+from typing import Protocol
 
 from referee.cards import Card, check_copies, sort_cards
 from referee.errors import InvalidCardError
@@ -45,6 +48,28 @@ class _Engines(Mapping[Engine, LinkingEngine]):
 _ENGINES = _Engines()
 
 
+class LinkingObserver(Protocol):
+    """Who wants to know how the linking cache and the engines fare (the service's metrics): the
+    domain reports to it and names no metrics library."""
+
+    def looked_up(self, hit: bool) -> None:
+        """One lookup of the cache of best linkings."""
+
+    def solved(self, engine: str, seconds: float) -> None:
+        """One hand solved by ``engine`` (a cache miss) in ``seconds``."""
+
+
+_observer: LinkingObserver | None = None
+# Set by ``_cached`` when it runs, i.e. on a miss: lru_cache does not say which a lookup was.
+_lookup = threading.local()
+
+
+def observe_linkings(observer: LinkingObserver | None) -> None:
+    """Report every lookup of the linking cache and every engine solve to ``observer`` (None: stop)."""
+    global _observer
+    _observer = observer
+
+
 def load_engines() -> None:
     """Build every engine now (a server does, before its first call)."""
     for name in _ENGINES:
@@ -62,12 +87,26 @@ def best_linking(cards: Iterable[Card], rules: RuleSet, field: str = "cards") ->
     if not 1 <= len(hand) <= MAX_HAND:
         raise InvalidCardError(field, len(hand), f"a hand holds 1 to {MAX_HAND} cards")
     check_copies(hand, rules.decks, lambda i: f"{field}[{i}]")
-    return _cached(sort_cards(hand), rules)
+    observer = _observer
+    if observer is None:
+        return _cached(sort_cards(hand), rules)
+    _lookup.missed = False
+    linking = _cached(sort_cards(hand), rules)
+    observer.looked_up(hit=not _lookup.missed)
+    return linking
 
 
 @lru_cache(maxsize=4096)
 def _cached(hand: tuple[Card, ...], rules: RuleSet) -> Linking:
-    return _ENGINES[rules.engine].best_linking(hand, rules)
+    observer = _observer
+    if observer is None:
+        return _ENGINES[rules.engine].best_linking(hand, rules)
+    _lookup.missed = True
+    start = time.perf_counter()
+    try:
+        return _ENGINES[rules.engine].best_linking(hand, rules)
+    finally:
+        observer.solved(rules.engine, time.perf_counter() - start)
 
 
 def links_fully(cards: Iterable[Card], rules: RuleSet) -> bool:

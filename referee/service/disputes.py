@@ -7,7 +7,7 @@ from referee.cards import parse_cards
 from referee.claims import judge_linking, judge_value
 from referee.errors import RefereeError, SolverError, SolverTimeout, rooted_at
 from referee.linking import best_linking, time_budget
-from referee.service import convert, handlers
+from referee.service import convert, handlers, metrics
 
 _WRONG = {pb.VERDICT_WRONG, pb.VERDICT_VALID_NOT_BEST}
 
@@ -43,6 +43,7 @@ def judge_case(case: pb.CheckDisputesRequest) -> pb.CheckDisputesResponse:
 
 def judge_case_bytes(case: bytes, budget_seconds: float | None = None) -> bytes:
     """``judge_case`` on a serialized case, within a time budget: for worker processes."""
+    metrics.ready()  # a dispute job process records its solves and cache lookups too
     request = pb.CheckDisputesRequest.FromString(case)
     try:
         with time_budget(budget_seconds):

@@ -21,7 +21,7 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent import futures
 
 import grpc
@@ -30,6 +30,7 @@ from grpc_reflection.v1alpha import reflection as grpc_reflection
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.linking import load_engines
+from referee.service import metrics
 from referee.service.servicer import DEFAULT_SOLVE_CAP_SECONDS, RefereeServicer, add_to_server
 
 log = logging.getLogger("referee.service")
@@ -61,6 +62,7 @@ def create_server(
 ) -> tuple[grpc.Server, int, health.HealthServicer]:
     """Build, bind and start a server; return it, the bound port and its health servicer (SERVING)."""
     load_engines()  # before the first call, so no caller waits for an engine's import
+    metrics.ready()
     options = [
         ("grpc.max_receive_message_length", max_message_bytes),
         ("grpc.max_send_message_length", max_message_bytes),
@@ -169,6 +171,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="processes judging CheckDisputes cases, per server process (default: cores / workers)",
     )
     parser.add_argument(
+        "--metrics-port",
+        type=_port,
+        default=env("REMIGIO_METRICS_PORT"),
+        metavar="PORT",
+        help="serve Prometheus metrics at http://HOST:PORT/metrics, summed over the workers (env REMIGIO_METRICS_PORT; default off)",
+    )
+    parser.add_argument(
+        "--runtime-dir",
+        default=env("REMIGIO_RUNTIME_DIR") or None,
+        metavar="DIR",
+        help="a writable directory for the files the server keeps while it runs, such as the workers' metrics (env REMIGIO_RUNTIME_DIR; default /dev/shm, else the temporary directory)",
+    )
+    parser.add_argument(
         "--max-message-bytes",
         type=_positive_int,
         default=MAX_MESSAGE_BYTES,
@@ -180,9 +195,40 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Serve until SIGTERM or SIGINT; return the exit status (0 after a clean drain)."""
     configure_logging(args.log_format)
-    if args.workers > 1:
-        return _serve_workers(args)
-    return _serve(args, args.port, reuse_port=False)
+    try:
+        stop_metrics = _start_metrics(args)
+    except OSError as error:
+        _say(f"remigio-referee: error: {error}")
+        return 1
+    try:
+        if args.workers > 1:
+            return _serve_workers(args)
+        metrics.workers_running(1)
+        return _serve(args, args.port, reuse_port=False)
+    finally:
+        stop_metrics()
+
+
+def _start_metrics(args: argparse.Namespace) -> Callable[[], None]:
+    """Turn metrics on and serve ``/metrics`` from this process when ``--metrics-port`` asks for
+    it (before any worker is forked, so every worker records); return what turns them off."""
+    if args.metrics_port is None:
+        # Metrics are off: no process of this server writes files, whatever the environment says.
+        os.environ.pop(metrics.DIRECTORY_ENV, None)
+        return lambda: None
+    metrics.enable(args.runtime_dir or metrics.default_runtime_dir())
+    try:
+        port, stop = metrics.serve(args.host, args.metrics_port)
+    except OSError:
+        metrics.disable()
+        raise
+    _say(f"remigio-referee: metrics on http://{_address(args.host, port)}/metrics (pid {os.getpid()})")
+
+    def stop_all() -> None:
+        stop()
+        metrics.disable()
+
+    return stop_all
 
 
 def _serve(args: argparse.Namespace, port: int, reuse_port: bool) -> int:
@@ -265,6 +311,7 @@ def _run_workers(args: argparse.Namespace, port: int) -> int:
     ]
     for worker in workers:
         worker.start()
+    metrics.workers_running(len(workers))
     stopping = threading.Event()
 
     def forward(_signum: int, _frame: object) -> None:
@@ -278,9 +325,15 @@ def _run_workers(args: argparse.Namespace, port: int) -> int:
         signal.signal(signum, forward)
     _say(f"remigio-referee: {args.workers} workers on {_address(args.host, port)} (parent pid {os.getpid()})")
     failed = False
+    gone: set[int] = set()
     while any(worker.exitcode is None for worker in workers):
         for worker in workers:
             worker.join(0.2)
+        for worker in workers:
+            if worker.exitcode is not None and worker.pid is not None and worker.pid not in gone:
+                gone.add(worker.pid)
+                metrics.process_died(worker.pid)
+        metrics.workers_running(len(workers) - len(gone))
         if not stopping.is_set() and any(worker.exitcode is not None for worker in workers):
             # One worker died on its own: take the others down too rather than serve with fewer.
             failed = True

@@ -29,7 +29,7 @@ from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
 from referee.errors import RefereeError
 from referee.linking import time_budget
-from referee.service import handlers
+from referee.service import handlers, metrics
 from referee.service.disputes import judge_case_bytes, malformed
 from referee.service.status import Busy, DeadlineExceeded, status_for, with_metadata
 
@@ -39,6 +39,8 @@ DEFAULT_SOLVE_CAP_SECONDS = 5.0
 READ_AHEAD_PER_JOB = 8
 PID_KEY = "x-referee-pid"
 REQUEST_ID_KEY = "x-request-id"
+# gRFC A66's method label: the full method name without its leading slash.
+_METHOD_PREFIX = pb.DESCRIPTOR.services_by_name["RefereeService"].full_name + "/"
 _CLIENT_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
 
 Reply = TypeVar("Reply", bound=Message)
@@ -131,6 +133,7 @@ class RefereeServicer(referee_pb2_grpc.RefereeServiceServicer):
         reading cases instead of buffering them.
         """
         start = time.monotonic()
+        metrics.call_started(_METHOD_PREFIX + "CheckDisputes")
         request_id = _request_id(context)
         context.set_trailing_metadata(((PID_KEY, str(os.getpid())), (REQUEST_ID_KEY, request_id)))
         pending: deque[Future[bytes]] = deque()
@@ -150,10 +153,10 @@ class RefereeServicer(referee_pb2_grpc.RefereeServiceServicer):
                     pending.append(pool.submit(judge_case_bytes, case.SerializeToString(), self.solve_cap_seconds))
                 if len(pending) >= window:
                     judged += 1
-                    yield pb.CheckDisputesResponse.FromString(pending.popleft().result())
+                    yield _counted(pending.popleft().result())
             while pending:
                 judged += 1
-                yield pb.CheckDisputesResponse.FromString(pending.popleft().result())
+                yield _counted(pending.popleft().result())
         except Exception as error:
             for future in pending:
                 future.cancel()
@@ -180,6 +183,7 @@ class RefereeServicer(referee_pb2_grpc.RefereeServiceServicer):
         self, method: str, handler: Callable[[Message], Reply], request: Message, context: grpc.ServicerContext
     ) -> Reply:
         start = time.monotonic()
+        metrics.call_started(_METHOD_PREFIX + method)
         request_id = _request_id(context)
         metadata = ((PID_KEY, str(os.getpid())), (REQUEST_ID_KEY, request_id))
         budget = self.solve_cap_seconds
@@ -206,6 +210,13 @@ class RefereeServicer(referee_pb2_grpc.RefereeServiceServicer):
         return reply
 
 
+def _counted(verdict: bytes) -> pb.CheckDisputesResponse:
+    """A judged case's verdict, counted by outcome."""
+    reply = pb.CheckDisputesResponse.FromString(verdict)
+    metrics.dispute_judged(pb.DisputeOutcome.Name(reply.outcome).removeprefix("DISPUTE_OUTCOME_"))
+    return reply
+
+
 def _ready(verdict: pb.CheckDisputesResponse) -> Future[bytes]:
     """A verdict known at once, in the stream's queue of verdicts being judged."""
     future: Future[bytes] = Future()
@@ -224,6 +235,7 @@ def _request_id(context: grpc.ServicerContext) -> str:
 def _log_call(
     method: str, code: grpc.StatusCode, seconds: float, request_id: str, context: grpc.ServicerContext
 ) -> None:
+    metrics.call_ended(_METHOD_PREFIX + method.partition("[")[0], code.name, seconds)
     duration_ms = round(seconds * 1000, 2)
     fields = {
         "method": method,

@@ -1,0 +1,314 @@
+"""Metrics: ``serve --metrics-port`` scraped from real server processes after known calls.
+
+The text is parsed with prometheus_client's own parser; counts are exact (the scrape is retried
+until the last call has been recorded, then must not change), labels are gRFC A66's, and the
+two workers' counts are summed in the parent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+from servers import LISTENING, METRICS, WORKERS, ServerProcess, server_env
+
+from referee._gen.remigio.referee.v1 import referee_pb2 as pb
+from referee._gen.remigio.referee.v1 import referee_pb2_grpc
+from referee.cards import parse_cards
+from referee.linking import best_linking
+from referee.linking.dispatch import _cached
+from referee.rules import RuleSet
+from referee.service import metrics
+from referee.service.server import add_arguments
+
+pytestmark = [pytest.mark.timeout(120), pytest.mark.skipif(sys.platform != "linux", reason="SO_REUSEPORT workers")]
+
+SERVICE = "remigio.referee.v1.RefereeService"
+HAND = "QS KS AS 2S 3S 4S 7H 7D 7C 9D".split()
+Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
+
+
+@pytest.fixture
+def launch() -> Iterator[Callable[..., ServerProcess]]:
+    started: list[ServerProcess] = []
+
+    def start(*args: str) -> ServerProcess:
+        server = ServerProcess(*args)
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.kill()
+
+
+def scrape(url: str) -> Samples:
+    """Every sample at ``url``, keyed by sample name and labels."""
+    # No proxy from the environment: the server is on loopback.
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with opener.open(url, timeout=10) as reply:
+        assert reply.headers.get_content_type() == "text/plain"
+        text = reply.read().decode()
+    return {
+        (sample.name, frozenset(sample.labels.items())): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+def value(samples: Samples, name: str, **labels: str) -> float:
+    """One sample's value; 0 when it is absent (a counter not yet incremented)."""
+    return samples.get((name, frozenset(labels.items())), 0.0)
+
+
+def scrape_until(url: str, done: Callable[[Samples], bool], timeout: float = 20) -> Samples:
+    """Scrape until ``done`` holds (the server records a call as it ends, maybe just after the
+    client has its reply); fail with the last scrape after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        samples = scrape(url)
+        if done(samples):
+            return samples
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the metrics never got there: {samples}")
+        time.sleep(0.1)
+
+
+def solve_on_fresh_connections(address: str, until: Callable[[set[str]], bool], limit: int = 200) -> dict[str, int]:
+    """SolveHand calls, each on a fresh connection (which the kernel may give to either worker),
+    until ``until(pids seen)``; the calls each worker process answered."""
+    answered: dict[str, int] = {}
+    for _ in range(limit):
+        with grpc.insecure_channel(address) as chan:
+            reply, call = referee_pb2_grpc.RefereeServiceStub(chan).SolveHand.with_call(
+                pb.SolveHandRequest(cards=HAND), timeout=20, wait_for_ready=True
+            )
+        assert reply.linking.points == 9
+        pid = dict(call.trailing_metadata())["x-referee-pid"]
+        answered[pid] = answered.get(pid, 0) + 1
+        if until(set(answered)):
+            return answered
+    raise AssertionError(f"calls reached only {answered}")
+
+
+DISPUTES = [
+    pb.CheckDisputesRequest(id="confirmed", hand=pb.HandDispute(cards="AH 2H 3H".split(), claimed_points=0)),
+    pb.CheckDisputesRequest(id="wrong", hand=pb.HandDispute(cards="AH 2H 3H".split(), claimed_points=5)),
+    pb.CheckDisputesRequest(id="no-claim", hand=pb.HandDispute(cards="5C 5D 9S".split())),
+    pb.CheckDisputesRequest(id="malformed", hand=pb.HandDispute(cards=["ZZ"], claimed_points=0)),
+]
+
+
+def test_two_workers_counted_exactly_and_summed(launch, tmp_path: Path) -> None:
+    server = launch(
+        "--port", "0", "--workers", "2", "--metrics-port", "0", "--runtime-dir", str(tmp_path), "--grace", "2"
+    )
+    url = server.wait_for(METRICS).group(1)
+    address = f"127.0.0.1:{server.wait_for(WORKERS).group(2)}"
+    workers = {server.wait_for(LISTENING).group(3), server.wait_for(LISTENING).group(3)}
+
+    answered = solve_on_fresh_connections(address, until=lambda seen: seen == workers)
+    solved = sum(answered.values())
+    with grpc.insecure_channel(address) as chan:
+        stub = referee_pb2_grpc.RefereeServiceStub(chan)
+        for _ in range(3):
+            with pytest.raises(grpc.RpcError) as refused:
+                stub.SolveHand(pb.SolveHandRequest(cards=["ZZ"]), timeout=20)
+            assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        verdicts = list(stub.CheckDisputes(iter(DISPUTES), timeout=30))
+    assert [v.id for v in verdicts] == [case.id for case in DISPUTES]
+
+    solve, disputes = f"{SERVICE}/SolveHand", f"{SERVICE}/CheckDisputes"
+    samples = scrape_until(
+        url,
+        lambda s: (
+            value(s, "grpc_server_call_duration_seconds_count", grpc_method=disputes, grpc_status="OK") == 1
+            and value(s, "grpc_server_call_duration_seconds_count", grpc_method=solve, grpc_status="INVALID_ARGUMENT")
+            == 3
+        ),
+    )
+    # gRFC A66: calls started by method, durations by method and final status.
+    assert value(samples, "grpc_server_call_started_total", grpc_method=solve) == solved + 3
+    assert value(samples, "grpc_server_call_started_total", grpc_method=disputes) == 1
+    assert value(samples, "grpc_server_call_duration_seconds_count", grpc_method=solve, grpc_status="OK") == solved
+    assert (
+        value(samples, "grpc_server_call_duration_seconds_bucket", grpc_method=solve, grpc_status="OK", le="+Inf")
+        == solved
+    )
+    statuses = {
+        dict(labels)["grpc_status"] for name, labels in samples if name == "grpc_server_call_duration_seconds_count"
+    }
+    assert statuses == {"OK", "INVALID_ARGUMENT"}
+    # The referee's own.
+    for outcome in ("CONFIRMED", "WRONG", "NO_CLAIM", "MALFORMED"):
+        assert value(samples, "referee_dispute_cases_total", outcome=outcome) == 1, outcome
+    assert value(samples, "referee_calls_in_flight", grpc_method=solve) == 0
+    assert value(samples, "referee_workers_up") == 2
+    assert value(samples, "referee_worker_restarts_total") == 0
+    # Every solved hand and the three readable dispute cases looked the linking cache up once;
+    # each worker solved the repeated hand once at most, and every miss was an engine's solve.
+    hits, misses = (
+        value(samples, "referee_linking_cache_hits_total"),
+        value(samples, "referee_linking_cache_misses_total"),
+    )
+    assert hits + misses == solved + 3
+    assert 2 <= misses <= 4
+    assert value(samples, "referee_solve_duration_seconds_count", engine="cpsat") == misses
+    # Nothing counted twice: a later scrape says the same.
+    assert scrape(url) == samples
+
+    # The files live in the server's own directory under --runtime-dir, removed when it stops.
+    (directory,) = tmp_path.iterdir()
+    assert directory.name == f"remigio-metrics-{server.proc.pid}"
+    server.proc.send_signal(signal.SIGTERM)
+    assert server.proc.wait(timeout=30) == 0
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_one_process_serves_metrics_of_its_own(launch, tmp_path: Path) -> None:
+    server = launch("--port", "0", "--metrics-port", "0", "--runtime-dir", str(tmp_path))
+    url = server.wait_for(METRICS).group(1)
+    server.listening()
+    with grpc.insecure_channel(server.address) as chan:
+        referee_pb2_grpc.RefereeServiceStub(chan).SolveHand(pb.SolveHandRequest(cards=HAND), timeout=20)
+    samples = scrape_until(
+        url,
+        lambda s: (
+            value(s, "grpc_server_call_duration_seconds_count", grpc_method=f"{SERVICE}/SolveHand", grpc_status="OK")
+            == 1
+        ),
+    )
+    assert value(samples, "referee_workers_up") == 1
+    assert value(samples, "grpc_server_call_started_total", grpc_method=f"{SERVICE}/SolveHand") == 1
+
+
+def test_metrics_are_off_by_default(launch, tmp_path: Path) -> None:
+    server = launch("--port", "0", "--runtime-dir", str(tmp_path), "--workers", "2")
+    address = f"127.0.0.1:{server.wait_for(WORKERS).group(2)}"
+    server.wait_for(LISTENING)
+    with grpc.insecure_channel(address) as chan:
+        referee_pb2_grpc.RefereeServiceStub(chan).SolveHand(
+            pb.SolveHandRequest(cards=HAND), timeout=20, wait_for_ready=True
+        )
+    assert not any(METRICS.search(line) for line in server.lines)
+    assert list(tmp_path.iterdir()) == []  # no process wrote a file
+
+
+def test_the_metrics_port_comes_from_the_environment_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REMIGIO_METRICS_PORT", "9464")
+    monkeypatch.setenv("REMIGIO_RUNTIME_DIR", "/run/referee")
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args([])
+    assert (args.metrics_port, args.runtime_dir) == (9464, "/run/referee")
+    assert parser.parse_args(["--metrics-port", "9100"]).metrics_port == 9100
+    monkeypatch.delenv("REMIGIO_METRICS_PORT")
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    assert parser.parse_args([]).metrics_port is None
+
+
+def serve_and_fail(*args: str) -> subprocess.CompletedProcess[str]:
+    """Run ``serve`` with ``args`` where it must refuse to start; its exit status and stderr."""
+    return subprocess.run(
+        [sys.executable, "-m", "referee.service.server", "--host", "127.0.0.1", "--port", "0", *args],
+        env=server_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_a_bad_metrics_port_is_a_usage_error_naming_it() -> None:
+    done = serve_and_fail("--metrics-port", "http")
+    assert done.returncode == 2
+    assert "--metrics-port" in done.stderr and "'http'" in done.stderr
+
+
+def test_a_runtime_dir_that_cannot_be_written_stops_the_start_naming_it(tmp_path: Path) -> None:
+    blocked = tmp_path / "file"
+    blocked.write_text("not a directory")
+    done = serve_and_fail("--metrics-port", "0", "--runtime-dir", str(blocked))
+    assert done.returncode == 1
+    assert f"cannot make the metrics directory under {str(blocked)!r}" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_metrics_port_in_use_stops_the_start_and_leaves_no_files(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = serve_and_fail("--metrics-port", str(port), "--runtime-dir", str(tmp_path))
+    assert done.returncode == 1
+    assert f"cannot serve metrics on 127.0.0.1:{port}" in done.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+# The metrics module in this process --------------------------------------------------------------
+
+
+@pytest.fixture
+def metrics_here(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
+    """Metrics on in this process, in a directory under ``tmp_path``; off again afterwards."""
+    monkeypatch.delenv(metrics.DIRECTORY_ENV, raising=False)
+    directory = metrics.enable(str(tmp_path))
+    try:
+        yield directory
+    finally:
+        metrics.disable()
+
+
+def test_enable_removes_directories_of_servers_that_are_gone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    stale = tmp_path / f"remigio-metrics-{int(gone.stdout)}"
+    stale.mkdir()
+    (stale / "counter_1.db").write_bytes(b"old")
+    running = tmp_path / f"remigio-metrics-{os.getppid()}"  # a live process's: left alone
+    running.mkdir()
+    monkeypatch.delenv(metrics.DIRECTORY_ENV, raising=False)
+    directory = metrics.enable(str(tmp_path))
+    try:
+        assert sorted(p.name for p in tmp_path.iterdir()) == sorted([directory.name, running.name])
+        assert os.environ[metrics.DIRECTORY_ENV] == str(directory)
+    finally:
+        metrics.disable()
+    assert not directory.exists() and metrics.DIRECTORY_ENV not in os.environ
+
+
+def test_the_linking_cache_and_engines_report_to_the_metrics(metrics_here: Path) -> None:
+    from prometheus_client import CollectorRegistry, multiprocess
+
+    rules = RuleSet()
+    hand = parse_cards("4C 5C 6C 8D 8H 8S JD".split())
+    _cached.cache_clear()
+    for _ in range(3):
+        best_linking(hand, rules)
+    registry = CollectorRegistry()
+    multiprocess.MultiProcessCollector(registry, path=str(metrics_here))
+    assert registry.get_sample_value("referee_linking_cache_misses_total") == 1
+    assert registry.get_sample_value("referee_linking_cache_hits_total") == 2
+    assert registry.get_sample_value("referee_solve_duration_seconds_count", {"engine": "cpsat"}) == 1
+
+
+def test_with_metrics_off_nothing_observes_the_linkings(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(metrics.DIRECTORY_ENV, raising=False)
+    metrics.disable()
+    from referee.linking import dispatch
+
+    metrics.call_started(f"{SERVICE}/SolveHand")  # no-ops, and no error
+    metrics.call_ended(f"{SERVICE}/SolveHand", "OK", 0.01)
+    metrics.ready()
+    assert dispatch._observer is None
