@@ -13,9 +13,8 @@ either left unlinked or put in a group with some sub-multiset of the other remai
 on, memoised on the remaining multiset. For every remaining multiset the oracle keeps the fewest
 unlinked points and *every* linking reaching them (a best linking of the whole hand is a best
 linking of whatever its first groups leave, because unlinked points add up), and the canonical
-answer is picked at the very end: among all best linkings, the one whose sorted tuple of group keys
-is lexicographically smallest (Python's tuple order, so a tuple that is a prefix of another comes
-first).
+answer is picked at the very end: among all best linkings, those with the fewest groups, and among
+those the one whose sorted tuple of group keys is lexicographically smallest (Python's tuple order).
 """
 
 from __future__ import annotations
@@ -253,12 +252,13 @@ def _solve(
 def best_linking(
     cards: Iterable[Card], joker_limit: str = "UNLIMITED", wrap_runs: bool = False, joker_points: int = 20
 ) -> OracleLinking:
-    """The canonical best linking: fewest unlinked points, then the smallest tuple of group keys."""
+    """The canonical best linking: fewest unlinked points, then fewest groups, then the smallest
+    tuple of group keys."""
     cards = list(cards)
     if joker_limit not in LIMITS:
         raise ValueError(f"unknown joker limit {joker_limit!r}")
     best, linkings = all_best(cards, joker_limit, wrap_runs, joker_points)
-    groups = min(linkings)
+    groups = min(linkings, key=lambda linking: (len(linking), linking))
     left = Counter(index(c) for c in cards)
     for group in groups:
         left.subtract(group)

@@ -126,7 +126,7 @@ def relabel_suits(hand: tuple[Card, ...], order: tuple[int, ...]) -> tuple[Card,
 # --- a brute-force oracle: every linking, each group judged by judge_group ---------------------
 
 
-def brute_force(hand: tuple[Card, ...], rules: RuleSet) -> tuple[int, tuple[tuple[int, ...], ...]]:
+def brute_force(hand: tuple[Card, ...], rules: RuleSet) -> tuple[int, int, tuple[tuple[int, ...], ...]]:
     """The least ``Linking.rank`` over every way to link ``hand``: for small hands only."""
     points = {i: CARD_BY_INDEX[i].points(rules.joker_points) for i in range(53)}
 
@@ -155,7 +155,7 @@ def brute_force(hand: tuple[Card, ...], rules: RuleSet) -> tuple[int, tuple[tupl
                 out.add((p, tuple(sorted(keys + (group,)))))
         return frozenset(out)
 
-    return min(every_linking(tuple(card.index for card in hand)))
+    return min((p, len(keys), keys) for p, keys in every_linking(tuple(card.index for card in hand)))
 
 
 # --- the search engine against CP-SAT ----------------------------------------------------------

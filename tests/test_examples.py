@@ -107,3 +107,11 @@ def test_example_10_head_to_head_linked_clean_against_33() -> None:
     assert beto.score_change == 0
     assert beto.score == 0
     assert not result.match_over
+
+
+def test_example_11_eleven_hearts_are_one_run() -> None:
+    # Fewest groups before the lexicographic rule: one run A-J♥, not A-2-3, 4-5-6, 7-…-J.
+    check_linking("AH 2H 3H 4H 5H 6H 7H 8H 9H 10H JH", ["AH 2H 3H 4H 5H 6H 7H 8H 9H 10H JH"], "", 0)
+    for engine in ("cpsat", "search", "audit"):
+        (group,) = best_linking(cards("AH 2H 3H 4H 5H 6H 7H 8H 9H 10H JH"), RuleSet(engine=engine)).groups
+        assert len(group.cards) == 11

@@ -252,8 +252,8 @@ def test_referee_on_the_rule_book_examples(engine: str, hand: str, groups: list[
 # each worked out by hand from the rule book.
 U, N, O = "UNLIMITED", "NO_MORE_THAN_NATURALS", "ONE_PER_GROUP"  # noqa: E741 (the three limits by initial)
 EXPECTED = [
-    # Four jokers alone: one jokers-only group when allowed; with 0 points, no group at all (the
-    # empty tuple of groups is a prefix of every other, so it comes first).
+    # Four jokers alone: one jokers-only group when allowed; with 0 points, no group at all (fewest
+    # groups).
     ("JK JK JK JK", U, None, 20, ["JK JK JK JK"], 0),
     ("JK JK JK JK", N, None, 20, [], 80),
     ("JK JK JK JK", O, None, 20, [], 80),
@@ -291,9 +291,17 @@ EXPECTED = [
     ("7H 7H 7S", None, None, 20, ["7H 7H 7S"], 0),
     ("7H 7H 8H", None, None, 20, [], 22),
     ("7H 7H 8H 9H", None, None, 20, ["7H 8H 9H"], 7),
-    # Eleven cards of one suit.
-    ("AH 2H 3H 4H 5H 6H 7H 8H 9H 10H JH", None, None, 20, ["AH 2H 3H", "4H 5H 6H", "7H 8H 9H 10H JH"], 0),
-    ("3S 4S 5S 6S 7S 8S 9S 10S JS QS KS", None, None, 20, ["3S 4S 5S", "6S 7S 8S", "9S 10S JS QS KS"], 0),
+    # Fewest groups before the lexicographic rule (RULES §3): eleven cards of one suit are one run,
+    # six sevens one group, jokers join the group rather than make one of their own.
+    ("AH 2H 3H 4H 5H 6H 7H 8H 9H 10H JH", None, None, 20, ["AH 2H 3H 4H 5H 6H 7H 8H 9H 10H JH"], 0),
+    ("3S 4S 5S 6S 7S 8S 9S 10S JS QS KS", None, None, 20, ["3S 4S 5S 6S 7S 8S 9S 10S JS QS KS"], 0),
+    ("AH 2H 3H 4H 5H 6H", None, None, 20, ["AH 2H 3H 4H 5H 6H"], 0),
+    ("7H 7H 7S 7S 7D 7C", None, None, 20, ["7H 7H 7S 7S 7D 7C"], 0),
+    ("5C 5D 5S JK JK JK", U, None, 20, ["5C 5D 5S JK JK JK"], 0),
+    ("5C 5D 5S JK JK JK", N, None, 20, ["5C 5D 5S JK JK JK"], 0),
+    ("5C 5D 5S JK JK JK", O, None, 20, ["5C 5D 5S JK"], 40),
+    # Jokers worth nothing: one group either way, and the shorter key comes first.
+    ("5C 5D 5S JK JK JK", U, None, 0, ["5C 5D 5S"], 0),
 ]
 
 

@@ -1,8 +1,9 @@
 """Best linking of a hand (RULES §3): the groups that leave the fewest points unlinked.
 
 Every engine returns the same canonical answer: among the linkings with the fewest unlinked
-points, the one whose groups, each a sorted tuple of card indices and listed in that order, come
-first lexicographically (see ``Linking.rank``). So the answer depends only on the multiset of cards and the rules.
+points, those with the fewest groups (the linking a player would write down: A-J of a suit is one
+run of 11, not three runs), and among those the one whose groups, each a sorted tuple of card
+indices and listed in that order, come first lexicographically (see ``Linking.rank``). So the answer depends only on the multiset of cards and the rules.
 """
 
 from __future__ import annotations

@@ -21,9 +21,10 @@ class Linking:
     points: int
 
     @property
-    def rank(self) -> tuple[int, tuple[tuple[int, ...], ...]]:
-        """The tie-break order: fewest points, then the groups' card indices, lexicographically."""
-        return (self.points, tuple(g.key for g in self.groups))
+    def rank(self) -> tuple[int, int, tuple[tuple[int, ...], ...]]:
+        """The tie-break order (RULES §3): fewest points, then fewest groups, then the groups' card
+        indices, lexicographically."""
+        return (self.points, len(self.groups), tuple(g.key for g in self.groups))
 
     @property
     def fully_linked(self) -> bool:

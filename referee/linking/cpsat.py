@@ -3,15 +3,16 @@
 One integer variable per candidate group (how many times the linking uses it, candidates in
 canonical order, see ``candidates``), one capacity constraint per card kind, written straight
 into the model's proto. For most hands one solve of one weighted objective gives the canonical
-answer (``Linking.rank``: the fewest points, then the groups in ascending candidate order,
-lexicographically first): a linked point outweighs the order, and each group outweighs every
-set of later groups a linking could still hold (``_order_weights``).
+answer (``Linking.rank``: the fewest points, then the fewest groups, then the groups in ascending
+candidate order, lexicographically first): a linked point outweighs every count of groups and
+order, a group fewer outweighs every order, and each group's order weight outweighs every set of
+later groups a linking could still hold (``_order_weights``).
 
 With many candidates (jokers and duplicates) those weights would outgrow the integers a double
 holds exactly. Then one solve finds the canonical linking's lowest group: exactly one boolean
-*designates* a group the linking uses, and the objective maximises the linked points first and
-minimises the designated number second, so the optimum designates the lowest group any best
-linking holds (nothing has to say "this is the lowest used", which keeps the solve easy to
+*designates* a group the linking uses, and the objective maximises the linked points first,
+minimises the groups second and the designated number third, so the optimum designates the
+lowest group any best linking holds (nothing has to say "this is the lowest used", which keeps the solve easy to
 prove). The rest of the canonical linking is the canonical linking of the cards left, among the
 candidates from that group on that still fit: the same problem, smaller, usually small enough
 for one weighted solve. A linking holds at most ``len(hand) // 3`` groups, so that is at most
@@ -108,12 +109,15 @@ class CpSatEngine:
             return None if full and any(points[i] for i in +counts) else []
         exact = [i for i in counts if points[i]] if full else []
         most = [column.most(counts) for column in columns]
-        order, most_order = _order_weights(columns, most, sum(counts.values()))
-        # Unless every scoring card is linked anyway, a linked point outweighs every order weight.
-        top = 0 if full else most_order + 1
-        coefficients = [w + top * column.worth for w, column in zip(order, columns)]
+        size = sum(counts.values())
+        order, most_order = _order_weights(columns, most, size)
+        # A group fewer outweighs every order weight, and unless every scoring card is linked
+        # anyway, a linked point outweighs every count of groups and order (RULES §3).
+        group = most_order + 1
+        top = 0 if full else (size // 3 + 1) * group
+        coefficients = [w - group + top * column.worth for w, column in zip(order, columns)]
         highest = top * sum(points[i] * k for i, k in counts.items()) + most_order
-        if highest < _EXACT_IN_DOUBLE and sum(c * k for c, k in zip(coefficients, most)) < _INT64_SAFE:
+        if highest < _EXACT_IN_DOUBLE and sum(abs(c) * k for c, k in zip(coefficients, most)) < _INT64_SAFE:
             model = _model(counts, columns, most, exact)
             # The objective written straight into the proto, as _model does: maximise by
             # minimising the negated sum (only the solution is read, never the objective value).
@@ -144,7 +148,8 @@ class CpSatEngine:
         exact: Collection[int],
     ) -> int | None:
         """The lowest column any best linking holds, when every card in ``exact`` must be linked
-        (None: no linking does that); the best linking has the most linked points.
+        (None: no linking does that); the best linking has the most linked points, then the fewest
+        groups.
 
         Exactly one flag designates a group the linking uses, and the optimum designates the
         lowest such group: nothing has to say "this is the lowest used", which keeps it easy to prove.
@@ -168,12 +173,13 @@ class CpSatEngine:
             constraint.linear.vars.append(n)
             constraint.linear.coeffs.append(1)
             constraint.linear.domain.extend((1, most[n]))
-        # Minimise the designated number; unless every scoring card is linked anyway, first
-        # maximise the linked points (one point outweighs every designation).
+        # Minimise the designated number; before it the groups (one group outweighs every
+        # designation); unless every scoring card is linked anyway, first maximise the linked
+        # points (one point outweighs every count of groups and designation).
         objective = proto.objective
-        if not exact:
-            objective.vars.extend(range(size))
-            objective.coeffs.extend(-size * column.worth for column in columns)
+        top = 0 if exact else (sum(counts.values()) // 3 + 1) * size
+        objective.vars.extend(range(size))
+        objective.coeffs.extend(size - top * column.worth for column in columns)
         objective.vars.extend(range(size, size + len(choices)))
         objective.coeffs.extend(choices)
         solution = self._optimum(model, cards, infeasible_ok=bool(exact))

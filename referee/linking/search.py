@@ -17,26 +17,28 @@ import, by their lowest card and the ranks of its suit held above it up to the s
 kind of card held, the top one a guard, the jokers in the top field. "Does this part fit" is
 one subtraction and a mask; "take it out" is one subtraction.
 
-**Fewest points.** A natural in no group at all is unlinked in every linking: it is left out
-of the starting state and its points counted once. For the lowest natural left there are two
-kinds of move: leave one copy unlinked, or take out a group whose lowest card it is. Every
-linking is reached this way, so the fewest unlinked points of a multiset is the best of those
-moves; once the naturals are gone the jokers left form jokers-only groups (``UNLIMITED``, three
-or more, worth linking only when a joker has points) or stay unlinked. The search is a
-depth-first branch and bound with a fail-soft memo: ``_points(state, beta)`` returns the exact
-optimum when it is at most ``beta``, otherwise a lower bound above ``beta``; both are remembered
-per state.
+**Fewest points, then fewest groups.** The search minimises one cost: the unlinked points times
+a scale larger than the most groups the hand can hold, plus one per group, so the least cost has
+the fewest points and, among those, the fewest groups (RULES §3). A natural in no group at all is
+unlinked in every linking: it is left out of the starting state and its points counted once. For
+the lowest natural left there are two kinds of move: leave one copy unlinked, or take out a group
+whose lowest card it is. Every linking is reached this way, so the least cost of a multiset is the
+best of those moves; once the naturals are gone the jokers left form one jokers-only group
+(``UNLIMITED``, three or more, worth linking only when a joker has points) or stay unlinked. The
+search is a depth-first branch and bound with a fail-soft memo: ``_points(state, beta)`` returns
+the exact optimum when it is at most ``beta``, otherwise a lower bound above ``beta``; both are
+remembered per state. Every move costs at least 1, which bounds a state with a natural left.
 
-**Canonical answer.** ``Linking.rank`` wants, among the fewest points, the groups' keys in
-ascending order lexicographically smallest (a prefix first). The smallest key of a best linking is
+**Canonical answer.** ``Linking.rank`` wants, among the fewest points and groups, the groups' keys
+in ascending order lexicographically smallest. The smallest key of a best linking is
 the smallest key of any group that some best linking uses, and a group holding the lowest card
 left has a smaller key than any group that does not. So the moves of a state are tried in that
 order: the groups whose lowest card is the lowest card left, in key order, then leaving it
 unlinked; a move replaces the best so far only when strictly better, so the move kept for each
 state solved exactly is the first move of its canonical best linking. The answer follows the kept
 moves from the whole hand. Leftover jokers (``UNLIMITED``, three or more, jokers worth points)
-make groups of three, the last one larger: the smallest keys. Groups worth 0 points (jokers only,
-``joker_points`` 0) are never added: the shorter tuple wins.
+make one group. Groups worth 0 points (jokers only, ``joker_points`` 0) are never added: they
+would only add a group.
 
 **Across hands.** Without jokers, a natural in no group (fewer than three of its rank, no three
 consecutive ranks of its suit through it) is unlinked at once, and the others split into
@@ -262,7 +264,10 @@ class _Solver:
         kinds = sorted(set(naturals))
         copies = [1] * len(kinds) if len(kinds) == len(naturals) else [naturals.count(i) for i in kinds]
         self.unit = _UNIT[: len(kinds)]
-        self.points = [_POINTS[k] for k in kinds]
+        # The search minimises one number, points then groups (RULES §3): a point weighs more than
+        # every group a linking of these cards can hold, and a group weighs 1.
+        self.scale = (len(naturals) + jokers) // MIN_GROUP + 1
+        self.points = [_POINTS[k] * self.scale for k in kinds]
         self.jshift = _BITS * len(kinds)
         self.natmask = (1 << self.jshift) - 1
         self.guard = _GUARDS[len(kinds)]
@@ -281,11 +286,11 @@ class _Solver:
                     self.dead += self.points[f] * n
                     copies[f] = 0
         self.start = sum(map(mul, copies, self.unit)) + (jokers << self.jshift)
-        # What the jokers left over cost once the naturals are done: nothing as jokers-only groups
-        # (three or more, ``UNLIMITED``).
-        self.leftover = [k * joker_points for k in range(jokers + 1)]
+        # What the jokers left over cost once the naturals are done: one jokers-only group (three
+        # or more, ``UNLIMITED``) when they have points, else nothing.
+        self.leftover = [k * joker_points * self.scale for k in range(jokers + 1)]
         if limit is JokerLimit.UNLIMITED:
-            self.leftover[MIN_GROUP:] = [0] * (jokers + 1 - MIN_GROUP)
+            self.leftover[MIN_GROUP:] = [1 if joker_points else 0] * (jokers + 1 - MIN_GROUP)
         # Per state: its exact optimum (>= 0), or ~bound for a lower bound (< 0): one lookup.
         self.memo: dict[int, int] = {}
         # The first move in canonical order of a best linking of each state solved exactly; None:
@@ -295,7 +300,7 @@ class _Solver:
     def answer(self) -> Answer:
         """The fewest unlinked points and the canonical groups (sorted keys)."""
         state = self.start
-        best = self.dead + self._points(state, _INF)
+        best = (self.dead + self._points(state, _INF)) // self.scale
         keys: list[Key] = []
         while state & self.natmask:
             option = self.move[state]
@@ -306,11 +311,12 @@ class _Solver:
                 state -= option[1]
         left = state >> self.jshift
         if left >= MIN_GROUP and self.joker_points and self.limit is JokerLimit.UNLIMITED:
-            keys.extend(_jokers_only(left))
+            keys.append(_JOKER_TAILS[left])
         return best, tuple(keys)
 
     def _points(self, state: int, beta: int) -> int:
-        """The fewest unlinked points of ``state`` if at most ``beta``; else a lower bound above ``beta``.
+        """The least cost (points scaled, plus groups) of ``state`` if at most ``beta``; else a lower
+        bound above ``beta``.
 
         The moves are tried in canonical order (groups by key, then leaving the card unlinked) and
         only a strictly better one replaces the best so far, so the move kept is the canonical one.
@@ -318,6 +324,8 @@ class _Solver:
         nat = state & self.natmask
         if not nat:
             return self.leftover[state >> self.jshift]
+        if beta < 1:
+            return 1  # a natural is left: any move costs a group or its points
         floor = self.memo.get(state)
         if floor is None:
             floor = 0
@@ -337,10 +345,10 @@ class _Solver:
             packed = option[1]
             if ((state | guard) - packed) & guard != guard:
                 continue
-            value = self._points(state - packed, bound)
+            value = 1 + self._points(state - packed, bound - 1)
             if value <= bound:
                 best, move, bound = value, option, value - 1
-                if bound < 0:
+                if bound < 1:
                     break
             elif value < failed:
                 failed = value
@@ -361,13 +369,6 @@ class _Solver:
         if failed > floor:
             self.memo[state] = ~failed
         return failed
-
-
-def _jokers_only(left: int) -> list[Key]:
-    """Jokers-only groups of ``left`` >= 3 jokers, lexicographically first: threes, the last one larger."""
-    sizes = [MIN_GROUP] * (left // MIN_GROUP)
-    sizes[-1] += left % MIN_GROUP
-    return [_JOKER_TAILS[size] for size in sizes]
 
 
 def _options(kinds: list[int], copies: list[int], jokers: int, wrap: bool, limit: JokerLimit) -> list[list[Option]]:
