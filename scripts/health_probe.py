@@ -3,13 +3,16 @@
 
     python health_probe.py [ADDRESS] [--service NAME] [--timeout SECONDS]
 
-ADDRESS defaults to 127.0.0.1:50051; NAME defaults to "" (the whole server). The container
-image runs this as its HEALTHCHECK.
+ADDRESS defaults to the server's own configuration: 127.0.0.1 on REMIGIO_HEALTH_PORT (the
+plain-text health listener, set when the main port speaks TLS), else on REMIGIO_PORT, else 50051.
+NAME defaults to "" (the whole server). The container image runs this as its HEALTHCHECK, so
+the check follows whatever port the container is told to serve on.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 import grpc
@@ -33,14 +36,27 @@ def probe(address: str, service: str = "", timeout: float = 3.0) -> int:
     return 0
 
 
+def configured_address(env: dict[str, str] | None = None) -> str:
+    """The loopback address of the health service the server's REMIGIO_* variables configure."""
+    env = dict(os.environ) if env is None else env
+    host = env.get("REMIGIO_HOST", "")
+    # A wildcard bind is reached through loopback; a specific address only through itself.
+    if host in ("", "0.0.0.0", "::", "[::]"):
+        host = "127.0.0.1"
+    elif ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    port = env.get("REMIGIO_HEALTH_PORT") or env.get("REMIGIO_PORT") or "50051"
+    return f"{host}:{port}"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Parse the command line and probe once."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("address", nargs="?", default="127.0.0.1:50051")
+    parser.add_argument("address", nargs="?", default=None, help="host:port (default: from REMIGIO_* as above)")
     parser.add_argument("--service", default="", help='service name; "" for the whole server')
     parser.add_argument("--timeout", type=float, default=3.0, help="deadline in seconds")
     args = parser.parse_args(argv)
-    return probe(args.address, args.service, args.timeout)
+    return probe(args.address or configured_address(), args.service, args.timeout)
 
 
 if __name__ == "__main__":

@@ -330,3 +330,22 @@ def test_health_probe_fails_without_a_server() -> None:
     result = _health_probe(f"127.0.0.1:{port}")
     assert result.returncode == 1
     assert "UNAVAILABLE" in result.stderr or "DEADLINE_EXCEEDED" in result.stderr
+
+
+def test_health_probe_follows_the_configured_port(
+    health_server: tuple[health.HealthServicer, str],
+) -> None:
+    """The image's HEALTHCHECK gives no address: the probe finds the port the server was told."""
+    servicer, address = health_server
+    servicer.set("", health_pb2.HealthCheckResponse.SERVING)
+    port = address.rsplit(":", 1)[1]
+    probe = [sys.executable, ROOT / "scripts" / "health_probe.py", "--timeout", "2"]
+    bare = {key: value for key, value in os.environ.items() if not key.startswith("REMIGIO_")}
+    on_port = _run(probe, env={**bare, "REMIGIO_HOST": "0.0.0.0", "REMIGIO_PORT": port})
+    assert on_port.returncode == 0, on_port.stdout + on_port.stderr
+    assert f"127.0.0.1:{port}" in on_port.stdout
+    # With TLS on the main port, the plain-text health listener is the one to ask.
+    on_health_port = _run(probe, env={**bare, "REMIGIO_PORT": "1", "REMIGIO_HEALTH_PORT": port})
+    assert on_health_port.returncode == 0, on_health_port.stdout + on_health_port.stderr
+    elsewhere = _run(probe, env={**bare, "REMIGIO_PORT": "1"})
+    assert elsewhere.returncode == 1
