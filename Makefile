@@ -19,7 +19,7 @@ PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
 
-.PHONY: help venv .venv buf serve test lint format protos bench docker clean distclean
+.PHONY: help venv .venv buf serve test lint format protos bench docker image-proof clean distclean
 
 help: ## list the targets
 	@grep -E '^[a-z][a-z .-]*:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
@@ -69,6 +69,9 @@ bench: $(VENV_STAMP) ## run the benchmarks (linking engines, service, dispute ba
 
 docker: ## build the container image (needs a Docker engine)
 	docker build -t $(IMAGE) .
+
+image-proof: $(VENV_STAMP) ## build the image with podman from Debian's packages and prove it serves locked down (root)
+	$(BIN)/python scripts/build_image.py
 
 clean: ## remove build output and caches
 	rm -rf build dist *.egg-info .pytest_cache .hypothesis
