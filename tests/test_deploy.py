@@ -18,6 +18,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import urllib.request
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
@@ -44,7 +45,6 @@ CONTAINER = "referee"
 # Variables and flags of server features that other work is adding; their checks are expected
 # to fail until it lands (xfail, not strict: they pass as soon as the server accepts them).
 PENDING = {
-    "REMIGIO_METRICS_PORT": "--metrics-port (issue 15, metrics)",
     "REMIGIO_HEALTH_PORT": "--health-port (issue 14, plain-text health listener)",
     "REMIGIO_MAX_CONNECTION_AGE": "--max-connection-age (issue 13, server architecture)",
     "REMIGIO_TLS_CERT": "--tls-cert (issue 14, TLS)",
@@ -406,6 +406,20 @@ def test_a_server_with_the_manifest_args_answers_every_probe(manifest_server: Se
             service = container[kind]["grpc"]["service"]
             reply = stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=10)
             assert reply.status == health_pb2.HealthCheckResponse.SERVING, f"{kind} asks for {service!r}"
+
+
+def test_the_metrics_port_serves_prometheus_text() -> None:
+    """What the NetworkPolicy lets the monitoring namespace reach: the metrics port, on a real server."""
+    container = _container(list(_rendered("base")))
+    metrics_port = _free_port()
+    server = ServerProcess("--port", "0", "--metrics-port", str(metrics_port), *container.get("args", []))
+    try:
+        server.listening()
+        with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10) as reply:
+            assert reply.status == 200
+            assert "referee_" in reply.read().decode()
+    finally:
+        server.terminate()
 
 
 @pytest.mark.xfail(strict=False, reason=f"{PENDING['REMIGIO_HEALTH_PORT']} is not on main yet")
