@@ -34,7 +34,7 @@ class Limit:
     def check_count(self, values: Sized, field: str) -> None:
         """Raise naming ``field`` when ``values`` holds more than ``most`` elements."""
         if len(values) > self.most:
-            raise LimitError(field, f"{len(values)} {self.unit}", f"at most {self.most} {self.unit}")
+            raise LimitError(field, len(values), f"at most {self.most} {self.unit}")
 
     def check_length(self, text: str, field: str) -> None:
         """Raise naming ``field`` when ``text`` is longer than ``most`` characters."""

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.message import Message
 
 from referee import cards
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.cards import Card, parse_cards
 from referee.errors import QUOTED_CHARS, InvalidCardError, LimitError, RefereeError
 from referee.limits import CARD_CODE, LIMITS, NAME, PLAYERS
+from referee.service import convert, handlers
+from referee.service.disputes import judge_case
 
 REQUESTS = (pb.SolveHandRequest, pb.CheckCloseRequest, pb.ScoreDealRequest, pb.CheckDisputesRequest)
 
@@ -48,7 +51,7 @@ def test_a_count_over_its_limit_names_the_field_and_the_count() -> None:
     with pytest.raises(LimitError) as caught:
         PLAYERS.check_count([None] * 40_000, "deal.players")
     assert caught.value.field == "deal.players"
-    assert caught.value.value == "40000 players"
+    assert caught.value.value == 40_000
     assert f"at most {PLAYERS.most} players" in caught.value.message
 
 
@@ -105,3 +108,133 @@ def test_the_spellings_cache_stays_small_whatever_comes() -> None:
         Card.parse(" " * spaces + "AH" + " " * (n % 3))
     assert len(cards._PARSED) <= 4096
     assert max(map(len, cards._PARSED)) <= CARD_CODE.most
+
+
+# Each limit through the handlers: refused naming the request's field path -----------------------
+
+
+def _deal() -> pb.ScoreDealRequest:
+    return pb.ScoreDealRequest(
+        deal=pb.Deal(
+            players=[
+                pb.Player(name="ana", cards="2S 3S 4S 6D 6C 6H 9C 10C JC QC".split()),
+                pb.Player(name="bob", cards="AH 2H 3H 5C 5D 5S KS KD 9C 4D".split()),
+            ],
+            closer=0,
+            discard="KH",
+        )
+    )
+
+
+def _with(change: Callable[[pb.ScoreDealRequest], object]) -> pb.ScoreDealRequest:
+    request = _deal()
+    change(request)
+    return request
+
+
+def _claim_groups(request: pb.ScoreDealRequest, groups: int, cards: int) -> None:
+    claim = request.claims.players.add(player=1)
+    for _ in range(groups):
+        claim.groups.add(cards=["AH"] * cards)
+
+
+OVER = {
+    "hand cards": (pb.SolveHandRequest(cards=["AH"] * 40_000), "cards", 40_000),
+    "close cards": (pb.CheckCloseRequest(cards=["AH"] * 12), "cards", 12),
+    "close discard": (pb.CheckCloseRequest(cards=["AH"] * 10, discard="K" * 100), "discard", "K" * 32 + "…"),
+    "multiplier rows": (
+        pb.SolveHandRequest(cards=["AH"], rules=pb.RuleOptions(multipliers=[pb.Multiplier(kind=1)] * 8)),
+        "rules.multipliers",
+        8,
+    ),
+    "players": (_with(lambda r: r.deal.players.extend([r.deal.players[1]] * 20)), "deal.players", 22),
+    "player cards": (_with(lambda r: r.deal.players[1].cards.extend(["AH"] * 40_000)), "deal.players[1].cards", 40_010),
+    "player name": (
+        _with(lambda r: setattr(r.deal.players[1], "name", "b" * 600_000)),
+        "deal.players[1].name",
+        "b" * 32 + "…",
+    ),
+    "eliminated": (_with(lambda r: r.deal.eliminated.extend(["x"] * 22)), "deal.eliminated", 22),
+    "eliminated name": (_with(lambda r: r.deal.eliminated.append("x" * 65)), "deal.eliminated[0]", "x" * 32 + "…"),
+    "stock": (_with(lambda r: r.deal.stock.cards.extend(["AH"] * 217)), "deal.stock.cards", 217),
+    "discard pile": (_with(lambda r: r.deal.discard_pile.cards.extend(["AH"] * 217)), "deal.discard_pile.cards", 217),
+    "claims": (_with(lambda r: [r.claims.players.add(player=1) for _ in range(40_000)]), "claims.players", 40_000),
+    "claimed groups": (_with(lambda r: _claim_groups(r, 12, 3)), "claims.players[0].groups", 12),
+    "claimed group cards": (_with(lambda r: _claim_groups(r, 1, 12)), "claims.players[0].groups[0].cards", 12),
+}
+HANDLERS = {
+    pb.SolveHandRequest: handlers.solve_hand,
+    pb.CheckCloseRequest: handlers.check_close,
+    pb.ScoreDealRequest: handlers.score_deal,
+}
+
+
+@pytest.mark.parametrize("case", OVER.values(), ids=OVER.keys())
+def test_a_field_over_its_limit_is_refused_naming_its_path(case: tuple[Message, str, object]) -> None:
+    request, field, value = case
+    with pytest.raises(RefereeError) as caught:
+        HANDLERS[type(request)](request)
+    assert (caught.value.field, caught.value.value) == (field, value)
+
+
+DISPUTES_OVER = {
+    "hand cards": (pb.CheckDisputesRequest(id="a", hand=pb.HandDispute(cards=["AH"] * 12)), "hand.cards", 12),
+    "claimed groups": (
+        pb.CheckDisputesRequest(
+            id="a", hand=pb.HandDispute(cards=["AH"], claimed_groups=[pb.ClaimedGroup(cards=["AH"])] * 12)
+        ),
+        "hand.claimed_groups",
+        12,
+    ),
+    "claimed group cards": (
+        pb.CheckDisputesRequest(
+            id="a", hand=pb.HandDispute(cards=["AH"], claimed_groups=[pb.ClaimedGroup(cards=["AH"] * 12)])
+        ),
+        "hand.claimed_groups[0].cards",
+        12,
+    ),
+    "deal players": (
+        pb.CheckDisputesRequest(id="a", deal=_with(lambda r: r.deal.players.extend([r.deal.players[1]] * 20))),
+        "deal.deal.players",
+        22,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", DISPUTES_OVER.values(), ids=DISPUTES_OVER.keys())
+def test_a_dispute_case_over_a_limit_is_malformed_naming_its_path(case: tuple[Message, str, object]) -> None:
+    request, field, value = case
+    verdict = judge_case(request)
+    assert verdict.outcome == pb.DISPUTE_OUTCOME_MALFORMED
+    assert (verdict.id, verdict.error.field, verdict.error.value) == ("a", field, str(value))
+
+
+def test_a_case_id_over_its_limit_is_malformed_and_echoed_cut() -> None:
+    verdict = judge_case(pb.CheckDisputesRequest(id="i" * 600_000, hand=pb.HandDispute(cards=["AH"])))
+    assert verdict.outcome == pb.DISPUTE_OUTCOME_MALFORMED
+    assert verdict.id == "i" * 32 + "…"
+    assert verdict.error.field == "id"
+    assert verdict.ByteSize() < 300
+
+
+def _with_unknown_field(options: pb.RuleOptions, size: int) -> pb.RuleOptions:
+    """The same options with an unknown length-delimited field (number 99) of ``size`` bytes, as a newer client might send."""
+    extra = bytes([0x9A, 0x06])  # field 99, wire type 2
+    length = size
+    while True:
+        byte, length = length & 0x7F, length >> 7
+        extra += bytes([byte | (0x80 if length else 0)])
+        if not length:
+            break
+    return pb.RuleOptions.FromString(options.SerializeToString() + extra + b"x" * size)
+
+
+def test_the_rules_cache_keys_on_the_options_not_on_unknown_bytes() -> None:
+    options = pb.RuleOptions(decks=3, joker_points=25)
+    rules = convert.rules_from_proto(options)
+    cached = convert._rules_of.cache_info().currsize
+    for n in range(300):
+        padded = _with_unknown_field(options, 10_000 + n)
+        assert padded.ByteSize() > 10_000
+        assert convert.rules_from_proto(padded) is rules
+    assert convert._rules_of.cache_info().currsize == cached

@@ -7,7 +7,7 @@ at the request's field with ``rooted_at``, as they do the domain's errors.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import TypeVar
 
@@ -18,6 +18,18 @@ from referee.closing import Close
 from referee.deal import Deal, PlayerHand
 from referee.errors import InvalidDealError, InvalidOptionError, rooted_at
 from referee.groups import Group, GroupKind
+from referee.limits import (
+    CLAIMED_GROUP_CARDS,
+    CLAIMED_GROUPS,
+    CLAIMED_PLAYERS,
+    ELIMINATED,
+    MULTIPLIERS,
+    NAME,
+    PILE_CARDS,
+    PLAYER_CARDS,
+    PLAYERS,
+    Limit,
+)
 from referee.linking import Linking
 from referee.rules import CloseKind, Engine, JokerLimit, RuleSet, ScoringMode, ScoringRules, check_multiplier
 
@@ -39,64 +51,100 @@ MAX_SCORE = 10**9
 # Proto -> domain ------------------------------------------------------------------------------
 
 
-def cards_from_proto(codes: Iterable[str], field: str) -> tuple[Card, ...]:
-    """Parse repeated card codes; an error names ``field[i]`` and the code."""
-    return parse_cards(list(codes), field)
+def cards_from_proto(codes: Sequence[str], field: str, limit: Limit) -> tuple[Card, ...]:
+    """Parse repeated card codes, at most ``limit.most`` of them; an error names ``field[i]`` and the code."""
+    limit.check_count(codes, field)
+    return parse_cards(codes, field)
+
+
+# The options a RuleOptions message sets, as plain values: (decks, joker_points, wrap_runs,
+# joker_limit, engine, multiplier rows, scoring); None is unset.
+_OptionsKey = tuple[
+    int | None,
+    int | None,
+    bool | None,
+    int,
+    int,
+    tuple[tuple[int, int], ...],
+    tuple[int, int | None, int | None, int | None, int | None] | None,
+]
 
 
 def rules_from_proto(options: pb.RuleOptions) -> RuleSet:
     """The rule set a RuleOptions message asks for: unset fields and UNSPECIFIED enums take the defaults."""
+    MULTIPLIERS.check_count(options.multipliers, "multipliers")
     # Clients send the same few rule sets again and again, and building one checks every option:
-    # remember them by their bytes (a rejected one raises and is not remembered).
-    return _rules_from_bytes(options.SerializeToString(deterministic=True))
+    # remember them by the options they set (a rejected one raises and is not remembered). Never
+    # by the message's bytes: those hold any unknown fields a client adds, so a key could be
+    # a megabyte long.
+    scoring = options.scoring if options.HasField("scoring") else None
+    key: _OptionsKey = (
+        options.decks if options.HasField("decks") else None,
+        options.joker_points if options.HasField("joker_points") else None,
+        options.wrap_runs if options.HasField("wrap_runs") else None,
+        options.joker_limit,
+        options.engine,
+        tuple([(row.kind, row.multiplier) for row in options.multipliers]),
+        None
+        if scoring is None
+        else (
+            scoring.mode,
+            scoring.start_score if scoring.HasField("start_score") else None,
+            scoring.target if scoring.HasField("target") else None,
+            scoring.close_bonus if scoring.HasField("close_bonus") else None,
+            scoring.limit if scoring.HasField("limit") else None,
+        ),
+    )
+    return _rules_of(key)
 
 
 @lru_cache(maxsize=256)
-def _rules_from_bytes(data: bytes) -> RuleSet:
-    options = pb.RuleOptions.FromString(data)
+def _rules_of(key: _OptionsKey) -> RuleSet:
+    decks, joker_points, wrap_runs, joker_limit, engine, multipliers, scoring = key
     changes: dict[str, object] = {}
-    if options.HasField("decks"):
-        changes["decks"] = options.decks
-    if options.HasField("joker_points"):
-        changes["joker_points"] = options.joker_points
-    if options.HasField("wrap_runs"):
-        changes["wrap_runs"] = options.wrap_runs
-    if options.joker_limit != pb.JOKER_LIMIT_UNSPECIFIED:
-        changes["joker_limit"] = _enum(_JOKER_LIMITS, options.joker_limit, "joker_limit", "joker limit")
-    if options.engine != pb.ENGINE_UNSPECIFIED:
-        changes["engine"] = _enum(_ENGINES, options.engine, "engine", "engine")
-    if options.multipliers:
-        changes["multipliers"] = _multipliers_from_proto(options.multipliers)
-    if options.HasField("scoring"):
-        changes["scoring"] = _scoring_from_proto(options.scoring)
+    if decks is not None:
+        changes["decks"] = decks
+    if joker_points is not None:
+        changes["joker_points"] = joker_points
+    if wrap_runs is not None:
+        changes["wrap_runs"] = wrap_runs
+    if joker_limit != pb.JOKER_LIMIT_UNSPECIFIED:
+        changes["joker_limit"] = _enum(_JOKER_LIMITS, joker_limit, "joker_limit", "joker limit")
+    if engine != pb.ENGINE_UNSPECIFIED:
+        changes["engine"] = _enum(_ENGINES, engine, "engine", "engine")
+    if multipliers:
+        changes["multipliers"] = _multipliers_from_rows(multipliers)
+    if scoring is not None:
+        changes["scoring"] = _scoring_from_values(*scoring)
     return RuleSet(**changes)  # type: ignore[arg-type]
 
 
-def _multipliers_from_proto(rows: Sequence[pb.Multiplier]) -> dict[CloseKind, int]:
+def _multipliers_from_rows(rows: Sequence[tuple[int, int]]) -> dict[CloseKind, int]:
     table: dict[CloseKind, int] = {}
-    for i, row in enumerate(rows):
+    for i, (number, multiplier) in enumerate(rows):
         at = f"multipliers[{i}]"
-        if row.kind == pb.CLOSE_KIND_UNSPECIFIED:
+        if number == pb.CLOSE_KIND_UNSPECIFIED:
             raise InvalidOptionError(f"{at}.kind", "CLOSE_KIND_UNSPECIFIED", "a multiplier row needs a close kind")
-        kind = _enum(_CLOSE_KINDS, row.kind, f"{at}.kind", "close kind")
+        kind = _enum(_CLOSE_KINDS, number, f"{at}.kind", "close kind")
         if kind in table:
-            raise InvalidOptionError(f"{at}.kind", pb.CloseKind.Name(row.kind), "this close kind is listed twice")
+            raise InvalidOptionError(f"{at}.kind", pb.CloseKind.Name(number), "this close kind is listed twice")
         with rooted_at(f"{at}.multiplier"):
-            check_multiplier(row.multiplier)
-        table[kind] = row.multiplier
+            check_multiplier(multiplier)
+        table[kind] = multiplier
     return table
 
 
-def _scoring_from_proto(options: pb.ScoringOptions) -> ScoringRules:
-    mode = None
-    if options.mode != pb.SCORING_MODE_UNSPECIFIED:
-        mode = _enum(_SCORING_MODES, options.mode, "scoring.mode", "scoring mode")
+def _scoring_from_values(
+    mode: int, start_score: int | None, target: int | None, close_bonus: int | None, limit: int | None
+) -> ScoringRules:
     return ScoringRules(
-        mode=mode,
-        start_score=options.start_score if options.HasField("start_score") else None,
-        target=options.target if options.HasField("target") else None,
-        close_bonus=options.close_bonus if options.HasField("close_bonus") else None,
-        limit=options.limit if options.HasField("limit") else None,
+        mode=None
+        if mode == pb.SCORING_MODE_UNSPECIFIED
+        else _enum(_SCORING_MODES, mode, "scoring.mode", "scoring mode"),
+        start_score=start_score,
+        target=target,
+        close_bonus=close_bonus,
+        limit=limit,
     )
 
 
@@ -120,7 +168,12 @@ def close_kind_from_proto(number: int, field: str) -> CloseKind | None:
 
 def deal_from_proto(deal: pb.Deal) -> Deal:
     """The end-of-deal state of a Deal message; an unnamed player is ``player<i+1>``."""
+    PLAYERS.check_count(deal.players, "players")
+    ELIMINATED.check_count(deal.eliminated, "eliminated")
+    for i, name in enumerate(deal.eliminated):
+        NAME.check_length(name, f"eliminated[{i}]")
     for i, player in enumerate(deal.players):
+        NAME.check_length(player.name, f"players[{i}].name")
         # The rule options bound every score parameter the same way, so a new score always fits
         # the int32 of the reply.
         if player.HasField("score") and abs(player.score) > MAX_SCORE:
@@ -128,16 +181,18 @@ def deal_from_proto(deal: pb.Deal) -> Deal:
     players = tuple(
         PlayerHand(
             name=player.name or f"player{i + 1}",
-            cards=cards_from_proto(player.cards, f"players[{i}].cards"),
+            cards=cards_from_proto(player.cards, f"players[{i}].cards", PLAYER_CARDS),
             score=player.score if player.HasField("score") else None,
         )
         for i, player in enumerate(deal.players)
     )
     # Message presence tells an absent pile (unknown) from an empty one (known to hold nothing).
     discard_pile = (
-        cards_from_proto(deal.discard_pile.cards, "discard_pile.cards") if deal.HasField("discard_pile") else None
+        cards_from_proto(deal.discard_pile.cards, "discard_pile.cards", PILE_CARDS)
+        if deal.HasField("discard_pile")
+        else None
     )
-    stock = cards_from_proto(deal.stock.cards, "stock.cards") if deal.HasField("stock") else None
+    stock = cards_from_proto(deal.stock.cards, "stock.cards", PILE_CARDS) if deal.HasField("stock") else None
     return Deal(
         players=players,
         closer=deal.closer,
@@ -151,14 +206,13 @@ def deal_from_proto(deal: pb.Deal) -> Deal:
 def deal_claims_from_proto(claims: pb.DealClaims) -> DealClaims:
     """The claims of a DealClaims message; a player claim with no groups claims no linking, and an
     explicit CLOSE_KIND_UNSPECIFIED claims that the close is not valid."""
+    CLAIMED_PLAYERS.check_count(claims.players, "players")
     players = []
     for c, claim in enumerate(claims.players):
         at = f"players[{c}]"
         groups = None
         if claim.groups:
-            groups = tuple(
-                cards_from_proto(group.cards, f"{at}.groups[{g}].cards") for g, group in enumerate(claim.groups)
-            )
+            groups = claimed_groups_from_proto(claim.groups, f"{at}.groups")
         players.append(
             PlayerClaim(
                 player=claim.player,
@@ -172,6 +226,14 @@ def deal_claims_from_proto(claims: pb.DealClaims) -> DealClaims:
     kind = close_kind_from_proto(claims.close_kind, "close_kind") if claims.HasField("close_kind") else None
     no_close = claims.HasField("close_kind") and kind is None
     return DealClaims(players=tuple(players), close_kind=kind, multiplier=multiplier, no_close=no_close)
+
+
+def claimed_groups_from_proto(groups: Sequence[pb.ClaimedGroup], field: str) -> tuple[tuple[Card, ...], ...]:
+    """The cards of each claimed group; an error names ``field[g].cards[i]``."""
+    CLAIMED_GROUPS.check_count(groups, field)
+    return tuple(
+        cards_from_proto(group.cards, f"{field}[{g}].cards", CLAIMED_GROUP_CARDS) for g, group in enumerate(groups)
+    )
 
 
 # Domain -> proto ------------------------------------------------------------------------------
@@ -225,6 +287,7 @@ def claim_to_proto(claim: ClaimVerdict) -> pb.ClaimVerdict:
 
 __all__ = [
     "cards_from_proto",
+    "claimed_groups_from_proto",
     "claim_to_proto",
     "close_kind_from_proto",
     "close_kind_to_proto",

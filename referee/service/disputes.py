@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
-from referee.cards import parse_cards
 from referee.claims import judge_linking, judge_value
-from referee.errors import RefereeError, SolverError, SolverTimeout, rooted_at
+from referee.errors import RefereeError, SolverError, SolverTimeout, rooted_at, shorten
+from referee.limits import CASE_ID, HAND_CARDS
 from referee.linking import best_linking, time_budget
 from referee.service import convert, handlers, metrics
 
@@ -14,8 +14,13 @@ _WRONG = {pb.VERDICT_WRONG, pb.VERDICT_VALID_NOT_BEST}
 
 def judge_case(case: pb.CheckDisputesRequest) -> pb.CheckDisputesResponse:
     """The verdict on one case; a case that cannot be judged is MALFORMED, never an exception."""
-    verdict = pb.CheckDisputesResponse(id=case.id)
     kind = case.WhichOneof("dispute")
+    try:
+        CASE_ID.check_length(case.id, "id")
+    except RefereeError as error:
+        # The verdict echoes the id: a long one is cut, so the verdict stays small.
+        return malformed(str(shorten(case.id)), error.field, str(error.value), error.message)
+    verdict = pb.CheckDisputesResponse(id=case.id)
     try:
         with rooted_at(kind or ""):
             if kind == "hand":
@@ -78,14 +83,12 @@ def malformed(case_id: str, field: str, value: str, message: str) -> pb.CheckDis
 def _judge_hand(hand: pb.HandDispute, verdict: pb.CheckDisputesResponse) -> list[pb.ClaimVerdict]:
     with rooted_at("rules"):
         rules = convert.rules_from_proto(hand.rules)
-    cards = parse_cards(hand.cards)
+    cards = convert.cards_from_proto(hand.cards, "cards", HAND_CARDS)
     best = best_linking(cards, rules)
     verdict.hand.CopyFrom(convert.linking_to_proto(best))
     found = []
     if hand.claimed_groups:
-        groups = tuple(
-            parse_cards(group.cards, f"claimed_groups[{g}].cards") for g, group in enumerate(hand.claimed_groups)
-        )
+        groups = convert.claimed_groups_from_proto(hand.claimed_groups, "claimed_groups")
         found.append(judge_linking("claimed_groups", cards, groups, best, rules))
     if hand.HasField("claimed_points"):
         found.append(judge_value("claimed_points", hand.claimed_points, best.points))

@@ -14,6 +14,7 @@ from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.cards import Card
 from referee.claims import judge_close_claims, judge_deal_claims
 from referee.errors import InvalidCardError, rooted_at
+from referee.limits import HAND_CARDS
 from referee.linking import best_linking
 from referee.rules import RuleSet
 from referee.service.convert import (
@@ -33,7 +34,7 @@ CLOSE_SHOWN = 10
 def solve_hand(request: pb.SolveHandRequest) -> pb.SolveHandResponse:
     """SolveHand: the best linking of 1 to 11 cards."""
     rules = _rules(request.rules)
-    cards = cards_from_proto(request.cards, "cards")
+    cards = cards_from_proto(request.cards, "cards", HAND_CARDS)
     linking = best_linking(cards, rules, field="cards")
     return pb.SolveHandResponse(linking=linking_to_proto(linking))
 
@@ -41,7 +42,7 @@ def solve_hand(request: pb.SolveHandRequest) -> pb.SolveHandResponse:
 def check_close(request: pb.CheckCloseRequest) -> pb.CheckCloseResponse:
     """CheckClose: the best close of 11 cards, or the close of 10 shown cards and a discard."""
     rules = _rules(request.rules)
-    cards = cards_from_proto(request.cards, "cards")
+    cards = cards_from_proto(request.cards, "cards", HAND_CARDS)
     if len(cards) == CLOSE_SHOWN + 1:
         if request.discard:
             raise InvalidCardError(
