@@ -14,13 +14,12 @@ import json
 import multiprocessing
 import os
 import queue
-import random
 import re
 import socket
 import sys
 import time
 from collections import Counter, deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TextIO
@@ -43,8 +42,8 @@ EXIT_UNREACHABLE = 4  # a server could not be reached or failed; what was done i
 
 WINDOW_PER_JOB = 256  # cases in flight per job: bounds memory whatever the input's size
 STREAM_CHUNK = 128  # cases per CheckDisputes call when sending to servers
-# A server busy with other streams is asked again after these pauses (seconds).
-BUSY_PAUSE_FIRST, BUSY_PAUSE_MAX, BUSY_GIVE_UP = 0.02, 1.0, 300.0
+# A server that turns streams away (busy, or a key over its rate) is asked again for this long (seconds).
+BUSY_GIVE_UP = 300.0
 CONNECT_SECONDS = 10.0  # the longest wait for servers that neither answer nor refuse
 
 
@@ -66,6 +65,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="local processes, or concurrent streams")
     parser.add_argument("--resume", action="store_true", help="skip the cases whose ids the output already holds")
     parser.add_argument("--engine", choices=tuple(Engine), help="engine for cases that name none")
+    from referee.client import add_arguments as add_connection_arguments
+
+    add_connection_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -248,8 +250,12 @@ def _connected(channel: grpc.Channel, timeout: float) -> bool:
 def _remote(lines: Iterable[Line], args: argparse.Namespace) -> Iterator[str]:
     import grpc
 
-    from referee._gen.remigio.referee.v1 import referee_pb2_grpc
+    from referee.client import Referee, access_from
 
+    try:
+        access = access_from(args)
+    except ValueError as error:
+        raise _Unreachable(str(error)) from None
     try:
         target = channel_target(args.target)
     except OSError as error:
@@ -262,24 +268,32 @@ def _remote(lines: Iterable[Line], args: argparse.Namespace) -> Iterator[str]:
         ("grpc.max_receive_message_length", 64 << 20),
         ("grpc.use_local_subchannel_pool", 1),
     ]
+    # The target is a list of addresses: TLS checks the servers' certificate against the name given.
+    server_name = args.target.split(",")[0].strip().rpartition(":")[0].strip("[]")
     with contextlib.ExitStack() as stack:
-        channels = [stack.enter_context(grpc.insecure_channel(target, options=options)) for _ in range(args.jobs)]
-        if not all(_connected(channel, CONNECT_SECONDS) for channel in channels):
-            raise _Unreachable(f"no referee server answers at {args.target}")
-        idle: queue.Queue[referee_pb2_grpc.RefereeServiceStub] = queue.Queue()
-        for channel in channels:
-            idle.put(referee_pb2_grpc.RefereeServiceStub(channel))
+        referees = [
+            stack.enter_context(Referee(target, timeout=600, options=options, server_name=server_name, **access))
+            for _ in range(args.jobs)
+        ]
+        if not all(_connected(referee.channel, CONNECT_SECONDS) for referee in referees):
+            secure = " over TLS" if access["tls"] or access["tls_ca"] is not None else ""
+            raise _Unreachable(f"no referee server answers{secure} at {args.target}")
+        idle: queue.Queue[Referee] = queue.Queue()
+        for referee in referees:
+            idle.put(referee)
 
         def send(chunk: list[Line]) -> list[str]:
             parsed = [parse_case(line, args.engine) for line in chunk]
             cases = [case for case in parsed if not isinstance(case, str)]
-            stub = idle.get()  # a connection no other call is using
+            referee = idle.get()  # a connection no other call is using
             try:
-                answers = _stream_when_admitted(stub, cases)
+                # A server that turns the stream away (busy, or the key over its rate) is asked
+                # again after the wait it names, with the cases it has not answered.
+                answers = referee.check_disputes(cases, patience=BUSY_GIVE_UP)
                 # Lines that could not be read keep their place among the server's verdicts.
                 return [case if isinstance(case, str) else verdict_json(next(answers)) for case in parsed]
             finally:
-                idle.put(stub)
+                idle.put(referee)
 
         with ThreadPoolExecutor(max_workers=args.jobs) as pool:
             pending: deque[Future[list[str]]] = deque()
@@ -297,32 +311,6 @@ def _remote(lines: Iterable[Line], args: argparse.Namespace) -> Iterator[str]:
                 for future in pending:
                     future.cancel()
                 raise _Unreachable(f"the server failed: {error.code().name}: {error.details()}") from None
-
-
-def _stream_when_admitted(stub: object, cases: Sequence[object]) -> Iterator[object]:
-    """The verdicts of one CheckDisputes call, retried while the server turns it away as busy.
-
-    A server process runs a bounded number of streams at once and refuses more with
-    RESOURCE_EXHAUSTED before reading a case, so the call is simply sent again after a pause
-    (doubling, with jitter, up to BUSY_PAUSE_MAX); after BUSY_GIVE_UP seconds the error stands.
-    """
-    import grpc
-
-    pause, given_up_at = BUSY_PAUSE_FIRST, time.monotonic() + BUSY_GIVE_UP
-    while True:
-        answers = iter(stub.CheckDisputes(iter(cases), timeout=600))  # type: ignore[attr-defined]
-        try:
-            first = next(answers, None)
-        except grpc.RpcError as error:
-            if error.code() != grpc.StatusCode.RESOURCE_EXHAUSTED or time.monotonic() > given_up_at:
-                raise
-            time.sleep(pause * random.uniform(0.5, 1.0))
-            pause = min(2 * pause, BUSY_PAUSE_MAX)
-            continue
-        if first is not None:
-            yield first
-        yield from answers
-        return
 
 
 # Resume, progress, summary -----------------------------------------------------------------

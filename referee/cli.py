@@ -71,6 +71,13 @@ def build_parser() -> argparse.ArgumentParser:
     add_arguments(serve)
     serve.set_defaults(run=run)
 
+    keygen = commands.add_parser(
+        "keygen", help="a new API key on stdout, and the key-file line that admits it on stderr"
+    )
+    keygen.add_argument("name", type=_key_name, metavar="NAME", help="the key's name in logs and metrics")
+    keygen.add_argument("--rate", type=_rate, metavar="N", help="calls per second the key may make (default: no limit)")
+    keygen.set_defaults(run=_run_keygen)
+
     try:
         from referee.batch import add_arguments as add_batch_arguments
         from referee.batch import run as run_batch
@@ -107,6 +114,35 @@ def rule_options(args: argparse.Namespace, into: Any) -> None:
         into.joker_limit = pb.JokerLimit.Value(f"JOKER_LIMIT_{args.joker_limit}")
     if args.engine:
         into.engine = pb.Engine.Value(f"ENGINE_{Engine(args.engine).name}")
+
+
+def _key_name(text: str) -> str:
+    from referee.service.access import check_name
+
+    try:
+        return check_name(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _rate(text: str) -> float:
+    from referee.service.access import parse_rate
+
+    try:
+        return parse_rate(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _run_keygen(args: argparse.Namespace) -> int:
+    from referee.service.access import keygen_lines
+
+    key, line = keygen_lines(args.name, args.rate)
+    # The key goes to stdout alone, so `KEY=$(remigio-referee keygen NAME)` keeps it out of sight;
+    # the line for the server's key file, which holds no secret, goes to stderr.
+    print(key, flush=True)
+    print(line, file=sys.stderr)
+    return EXIT_OK
 
 
 def _dump(obj: object, out: TextIO) -> None:

@@ -637,24 +637,26 @@ def test_streams_beyond_the_stream_cap_are_resource_exhausted_and_unary_calls_go
         assert second_stream() == grpc.StatusCode.OK
 
 
-def test_the_batch_client_gives_up_on_a_server_busy_for_too_long(own_server, monkeypatch) -> None:
-    # While the only stream slot stays taken, the batch command's retries end after its give-up
-    # time with the server's RESOURCE_EXHAUSTED, rather than waiting forever.
-    from referee import batch
+def test_the_client_gives_up_on_a_server_busy_for_too_long(own_server) -> None:
+    # While the only stream slot stays taken, the client's retries (the batch command's too) end
+    # after its patience with the server's RESOURCE_EXHAUSTED, rather than waiting forever.
+    from referee.client import Referee
 
-    monkeypatch.setattr(batch, "BUSY_GIVE_UP", 0.3)
-    chan, stub = _run_stub(own_server(max_workers=2))
+    address = own_server(max_workers=2)
+    chan, stub = _run_stub(address)
+    referee = Referee(address)
 
     def gives_up() -> bool:
         started = time.monotonic()
         try:
-            list(batch._stream_when_admitted(stub, [pb.CheckDisputesRequest(id="late", close=_SMALL_CLOSE)]))
+            cases = [pb.CheckDisputesRequest(id="late", close=_SMALL_CLOSE)]
+            list(referee.check_disputes(cases, patience=0.3))
         except grpc.RpcError as error:
             assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
             assert 0.3 <= time.monotonic() - started < 5  # it retried, then gave up
             return True
         return False
 
-    with chan, _holding_the_stream_slot(stub, gives_up) as (first, release):
+    with chan, referee, _holding_the_stream_slot(stub, gives_up) as (first, release):
         release.set()
         assert first.result(timeout=20) == ["held"]

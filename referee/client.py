@@ -1,0 +1,333 @@
+"""The public Python client of the referee service.
+
+    from referee.client import Referee
+
+    with Referee("referee.example.com:443", api_key=key, tls_ca="ca.pem") as referee:
+        print(referee.solve_hand("AH 2H 3H 5C 5D 5S KS KD 9C JK").linking.points)
+
+Each method takes the request message, or cards as codes for convenience, and returns the reply
+message. gRPC's own retry policy (the channel's service config) sends a call again when the
+server is UNAVAILABLE or RESOURCE_EXHAUSTED, waiting as the server's pushback says when it says;
+``check_disputes`` also sends again the cases a stream ended before answering, after the wait the
+server's ``google.rpc.RetryInfo`` names.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import threading
+import time
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import grpc
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
+
+from referee._gen.remigio.referee.v1 import referee_pb2 as pb
+from referee._gen.remigio.referee.v1 import referee_pb2_grpc
+
+SERVICE = pb.DESCRIPTOR.services_by_name["RefereeService"].full_name
+DEFAULT_TIMEOUT = 30.0
+# Attempts per unary call (gRPC caps them at 5) and the backoff between them.
+RETRY_POLICY = {
+    "maxAttempts": 5,
+    "initialBackoff": "0.1s",
+    "maxBackoff": "5s",
+    "backoffMultiplier": 2,
+    "retryableStatusCodes": ["UNAVAILABLE", "RESOURCE_EXHAUSTED"],
+}
+# The unary methods only: CheckDisputes is sent again by ``check_disputes`` itself, which also
+# resumes a stream refused midway (gRPC retries a stream only before its first reply).
+UNARY_METHODS = ("SolveHand", "CheckClose", "ScoreDeal")
+SERVICE_CONFIG = json.dumps(
+    {
+        "methodConfig": [
+            {"name": [{"service": SERVICE, "method": method} for method in UNARY_METHODS], "retryPolicy": RETRY_POLICY}
+        ]
+    }
+)
+# CheckDisputes: pauses between streams sent again when the server gave no RetryInfo (seconds).
+PAUSE_FIRST, PAUSE_MAX = 0.02, 1.0
+
+Pem = str | os.PathLike[str] | bytes
+
+
+def retry_delay(error: grpc.RpcError) -> float | None:
+    """The seconds a refusal's ``google.rpc.RetryInfo`` detail asks to wait, or None when it has none."""
+    try:
+        status = rpc_status.from_call(error)
+    except ValueError:
+        return None
+    for detail in status.details if status is not None else ():
+        info = error_details_pb2.RetryInfo()
+        if detail.Unpack(info):
+            return info.retry_delay.ToNanoseconds() / 1e9
+    return None
+
+
+def _pem(value: Pem | None, what: str) -> bytes | None:
+    """PEM bytes as given, or read from the file named."""
+    if value is None or isinstance(value, bytes):
+        return value
+    try:
+        with open(value, "rb") as handle:
+            return handle.read()
+    except OSError as error:
+        raise ValueError(f"{what}: cannot read {os.fspath(value)!r}: {error.strerror or error}") from None
+
+
+def _cards(cards: str | Iterable[str]) -> list[str]:
+    return cards.split() if isinstance(cards, str) else list(cards)
+
+
+class Referee:
+    """A connection to a referee server (one gRPC channel); close it, or use it as a context manager.
+
+    ``api_key`` is sent as ``authorization: Bearer KEY`` with every call. TLS is on when any of
+    ``tls_ca`` (the CA that signed the server's certificate; None with ``tls=True``: the system's
+    CAs), ``tls_cert`` and ``tls_key`` (the client's certificate and key, for mutual TLS) is given,
+    each as PEM bytes or a file name. ``timeout`` is each call's deadline in seconds.
+    """
+
+    def __init__(
+        self,
+        target: str,
+        *,
+        api_key: str | None = None,
+        tls_ca: Pem | None = None,
+        tls_cert: Pem | None = None,
+        tls_key: Pem | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        tls: bool = False,
+        server_name: str | None = None,
+        options: Sequence[tuple[str, Any]] = (),
+    ) -> None:
+        if (tls_cert is None) != (tls_key is None):
+            raise ValueError("tls_cert and tls_key go together (the client's certificate and its private key)")
+        if api_key is not None and (
+            not api_key or not api_key.isascii() or not api_key.isprintable() or " " in api_key
+        ):
+            raise ValueError("api_key: a key is printable ASCII without spaces (as `remigio-referee keygen` prints it)")
+        self.target = target
+        self.timeout = timeout
+        self._metadata: tuple[tuple[str, str], ...] = (("authorization", f"Bearer {api_key}"),) if api_key else ()
+        channel_options: list[tuple[str, Any]] = [
+            ("grpc.service_config", SERVICE_CONFIG),
+            ("grpc.enable_retries", 1),
+            *options,
+        ]
+        if server_name:
+            channel_options.append(("grpc.ssl_target_name_override", server_name))
+        if tls or tls_ca is not None or tls_cert is not None:
+            credentials = grpc.ssl_channel_credentials(
+                root_certificates=_pem(tls_ca, "tls_ca"),
+                private_key=_pem(tls_key, "tls_key"),
+                certificate_chain=_pem(tls_cert, "tls_cert"),
+            )
+            self.channel = grpc.secure_channel(target, credentials, options=channel_options)
+        else:
+            self.channel = grpc.insecure_channel(target, options=channel_options)
+        self.stub = referee_pb2_grpc.RefereeServiceStub(self.channel)
+
+    def __enter__(self) -> Referee:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the channel; calls in progress are cancelled."""
+        self.channel.close()
+
+    def __repr__(self) -> str:
+        return f"Referee({self.target!r})"
+
+    def _timeout(self, timeout: float | None) -> float:
+        return self.timeout if timeout is None else timeout
+
+    def solve_hand(
+        self,
+        hand: pb.SolveHandRequest | str | Iterable[str],
+        *,
+        rules: pb.RuleOptions | None = None,
+        timeout: float | None = None,
+    ) -> pb.SolveHandResponse:
+        """The best linking of a hand: a request, or its cards as codes (``"AH 2H JK"`` or a list)."""
+        request = (
+            hand if isinstance(hand, pb.SolveHandRequest) else pb.SolveHandRequest(cards=_cards(hand), rules=rules)
+        )
+        reply: pb.SolveHandResponse = self.stub.SolveHand(
+            request, timeout=self._timeout(timeout), metadata=self._metadata
+        )
+        return reply
+
+    def check_close(
+        self,
+        close: pb.CheckCloseRequest | str | Iterable[str],
+        *,
+        discard: str = "",
+        rules: pb.RuleOptions | None = None,
+        timeout: float | None = None,
+    ) -> pb.CheckCloseResponse:
+        """The verdict on a close: a request, or 11 cards as codes (10 and ``discard``)."""
+        request = (
+            close
+            if isinstance(close, pb.CheckCloseRequest)
+            else pb.CheckCloseRequest(cards=_cards(close), discard=discard, rules=rules)
+        )
+        reply: pb.CheckCloseResponse = self.stub.CheckClose(
+            request, timeout=self._timeout(timeout), metadata=self._metadata
+        )
+        return reply
+
+    def score_deal(
+        self,
+        deal: pb.ScoreDealRequest | pb.Deal,
+        *,
+        rules: pb.RuleOptions | None = None,
+        timeout: float | None = None,
+    ) -> pb.ScoreDealResponse:
+        """The scored deal: a request, or a deal (with ``rules``)."""
+        request = deal if isinstance(deal, pb.ScoreDealRequest) else pb.ScoreDealRequest(deal=deal, rules=rules)
+        reply: pb.ScoreDealResponse = self.stub.ScoreDeal(
+            request, timeout=self._timeout(timeout), metadata=self._metadata
+        )
+        return reply
+
+    def check_disputes(
+        self,
+        cases: Iterable[pb.CheckDisputesRequest],
+        *,
+        timeout: float | None = None,
+        patience: float = 60.0,
+    ) -> Iterator[pb.CheckDisputesResponse]:
+        """One verdict per case, in order, over one CheckDisputes stream (more after a refusal).
+
+        When the server ends the stream with RESOURCE_EXHAUSTED (a quota, or no room for another
+        stream), the cases it did not answer are sent again on a new stream after the wait its
+        RetryInfo names (else a short pause, doubled each time); after ``patience`` seconds of
+        refusals in a row the error stands. ``timeout`` is each stream's deadline.
+        """
+        feed = _Feed(cases)
+        pause = PAUSE_FIRST
+        refused_since: float | None = None
+        while True:
+            replies = self.stub.CheckDisputes(feed.attempt(), timeout=self._timeout(timeout), metadata=self._metadata)
+            try:
+                for reply in replies:
+                    feed.answered()
+                    refused_since = None
+                    pause = PAUSE_FIRST
+                    yield reply
+            except grpc.RpcError as error:
+                if error.code() != grpc.StatusCode.RESOURCE_EXHAUSTED:
+                    raise
+                now = time.monotonic()
+                refused_since = now if refused_since is None else refused_since
+                if now - refused_since >= patience:
+                    raise
+                delay = retry_delay(error)
+                if delay is None:
+                    delay = pause * random.uniform(0.5, 1.0)
+                    pause = min(2 * pause, PAUSE_MAX)
+                time.sleep(delay)
+                continue
+            finally:
+                replies.cancel()
+            if feed.finished():
+                return
+            # The stream ended with OK before every case was answered: the server is wrong.
+            raise RuntimeError("the server ended a CheckDisputes stream without answering every case")
+
+
+class _Feed:
+    """The cases of a CheckDisputes call, across the streams it takes.
+
+    Each stream takes the cases sent before and not answered, then new ones from the source. A
+    stream that has ended takes no more: its request iterator, which gRPC may still be reading
+    from another thread, stops at the next case.
+    """
+
+    def __init__(self, cases: Iterable[pb.CheckDisputesRequest]) -> None:
+        self._source = iter(cases)
+        self._unanswered: deque[pb.CheckDisputesRequest] = deque()
+        self._exhausted = False
+        self._lock = threading.Lock()
+        self._generation = 0
+
+    def attempt(self) -> Iterator[pb.CheckDisputesRequest]:
+        """The requests of a new stream (the previous one's iterator stops)."""
+        with self._lock:
+            self._generation += 1
+            generation = self._generation
+            resend = list(self._unanswered)
+        yield from resend
+        while True:
+            with self._lock:
+                if generation != self._generation:
+                    return
+                case = next(self._source, None)
+                if case is None:
+                    self._exhausted = True
+                    return
+                self._unanswered.append(case)
+            yield case
+
+    def answered(self) -> None:
+        """The oldest unanswered case got its verdict."""
+        with self._lock:
+            self._unanswered.popleft()
+
+    def finished(self) -> bool:
+        """Whether every case was sent and answered."""
+        with self._lock:
+            return self._exhausted and not self._unanswered
+
+
+# Command lines ----------------------------------------------------------------------------
+
+
+def add_arguments(parser: Any) -> None:
+    """The connection options of a command that calls a server: TLS, mutual TLS and the API key."""
+    group = parser.add_argument_group("connection (TLS and API key)")
+    group.add_argument(
+        "--tls-ca", metavar="FILE", help="PEM of the CA that signed the server's certificate; turns TLS on"
+    )
+    group.add_argument("--tls", action="store_true", help="TLS with the system's CAs (no --tls-ca)")
+    group.add_argument("--tls-cert", metavar="FILE", help="this client's certificate (PEM), for mutual TLS")
+    group.add_argument("--tls-key", metavar="FILE", help="this client's private key (PEM), for mutual TLS")
+    group.add_argument(
+        "--api-key-file", metavar="FILE", help="a file holding the API key (env REMIGIO_API_KEY: the key itself)"
+    )
+
+
+def access_from(args: Any) -> dict[str, Any]:
+    """The ``Referee`` keywords of the options of ``add_arguments`` (ValueError naming the option at fault)."""
+    if (args.tls_cert is None) != (args.tls_key is None):
+        raise ValueError("--tls-cert and --tls-key go together (the client's certificate and its private key)")
+    if args.api_key_file:
+        try:
+            with open(args.api_key_file, encoding="utf-8") as handle:
+                api_key: str | None = handle.read().strip()
+        except (OSError, UnicodeDecodeError) as error:
+            reason = getattr(error, "strerror", None) or "not UTF-8 text"
+            raise ValueError(f"--api-key-file {args.api_key_file!r}: {reason}") from None
+    else:
+        api_key = os.environ.get("REMIGIO_API_KEY", "").strip() or None
+    if api_key is not None and (not api_key.isascii() or not api_key.isprintable() or " " in api_key):
+        where = f"--api-key-file {args.api_key_file!r}" if args.api_key_file else "REMIGIO_API_KEY"
+        raise ValueError(f"{where}: a key is printable ASCII without spaces (as `remigio-referee keygen` prints it)")
+    return {
+        "api_key": api_key,
+        "tls_ca": _pem(args.tls_ca, "--tls-ca"),
+        "tls_cert": _pem(args.tls_cert, "--tls-cert"),
+        "tls_key": _pem(args.tls_key, "--tls-key"),
+        "tls": bool(args.tls),
+    }
+
+
+__all__ = ["Referee", "access_from", "add_arguments", "retry_delay"]
