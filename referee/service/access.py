@@ -46,6 +46,8 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_health.v1 import health
 from grpc_status import rpc_status
 
+from referee.service import metrics
+
 log = logging.getLogger("referee.access")
 
 # Names appear in logs and metric labels: short, no spaces, nothing to escape.
@@ -399,6 +401,10 @@ def refused(reason: Refusal, key_name: str, method: str) -> None:
     CheckDisputes case: count them here. Only names are logged, never what a client sent.
     """
     log.info("refused %s: %s key=%s", method, reason.value, key_name or "-")
+    if reason is Refusal.QUOTA:
+        metrics.quota_refused(key_name)
+    else:
+        metrics.auth_failed(key_name or "-")
 
 
 # The interceptor ----------------------------------------------------------------------------
