@@ -60,7 +60,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("input", metavar="IN.jsonl", help="cases, one JSON object per line (- for stdin)")
     parser.add_argument("-o", "--output", default="-", metavar="OUT.jsonl", help="verdicts (default - for stdout)")
     parser.add_argument(
-        "--target", help="host:port[,host:port...] of referee servers (round-robin); none: judge locally"
+        "--target",
+        help="referee servers, round-robin: host:port[,host:port...], or a gRPC target such as dns:///host:port (every address of the name); none: judge locally",
     )
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="local processes, or concurrent streams")
     parser.add_argument("--resume", action="store_true", help="skip the cases whose ids the output already holds")
@@ -212,8 +213,18 @@ class _Unreachable(Exception):
     pass
 
 
+# A target that names its resolver is gRPC's to resolve: with ``dns:///host:port`` gRPC asks DNS
+# for every address of the name and round-robin spreads the calls over all of them (how a client
+# reaches the replicas behind a headless Kubernetes Service), and asks again when a connection
+# ends, as the servers' --max-connection-age makes them do, so it finds new replicas.
+_TARGET_URI = re.compile(r"(dns|ipv4|ipv6|unix|unix-abstract):")
+
+
 def channel_target(targets: str) -> str:
-    """A gRPC target for one or more host:port, as ``ipv4:`` addresses for round-robin."""
+    """The gRPC target for ``--target``: a target URI (``dns:///host:port``, ``ipv4:...``) as it is,
+    one or more host:port as ``ipv4:`` addresses for round-robin."""
+    if _TARGET_URI.match(targets.strip()):
+        return targets.strip()
     addresses = []
     for item in targets.split(","):
         host, _, port = item.strip().rpartition(":")
