@@ -279,8 +279,10 @@ def _remote(lines: Iterable[Line], args: argparse.Namespace) -> Iterator[str]:
         ("grpc.max_receive_message_length", 64 << 20),
         ("grpc.use_local_subchannel_pool", 1),
     ]
-    # The target is a list of addresses: TLS checks the servers' certificate against the name given.
-    server_name = args.target.split(",")[0].strip().rpartition(":")[0].strip("[]")
+    # host:port targets become addresses, so TLS is told the name to check the certificates
+    # against; a target URI keeps its own name.
+    uri = bool(_TARGET_URI.match(args.target.strip()))
+    server_name = None if uri else args.target.split(",")[0].strip().rpartition(":")[0].strip("[]")
     with contextlib.ExitStack() as stack:
         referees = [
             stack.enter_context(Referee(target, timeout=600, options=options, server_name=server_name, **access))

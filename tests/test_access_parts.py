@@ -3,22 +3,30 @@ token buckets (across real forked processes), the refusal status, TLS files and 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import multiprocessing
 import os
+import queue
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import grpc
 import pytest
 import trustme
 from google.rpc import error_details_pb2
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_status import rpc_status
 
+from referee._gen.remigio.referee.v1 import referee_pb2 as pb
+from referee._gen.remigio.referee.v1 import referee_pb2_grpc
 from referee.service import access
 from referee.service.access import (
+    AccessInterceptor,
     ApiKey,
     KeyFileError,
     KeyRing,
@@ -326,3 +334,117 @@ def test_open_binds_say_what_is_exposed() -> None:
     plain = exposure_warning("10.0.0.5", 50051, tls=False, keys=True)
     assert plain is not None and "plain text" in plain
     assert exposure_warning("0.0.0.0", 50051, tls=True, keys=True) is None
+
+
+# The interceptor on a grpc.aio server ---------------------------------------------------------
+
+
+class _Echo(referee_pb2_grpc.RefereeServiceServicer):
+    """Answers at once, and records the key name each call saw."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    async def SolveHand(self, request: pb.SolveHandRequest, context: object) -> pb.SolveHandResponse:
+        self.names.append(access.current_key_name())
+        return pb.SolveHandResponse(linking=pb.Linking(points=len(request.cards)))
+
+    async def CheckDisputes(self, requests: object, context: object) -> AsyncIterator[pb.CheckDisputesResponse]:
+        self.names.append(access.current_key_name())
+        try:
+            async for case in requests:  # type: ignore[attr-defined]
+                yield pb.CheckDisputesResponse(id=case.id)
+        except QuotaExceeded as error:  # what the servicer's one mapping does with it
+            status = quota_status(error)
+            await context.abort(status.code, status.details, status.trailing_metadata)  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+def guarded(tmp_path: Path) -> Iterator[tuple[str, _Echo]]:
+    """An aio server on 127.0.0.1 with the access interceptor: alice unlimited, bob 3 calls a second."""
+    keys = tmp_path / "keys"
+    keys.write_text(_line("alice", ALICE_KEY) + "\n" + _line("bob", BOB_KEY, "3") + "\n")
+    echo = _Echo()
+    ready: queue.Queue[str] = queue.Queue()
+    stop = threading.Event()
+    quotas = QuotaTable(slots=8)
+
+    async def serve() -> None:
+        interceptor = AccessInterceptor(KeyRing(keys), quotas, metered_services=(access_service_name(),))
+        server = grpc.aio.server(interceptors=[interceptor])
+        referee_pb2_grpc.add_RefereeServiceServicer_to_server(echo, server)
+        health_pb2_grpc.add_HealthServicer_to_server(health.aio.HealthServicer(), server)
+        port = server.add_insecure_port("127.0.0.1:0")
+        await server.start()
+        ready.put(f"127.0.0.1:{port}")
+        while not stop.is_set():
+            await asyncio.sleep(0.02)
+        await server.stop(0)
+
+    thread = threading.Thread(target=asyncio.run, args=(serve(),), daemon=True)
+    thread.start()
+    try:
+        yield ready.get(timeout=10), echo
+    finally:
+        stop.set()
+        thread.join(10)
+        quotas.close()
+
+
+def access_service_name() -> str:
+    return pb.DESCRIPTOR.services_by_name["RefereeService"].full_name
+
+
+def test_the_interceptor_lets_health_through_and_wants_a_key_for_the_rest(guarded: tuple[str, _Echo]) -> None:
+    address, echo = guarded
+    with grpc.insecure_channel(address) as channel:
+        reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=10)
+        assert reply.status == health_pb2.HealthCheckResponse.SERVING
+        stub = referee_pb2_grpc.RefereeServiceStub(channel)
+        for metadata in (
+            (),
+            (("authorization", "Bearer nope"),),
+            (("authorization", f"Bearer {digest_of(ALICE_KEY).hex()}"),),
+        ):
+            with pytest.raises(grpc.RpcError) as caught:
+                stub.SolveHand(pb.SolveHandRequest(cards=["AH"]), timeout=10, metadata=metadata)
+            assert caught.value.code() == grpc.StatusCode.UNAUTHENTICATED
+            assert caught.value.details() == access.UNAUTHENTICATED_MESSAGE
+            with pytest.raises(grpc.RpcError) as caught:
+                list(stub.CheckDisputes(iter([pb.CheckDisputesRequest(id="a")]), timeout=10, metadata=metadata))
+            assert caught.value.code() == grpc.StatusCode.UNAUTHENTICATED
+        alice = (("authorization", f"Bearer {ALICE_KEY}"),)
+        assert stub.SolveHand(pb.SolveHandRequest(cards=["AH", "2H"]), timeout=10, metadata=alice).linking.points == 2
+        cases = [pb.CheckDisputesRequest(id=str(n)) for n in range(10)]
+        assert [v.id for v in stub.CheckDisputes(iter(cases), timeout=10, metadata=alice)] == [
+            str(n) for n in range(10)
+        ]
+    assert echo.names == ["alice", "alice"]  # the handlers saw the key's name; refused calls never ran
+
+
+def test_the_interceptor_takes_a_token_per_call_and_per_case(guarded: tuple[str, _Echo]) -> None:
+    address, echo = guarded
+    bob = (("authorization", f"Bearer {BOB_KEY}"),)
+    with grpc.insecure_channel(address) as channel:
+        stub = referee_pb2_grpc.RefereeServiceStub(channel)
+        outcomes = []
+        for _ in range(4):
+            try:
+                stub.SolveHand(pb.SolveHandRequest(cards=["AH"]), timeout=10, metadata=bob)
+                outcomes.append("ok")
+            except grpc.RpcError as error:
+                outcomes.append(error.code().name)
+                refusal = error
+        assert outcomes.count("ok") in (3, 4) and outcomes[-1] == "RESOURCE_EXHAUSTED"  # a burst of 3
+        from referee.client import retry_delay
+
+        assert 0 < (retry_delay(refusal) or 0) <= 1 / 3 + 0.01
+        time.sleep(1.1)  # full again: 3 cases of 5 get verdicts, then the stream ends
+        answered = []
+        with pytest.raises(grpc.RpcError) as caught:
+            for verdict in stub.CheckDisputes(
+                iter([pb.CheckDisputesRequest(id=str(n)) for n in range(5)]), timeout=10, metadata=bob
+            ):
+                answered.append(verdict.id)
+        assert caught.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert answered == ["0", "1", "2"]

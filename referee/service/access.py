@@ -277,7 +277,8 @@ def keygen_lines(name: str, rate: float | None = None) -> tuple[str, str]:
 class QuotaTable:
     """Token buckets, one per key name, shared by this process and every process forked from it.
 
-    The buckets live in a file mapped into memory (in /dev/shm when there is one) and are changed
+    The buckets live in a file mapped into memory (in ``directory``, by default /dev/shm when there
+    is one) and are changed
     under an fcntl lock: the kernel drops such a lock when its process dies, so a worker killed in
     the middle of a change cannot leave the others waiting. Each slot is a tag (from the name's
     SHA-256), the tokens left and the CLOCK_MONOTONIC time they were counted, which every process
@@ -287,8 +288,10 @@ class QuotaTable:
 
     _SLOT = struct.Struct("<Qdd")
 
-    def __init__(self, slots: int = 1024) -> None:
-        directory = "/dev/shm" if os.path.isdir("/dev/shm") else None
+    def __init__(self, slots: int = 1024, directory: str | None = None) -> None:
+        if directory is None and os.path.isdir("/dev/shm"):
+            directory = "/dev/shm"
+        # Unlinked at once: nothing is left behind, whatever way the server ends.
         self._file = tempfile.TemporaryFile(prefix="remigio-quotas-", dir=directory)
         self.slots = slots
         os.ftruncate(self._file.fileno(), slots * self._SLOT.size)
