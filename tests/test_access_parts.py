@@ -38,6 +38,7 @@ from referee.service.access import (
     parse_keys,
     quota_status,
 )
+from referee.service.status import RETRY_PUSHBACK_KEY
 from referee.service.tls import ServerCertificates, TlsFileError, TlsFiles, tls_files
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -264,7 +265,7 @@ def test_a_quota_refusal_says_when_to_retry() -> None:
     assert status.code == grpc.StatusCode.RESOURCE_EXHAUSTED
     assert "alice" in status.details and "0.250" in status.details
     trailers = dict(status.trailing_metadata)
-    assert trailers[access.RETRY_PUSHBACK_KEY] == "250"
+    assert trailers[RETRY_PUSHBACK_KEY] == "250"
     decoded = rpc_status.status_pb2.Status.FromString(trailers["grpc-status-details-bin"])  # type: ignore[attr-defined]
     info = error_details_pb2.RetryInfo()
     assert decoded.details[0].Unpack(info)

@@ -41,12 +41,11 @@ from pathlib import Path
 from typing import Any
 
 import grpc
-from google.protobuf import any_pb2, duration_pb2
-from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_health.v1 import health
-from grpc_status import rpc_status
 
 from referee.service import metrics
+from referee.service.status import QuotaExceeded, quota_status
+from referee.service.tls import TlsFiles, server_credentials, tls_files
 
 log = logging.getLogger("referee.access")
 
@@ -58,8 +57,6 @@ KEY_BYTES = 32  # 256 random bits per key
 MAX_KEY_CHARS = 512
 AUTHORIZATION = "authorization"
 UNAUTHENTICATED_MESSAGE = "a valid API key is required: send the metadata 'authorization: Bearer KEY'"
-# gRPC's client retry policy waits this long (milliseconds) before its next attempt (gRFC A6).
-RETRY_PUSHBACK_KEY = "grpc-retry-pushback-ms"
 WATCH_SECONDS = 1.0
 
 # The key name of the call in progress, for its log line ("" when keys are off).
@@ -358,35 +355,6 @@ class QuotaTable:
         self._file.close()
 
 
-class QuotaExceeded(Exception):
-    """A key's calls went over its rate; ``retry_after`` seconds from now its bucket holds a call."""
-
-    def __init__(self, key_name: str, retry_after: float) -> None:
-        super().__init__(f"the key {key_name!r} is over its rate; retry in {retry_after:.3f} s")
-        self.key_name = key_name
-        self.retry_after = retry_after
-
-
-def quota_status(error: QuotaExceeded) -> grpc.Status:
-    """RESOURCE_EXHAUSTED with a RetryInfo detail, and gRPC's own retry pushback in the trailers."""
-    delay = duration_pb2.Duration()
-    delay.FromNanoseconds(max(1_000_000, math.ceil(error.retry_after * 1e9)))
-    detail = any_pb2.Any()
-    detail.Pack(error_details_pb2.RetryInfo(retry_delay=delay))
-    status = rpc_status.to_status(
-        status_pb2.Status(code=code_pb2.RESOURCE_EXHAUSTED, message=str(error), details=[detail])
-    )
-    pushback = ((RETRY_PUSHBACK_KEY, str(max(1, math.ceil(error.retry_after * 1000)))),)
-    return _StatusWith(status.code, status.details, tuple(status.trailing_metadata) + pushback)
-
-
-class _StatusWith(grpc.Status):
-    def __init__(self, code: grpc.StatusCode, details: str, trailing_metadata: tuple[Any, ...]) -> None:
-        self.code = code
-        self.details = details
-        self.trailing_metadata = trailing_metadata
-
-
 # Refusals -----------------------------------------------------------------------------------
 
 
@@ -578,9 +546,56 @@ def exposure_warning(host: str, port: int, *, tls: bool, keys: bool) -> str | No
     return None  # TLS without keys: an open service by choice, encrypted
 
 
+# The server's set-up -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class AccessPlan:
+    """What the serve flags ask for: TLS files, a key file, a plain-text health port."""
+
+    tls: TlsFiles | None = None
+    key_file: Path | None = None
+    health_port: int | None = None
+
+    @classmethod
+    def from_flags(
+        cls,
+        tls_cert: str | None,
+        tls_key: str | None,
+        tls_client_ca: str | None,
+        api_keys: str | None,
+        health_port: int | None,
+    ) -> AccessPlan:
+        """The plan of the flags, its files checked now: ValueError naming the flag and the file."""
+        files = tls_files(tls_cert, tls_key, tls_client_ca)
+        if files is not None:
+            files.load()
+        key_file = Path(api_keys) if api_keys else None
+        if key_file is not None:
+            KeyRing(key_file)  # read once here, so a broken file stops the server before it starts
+        return cls(files, key_file, health_port)
+
+    def credentials(self) -> grpc.ServerCredentials | None:
+        """The port's TLS credentials (following the files as they change), None for plain text."""
+        return server_credentials(self.tls) if self.tls is not None else None
+
+    def interceptor(self, quotas: QuotaTable | None, metered_services: Sequence[str]) -> AccessInterceptor | None:
+        """This process's interceptor, its key ring watching the file; None when keys are off."""
+        if self.key_file is None:
+            return None
+        keys = KeyRing(self.key_file)
+        keys.watch()
+        return AccessInterceptor(keys, quotas, metered_services=metered_services)
+
+    def warning(self, host: str, port: int) -> str | None:
+        """What the bind leaves open (``exposure_warning``)."""
+        return exposure_warning(host, port, tls=self.tls is not None, keys=self.key_file is not None)
+
+
 __all__ = [
     "AUTHORIZATION",
     "AccessInterceptor",
+    "AccessPlan",
     "ApiKey",
     "KeyFileError",
     "KeyRing",

@@ -6,6 +6,8 @@
 - ``SolverError`` (any other): INTERNAL, unless the call's time had run out (DEADLINE_EXCEEDED).
 - ``DeadlineExceeded`` (raised by the servicer): DEADLINE_EXCEEDED.
 - ``Busy`` (raised by the servicer): RESOURCE_EXHAUSTED.
+- ``QuotaExceeded`` (raised by the access layer): RESOURCE_EXHAUSTED with a ``google.rpc.RetryInfo``
+  and gRPC's retry pushback saying when the key's bucket holds a call again.
 - Anything else: INTERNAL with a generic message carrying the request id; the traceback goes to
   the log under that id and never to the client.
 """
@@ -13,10 +15,11 @@
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Sequence
 
 import grpc
-from google.protobuf import any_pb2
+from google.protobuf import any_pb2, duration_pb2
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
@@ -26,6 +29,9 @@ log = logging.getLogger("referee.service")
 
 Metadata = Sequence[tuple[str, "str | bytes"]]
 
+# gRPC's client retry policy waits this long (milliseconds) before its next attempt (gRFC A6).
+RETRY_PUSHBACK_KEY = "grpc-retry-pushback-ms"
+
 
 class DeadlineExceeded(Exception):
     """The call ran out of time (the client's deadline or the server's solve cap)."""
@@ -33,6 +39,15 @@ class DeadlineExceeded(Exception):
 
 class Busy(Exception):
     """The server process has no room for this call now; the client may retry later."""
+
+
+class QuotaExceeded(Exception):
+    """A key's calls went over its rate; ``retry_after`` seconds from now its bucket holds a call."""
+
+    def __init__(self, key_name: str, retry_after: float) -> None:
+        super().__init__(f"the key {key_name!r} is over its rate; retry in {retry_after:.3f} s")
+        self.key_name = key_name
+        self.retry_after = retry_after
 
 
 class _Status(grpc.Status):
@@ -52,6 +67,8 @@ def status_for(error: BaseException, request_id: str, *, time_cap_hit: bool = Fa
         return _plain(code_pb2.DEADLINE_EXCEEDED, str(error))
     if isinstance(error, Busy):
         return _plain(code_pb2.RESOURCE_EXHAUSTED, str(error))
+    if isinstance(error, QuotaExceeded):
+        return quota_status(error)
     if isinstance(error, SolverError):
         if time_cap_hit or isinstance(error, SolverTimeout):
             return _plain(code_pb2.DEADLINE_EXCEEDED, "the time budget ran out before the solver proved an answer")
@@ -71,6 +88,19 @@ def invalid_argument(error: RefereeError) -> grpc.Status:
     return rpc_status.to_status(status_pb2.Status(code=code_pb2.INVALID_ARGUMENT, message=str(error), details=[detail]))
 
 
+def quota_status(error: QuotaExceeded) -> grpc.Status:
+    """RESOURCE_EXHAUSTED with a RetryInfo detail, and gRPC's own retry pushback in the trailers."""
+    delay = duration_pb2.Duration()
+    delay.FromNanoseconds(max(1_000_000, math.ceil(error.retry_after * 1e9)))
+    detail = any_pb2.Any()
+    detail.Pack(error_details_pb2.RetryInfo(retry_delay=delay))
+    status = rpc_status.to_status(
+        status_pb2.Status(code=code_pb2.RESOURCE_EXHAUSTED, message=str(error), details=[detail])
+    )
+    pushback = ((RETRY_PUSHBACK_KEY, str(max(1, math.ceil(error.retry_after * 1000)))),)
+    return with_metadata(status, pushback)
+
+
 def _plain(code: int, message: str) -> grpc.Status:
     return rpc_status.to_status(status_pb2.Status(code=code, message=message))
 
@@ -80,4 +110,13 @@ def with_metadata(status: grpc.Status, metadata: Metadata) -> grpc.Status:
     return _Status(status.code, status.details, tuple(status.trailing_metadata or ()) + tuple(metadata))
 
 
-__all__ = ["Busy", "DeadlineExceeded", "invalid_argument", "status_for", "with_metadata"]
+__all__ = [
+    "RETRY_PUSHBACK_KEY",
+    "Busy",
+    "DeadlineExceeded",
+    "QuotaExceeded",
+    "quota_status",
+    "invalid_argument",
+    "status_for",
+    "with_metadata",
+]
