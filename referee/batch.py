@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING, TextIO
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
+from referee.errors import shorten
+from referee.limits import CASE_ID, MESSAGE_BYTES
 from referee.linking import engine_for
 from referee.rules import Engine, RuleSet
 from referee.service import jsonmsg
@@ -123,7 +125,10 @@ def _line_id(line: Line) -> str:
     except ValueError:
         return f"line:{line.number}"
     case_id = value.get("id") if isinstance(value, dict) else None
-    return case_id if isinstance(case_id, str) and case_id else f"line:{line.number}"
+    # An id over its limit is never echoed whole, so such a case is known by its line.
+    if isinstance(case_id, str) and 0 < len(case_id) <= CASE_ID.most:
+        return case_id
+    return f"line:{line.number}"
 
 
 def judge_line(line: Line, engine: str | None = None) -> str:
@@ -146,7 +151,13 @@ def parse_case(line: Line, engine: str | None = None) -> referee_pb2.CheckDisput
         jsonmsg.parse(line.text, case)
     except (json_format.ParseError, ValueError) as error:
         return verdict_json(
-            malformed(_line_id(line), "line", line.text.strip()[:80], f"not a case in protobuf JSON: {error}")
+            malformed(
+                _line_id(line), "line", line.text.strip()[:80], f"not a case in protobuf JSON: {str(error)[:200]}"
+            )
+        )
+    if len(case.id) > CASE_ID.most:
+        return verdict_json(
+            malformed(_line_id(line), "id", str(shorten(case.id)), f"at most {CASE_ID.most} characters")
         )
     if not case.id:
         case.id = f"line:{line.number}"
@@ -296,7 +307,7 @@ def _remote(lines: Iterable[Line], args: argparse.Namespace) -> Iterator[str]:
             idle.put(referee)
 
         def send(chunk: list[Line]) -> list[str]:
-            parsed = [parse_case(line, args.engine) for line in chunk]
+            parsed = [_sendable(parse_case(line, args.engine)) for line in chunk]
             cases = [case for case in parsed if not isinstance(case, str)]
             referee = idle.get()  # a connection no other call is using
             try:
@@ -324,6 +335,20 @@ def _remote(lines: Iterable[Line], args: argparse.Namespace) -> Iterator[str]:
                 for future in pending:
                     future.cancel()
                 raise _Unreachable(f"the server failed: {error.code().name}: {error.details()}") from None
+
+
+def _sendable(case: referee_pb2.CheckDisputesRequest | str) -> referee_pb2.CheckDisputesRequest | str:
+    """The case, or its MALFORMED verdict when it is too large for a server to receive.
+
+    A server refuses such a message with RESOURCE_EXHAUSTED and ends the whole stream: a code a
+    busy server also sends, so the case would be sent again and again and never get a verdict.
+    """
+    if isinstance(case, str) or case.ByteSize() <= MESSAGE_BYTES:
+        return case
+    from referee.service.disputes import malformed
+
+    size = f"{case.ByteSize()} bytes"
+    return verdict_json(malformed(case.id, "", size, f"a case is at most {MESSAGE_BYTES} bytes (the message limit)"))
 
 
 # Resume, progress, summary -----------------------------------------------------------------

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 from referee.errors import LimitError
 
+# The largest request or reply by default, in bytes (the server's --max-message-bytes).
+MESSAGE_BYTES = 1 << 20
 # The rules allow 1 to 4 decks of 54 cards (RuleSet.decks).
 _MOST_DECKS = 4
 _DECK = 54
@@ -40,6 +42,16 @@ class Limit:
         """Raise naming ``field`` when ``text`` is longer than ``most`` characters."""
         if len(text) > self.most:
             raise LimitError(field, text, f"at most {self.most} {self.unit} ({len(text)} given)")
+
+
+def check_reply(size: int, most: int) -> None:
+    """Raise when a reply of ``size`` bytes would be over the message limit of ``most`` bytes.
+
+    gRPC would fail such a call with RESOURCE_EXHAUSTED, a code that invites the client to retry
+    what can never succeed; the request is what asks for too much, so it is the client's error.
+    """
+    if size > most:
+        raise LimitError("", f"{size} bytes", f"the reply would be over the message limit of {most} bytes")
 
 
 CARD_CODE = Limit(
@@ -111,10 +123,12 @@ __all__ = [
     "ELIMINATED",
     "HAND_CARDS",
     "LIMITS",
+    "MESSAGE_BYTES",
     "MULTIPLIERS",
     "NAME",
     "PILE_CARDS",
     "PLAYERS",
     "PLAYER_CARDS",
     "Limit",
+    "check_reply",
 ]

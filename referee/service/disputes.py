@@ -5,7 +5,7 @@ from __future__ import annotations
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.claims import judge_linking, judge_value
 from referee.errors import RefereeError, SolverError, SolverTimeout, rooted_at, shorten
-from referee.limits import CASE_ID, HAND_CARDS
+from referee.limits import CASE_ID, HAND_CARDS, check_reply
 from referee.linking import best_linking, time_budget
 from referee.service import convert, handlers, metrics
 
@@ -46,13 +46,19 @@ def judge_case(case: pb.CheckDisputesRequest) -> pb.CheckDisputesResponse:
     return verdict
 
 
-def judge_case_bytes(case: bytes, budget_seconds: float | None = None) -> bytes:
-    """``judge_case`` on a serialized case, within a time budget: for worker processes."""
+def judge_case_bytes(case: bytes, budget_seconds: float | None = None, max_bytes: int | None = None) -> bytes:
+    """``judge_case`` on a serialized case, within a time budget, as a verdict of at most ``max_bytes``
+    (one over it is MALFORMED instead): for worker processes."""
     metrics.ready()  # a dispute job process records its solves and cache lookups too
     request = pb.CheckDisputesRequest.FromString(case)
     try:
         with time_budget(budget_seconds):
-            return judge_case(request).SerializeToString()
+            verdict = judge_case(request).SerializeToString()
+        if max_bytes is not None:
+            check_reply(len(verdict), max_bytes)
+        return verdict
+    except RefereeError as error:
+        return malformed(request.id, error.field, str(error.value), error.message).SerializeToString()
     except SolverTimeout as error:
         return malformed(request.id, "", "", f"could not be judged in time: {error}").SerializeToString()
     except SolverError as error:

@@ -29,6 +29,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection as grpc_reflection
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
+from referee.limits import MESSAGE_BYTES
 from referee.linking import load_engines
 from referee.service import metrics
 from referee.service.servicer import DEFAULT_SOLVE_CAP_SECONDS, RefereeServicer, add_to_server
@@ -44,7 +45,7 @@ DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 50051
 DEFAULT_THREADS = 2
 DEFAULT_MAX_CONCURRENT = 64
 DEFAULT_GRACE_SECONDS = 5.0
-MAX_MESSAGE_BYTES = 1 << 20
+MAX_MESSAGE_BYTES = MESSAGE_BYTES
 # Middle-generation collections per full collection of the garbage collector (CPython: 10).
 FULL_COLLECTION_EVERY = 1000
 
@@ -74,7 +75,9 @@ def create_server(
         options=options,
         maximum_concurrent_rpcs=max_concurrent_rpcs,
     )
-    servicer = RefereeServicer(solve_cap_seconds, dispute_jobs, max_streams=max(1, max_workers - 1))
+    servicer = RefereeServicer(
+        solve_cap_seconds, dispute_jobs, max_streams=max(1, max_workers - 1), max_message_bytes=max_message_bytes
+    )
     add_to_server(servicer, server)
     health_servicer = health.HealthServicer(experimental_non_blocking=True)
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)

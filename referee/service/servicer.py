@@ -28,6 +28,7 @@ from google.protobuf.message import DecodeError, Message
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
 from referee.errors import RefereeError
+from referee.limits import MESSAGE_BYTES, check_reply
 from referee.linking import time_budget
 from referee.service import handlers, metrics
 from referee.service.disputes import judge_case_bytes, malformed
@@ -101,8 +102,10 @@ class RefereeServicer(referee_pb2_grpc.RefereeServiceServicer):
         solve_cap_seconds: float = DEFAULT_SOLVE_CAP_SECONDS,
         dispute_jobs: int = 1,
         max_streams: int | None = None,
+        max_message_bytes: int = MESSAGE_BYTES,
     ) -> None:
         self.solve_cap_seconds = solve_cap_seconds
+        self.max_message_bytes = max_message_bytes
         self.dispute_jobs = dispute_jobs
         # A CheckDisputes stream holds one of the server's threads for as long as it lasts; capped
         # below the thread count, streams can never take every thread from the unary calls.
@@ -150,7 +153,11 @@ class RefereeServicer(referee_pb2_grpc.RefereeServiceServicer):
                 if isinstance(case, Undecodable):
                     pending.append(_ready(malformed("", "", f"{case.size} bytes", case.error().message)))
                 else:
-                    pending.append(pool.submit(judge_case_bytes, case.SerializeToString(), self.solve_cap_seconds))
+                    pending.append(
+                        pool.submit(
+                            judge_case_bytes, case.SerializeToString(), self.solve_cap_seconds, self.max_message_bytes
+                        )
+                    )
                 if len(pending) >= window:
                     judged += 1
                     yield _counted(pending.popleft().result())
@@ -197,6 +204,7 @@ class RefereeServicer(referee_pb2_grpc.RefereeServiceServicer):
                 budget = min(budget, remaining)
             with time_budget(budget - (time.monotonic() - start)):
                 reply = handler(request)
+            check_reply(reply.ByteSize(), self.max_message_bytes)
             if time.monotonic() - start > budget:
                 raise DeadlineExceeded(f"the call overran its time budget of {budget:.3f} s")
         except Exception as error:  # every failure leaves through the one mapping in status.py
