@@ -78,6 +78,14 @@ def run(args: argparse.Namespace) -> int:
     if args.jobs < 1:
         print("remigio-referee batch: --jobs must be at least 1", file=sys.stderr)
         return 2
+    if args.target:
+        from referee.client import access_from
+
+        try:
+            access_from(args)  # a missing file or a half pair is bad usage, found before any work
+        except ValueError as error:
+            print(f"remigio-referee batch: {error}", file=sys.stderr)
+            return 2
     done = _resume_ids(args.output) if args.resume else set()
     total = _count_lines(args.input)
     source = sys.stdin if args.input == "-" else open(args.input, encoding="utf-8")

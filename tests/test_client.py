@@ -3,10 +3,14 @@ small scripted servers on 127.0.0.1 for the refusals a client must ride out."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent import futures
+from pathlib import Path
 
 import grpc
 import pytest
@@ -192,3 +196,26 @@ def test_retry_delay_reads_the_retry_info(scripted) -> None:
     with Referee(scripted(servicer)) as referee, pytest.raises(grpc.RpcError) as caught:
         list(referee.check_disputes(iter([pb.CheckDisputesRequest(id="a")]), patience=0.1))
     assert retry_delay(caught.value) == pytest.approx(0.75)
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--tls-cert", "c.pem"], "--tls-cert and --tls-key go together"),
+        (["--tls-ca", "missing.pem"], "--tls-ca: cannot read 'missing.pem'"),
+        (["--api-key-file", "missing.key"], "--api-key-file 'missing.key'"),
+    ],
+)
+def test_batch_connection_flags_that_do_not_fit_are_bad_usage(tmp_path, flags: list[str], message: str) -> None:
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text('{"id": "a", "hand": {"cards": ["AH"]}}\n')
+    done = subprocess.run(
+        [sys.executable, "-m", "referee.cli", "batch", str(cases), "--target", "127.0.0.1:1", *flags],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr
