@@ -38,6 +38,35 @@ SUITS: tuple[Suit, ...] = tuple(Suit)
 
 ACE, JACK, QUEEN, KING = 1, 11, 12, 13
 RANKS: tuple[int, ...] = tuple(range(ACE, KING + 1))
+
+# The index vocabulary. Engines count cards by index, a small int, rather than by Card: clubs A..K
+# are 0-12, then diamonds, hearts, spades, and the joker last. A suit is named here by its
+# position in that order (0-3), as the index holds it.
+RANKS_PER_SUIT = KING
+JOKER_INDEX = len(SUITS) * RANKS_PER_SUIT  # 52, after every natural card
+CARD_KINDS = JOKER_INDEX + 1
+
+
+def index_of(rank: int, suit: int) -> int:
+    """The index of the natural card of ``rank`` (1-13) in the suit at position ``suit`` (0-3)."""
+    return suit * RANKS_PER_SUIT + rank - 1
+
+
+def rank_of(index: int) -> int:
+    """The rank (1-13) of a natural card's index."""
+    return index % RANKS_PER_SUIT + 1
+
+
+def suit_of(index: int) -> int:
+    """The position (0-3) of the suit of a natural card's index."""
+    return index // RANKS_PER_SUIT
+
+
+def clock_rank(position: int) -> int:
+    """The rank at ``position`` round the clock of ranks: 14 is the ace again, 0 the king."""
+    return (position - 1) % RANKS_PER_SUIT + 1
+
+
 _RANK_CODES = {1: "A", 11: "J", 12: "Q", 13: "K"}
 _RANK_BY_CODE = {**{str(r): r for r in range(2, 11)}, "T": 10, "A": 1, "J": 11, "Q": 12, "K": 13}
 _SUIT_BY_CODE = {
@@ -64,15 +93,15 @@ class Card:
 
     rank: int | None
     suit: Suit | None
-    # Canonical position: clubs A..K (0-12), diamonds, hearts, spades, then the joker (52).
-    # Computed once: cards are hashed and compared millions of times in bulk checks.
+    # Canonical position (``index_of``; the joker JOKER_INDEX). Computed once: cards are hashed and
+    # compared millions of times in bulk checks.
     index: int = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.rank is None or self.suit is None:
-            object.__setattr__(self, "index", 52)
+            object.__setattr__(self, "index", JOKER_INDEX)
         else:
-            object.__setattr__(self, "index", self.suit.order * 13 + self.rank - 1)
+            object.__setattr__(self, "index", index_of(self.rank, self.suit.order))
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Card) and other.index == self.index
@@ -180,10 +209,10 @@ def copies_allowed(card: Card, decks: int) -> int:
 def check_copies(cards: Sequence[Card], decks: int, field_of: Callable[[int], str]) -> None:
     """Raise naming ``field_of(i)`` for the first card beyond the copies the deck holds."""
     # The common case, every card within its copies, counted by index: a hot path of bulk checks.
-    held = [0] * 53
+    held = [0] * CARD_KINDS
     for card in cards:
         held[card.index] += 1
-    if held[52] <= 2 * decks and max(held[:52]) <= decks:
+    if held[JOKER_INDEX] <= 2 * decks and max(held[:JOKER_INDEX]) <= decks:
         return
     seen: Counter[Card] = Counter()
     for i, card in enumerate(cards):

@@ -6,12 +6,25 @@ import enum
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from referee.cards import ACE, CARD_BY_INDEX, JOKER, Card, format_cards, rank_code, sort_cards
+from referee.cards import (
+    ACE,
+    CARD_BY_INDEX,
+    JOKER,
+    RANKS,
+    RANKS_PER_SUIT,
+    Card,
+    clock_rank,
+    format_cards,
+    index_of,
+    rank_code,
+    sort_cards,
+    suit_of,
+)
 from referee.rules import RuleSet
 
 MIN_GROUP = 3
 # A run uses each rank once, and the ace either low or high, so 13 cards at most.
-MAX_RUN = 13
+MAX_RUN = len(RANKS)
 HIGH_ACE = 14
 
 
@@ -95,10 +108,10 @@ def same_rank_group(naturals: Sequence[Card], jokers: int) -> Group | None:
 
 def run_group(naturals: Sequence[Card], jokers: int, wrap_runs: bool) -> Group | NotAGroup:
     """The run of these naturals and jokers, or why they make none."""
-    # A card's suit is its index // 13 (suits are enum members, whose hashing is slow).
-    suit = naturals[0].index // 13
+    # The suit by index (suits are enum members, whose hashing is slow).
+    suit = suit_of(naturals[0].index)
     for card in naturals:
-        if card.index // 13 != suit:
+        if suit_of(card.index) != suit:
             return NotAGroup("neither one rank nor one suit")
     ranks = [card.rank for card in naturals if card.rank is not None]
     if len(set(ranks)) != len(ranks):
@@ -109,7 +122,7 @@ def run_group(naturals: Sequence[Card], jokers: int, wrap_runs: bool) -> Group |
     start = run_start(ranks, size, wrap_runs)
     if start is None:
         return NotAGroup("the cards are not consecutive, even with the jokers standing in")
-    return _lay_run(suit * 13, ranks, start, size)
+    return _lay_run(suit, ranks, start, size)
 
 
 def run_start(ranks: Sequence[int], size: int, wrap_runs: bool) -> int | None:
@@ -127,15 +140,15 @@ def run_start(ranks: Sequence[int], size: int, wrap_runs: bool) -> int | None:
         return min(low, HIGH_ACE - size + 1)
     if wrap_runs:
         for first in sorted(set(ranks)):
-            if all((r - first) % 13 < size for r in ranks):
+            if all((r - first) % RANKS_PER_SUIT < size for r in ranks):
                 return first
     return None
 
 
-def _lay_run(base: int, ranks: Sequence[int], start: int, size: int) -> Group:
-    """The run from ``start`` of ``size`` cards of the suit whose ace has index ``base``."""
+def _lay_run(suit: int, ranks: Sequence[int], start: int, size: int) -> Group:
+    """The run from ``start`` of ``size`` cards of the suit at position ``suit``."""
     by_rank = set(ranks)
-    laid = [CARD_BY_INDEX[base + (start + offset - 1) % 13] for offset in range(size)]
+    laid = [CARD_BY_INDEX[index_of(clock_rank(start + offset), suit)] for offset in range(size)]
     cards = tuple([card if card.rank in by_rank else JOKER for card in laid])
     return Group(GroupKind.RUN, cards, tuple([card.code() for card in laid]))
 

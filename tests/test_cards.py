@@ -6,7 +6,23 @@ from collections import Counter
 
 import pytest
 
-from referee.cards import JOKER, NATURALS, Card, Suit, deck, format_cards, parse_cards
+from referee.cards import (
+    CARD_BY_INDEX,
+    CARD_KINDS,
+    JOKER,
+    JOKER_INDEX,
+    KING,
+    NATURALS,
+    Card,
+    Suit,
+    clock_rank,
+    deck,
+    format_cards,
+    index_of,
+    parse_cards,
+    rank_of,
+    suit_of,
+)
 from referee.errors import InvalidCardError
 
 
@@ -175,3 +191,20 @@ def test_points_of_every_natural() -> None:
         assert card.rank is not None
         expected = 1 if card.rank == 1 else min(card.rank, 10)
         assert card.points(20) == expected, card.code()
+
+
+# The index vocabulary ---------------------------------------------------------------------------
+
+
+def test_the_index_vocabulary_names_every_natural_card_and_the_joker() -> None:
+    for index, card in enumerate(NATURALS):
+        assert card.index == index == index_of(rank_of(index), suit_of(index))
+        assert card.rank == rank_of(index)
+        assert card.suit is not None and card.suit.order == suit_of(index)
+    assert JOKER.index == JOKER_INDEX == len(NATURALS) == 52
+    assert CARD_KINDS == len(CARD_BY_INDEX) == 53
+    assert Card.parse("KS").index == index_of(KING, Suit.SPADES.order) == JOKER_INDEX - 1
+
+
+def test_the_clock_of_ranks_goes_round_past_the_king() -> None:
+    assert [clock_rank(p) for p in (1, 13, 14, 15, 0, -1)] == [1, 13, 1, 2, 13, 12]

@@ -6,11 +6,10 @@ from collections.abc import Mapping
 from functools import lru_cache
 from itertools import product
 
-from referee.cards import RANKS, SUITS
-from referee.groups import MAX_RUN, MIN_GROUP
+from referee.cards import ACE, JOKER_INDEX, RANKS, RANKS_PER_SUIT, SUITS, clock_rank, index_of, rank_of
+from referee.groups import HIGH_ACE, MAX_RUN, MIN_GROUP
 from referee.rules import JokerLimit, RuleSet
 
-JOKER_INDEX = 52
 Candidate = tuple[int, ...]  # sorted card indices, duplicates repeated
 
 
@@ -28,14 +27,15 @@ def candidate_groups(counts: Mapping[int, int], rules: RuleSet) -> list[Candidat
     by_rank: dict[int, list[tuple[int, int]]] = {}
     for index in sorted(counts):
         if index != JOKER_INDEX and counts[index]:
-            by_rank.setdefault(index % 13, []).append((index, counts[index]))
+            by_rank.setdefault(rank_of(index), []).append((index, counts[index]))
     for held in by_rank.values():
         if sum(k for _, k in held) + jokers >= MIN_GROUP:  # else too few of this rank for any group
             found.update(_same_rank_groups(tuple(held), jokers, limit))
-    for base in range(0, 13 * len(SUITS), 13):
-        ranks = tuple(rank for rank in RANKS if counts.get(base + rank - 1, 0))
+    for suit in range(len(SUITS)):
+        ace = index_of(ACE, suit)
+        ranks = tuple(rank for rank, index in zip(RANKS, range(ace, ace + RANKS_PER_SUIT)) if counts.get(index, 0))
         if ranks:
-            found.update(_runs_of_suit(base, ranks, jokers, longest, limit, rules.wrap_runs))
+            found.update(_runs_of_suit(suit, ranks, jokers, longest, limit, rules.wrap_runs))
     if limit is JokerLimit.UNLIMITED:
         for j in range(MIN_GROUP, jokers + 1):
             found.add((JOKER_INDEX,) * j)
@@ -60,10 +60,10 @@ def _same_rank_groups(held: tuple[tuple[int, int], ...], jokers: int, limit: Jok
 
 @lru_cache(maxsize=1 << 12)
 def _runs_of_suit(
-    base: int, ranks: tuple[int, ...], jokers: int, longest: int, limit: JokerLimit, wrap_runs: bool
+    suit: int, ranks: tuple[int, ...], jokers: int, longest: int, limit: JokerLimit, wrap_runs: bool
 ) -> tuple[Candidate, ...]:
-    """Every run of one suit (its cards from index ``base``): a set of the ``ranks`` held (one copy
-    each) plus jokers, at most ``longest`` cards.
+    """Every run of the suit at position ``suit``: a set of the ``ranks`` held (one copy each)
+    plus jokers, at most ``longest`` cards.
 
     A set of ranks spanning ``span`` places of the scale takes at least ``span - k`` jokers (its
     gaps, whether the hand holds those cards or not) and at most as many as keep the run within
@@ -77,14 +77,14 @@ def _runs_of_suit(
         # Round the clock: a set's shortest arc starts at one of its ranks; read the scale from each.
         scales = []
         for rank in ranks:
-            onward = [(rank + place - 1) % 13 + 1 for place in range(13)]
-            scales.append([(place, base + r - 1) for place, r in enumerate(onward) if r in ranks])
+            onward = [clock_rank(rank + place) for place in range(RANKS_PER_SUIT)]
+            scales.append([(place, index_of(r, suit)) for place, r in enumerate(onward) if r in ranks])
         firsts_only = True
     else:
         # The ace low (A 2 3 ...) or high (... Q K A): two readings of the scale.
-        scales = [[(rank, base + rank - 1) for rank in ranks]]
-        if ranks[0] == 1:
-            scales.append([(rank, base + rank - 1) for rank in ranks[1:]] + [(14, base)])
+        scales = [[(rank, index_of(rank, suit)) for rank in ranks]]
+        if ranks[0] == ACE:
+            scales.append([(rank, index_of(rank, suit)) for rank in ranks[1:]] + [(HIGH_ACE, index_of(ACE, suit))])
         firsts_only = False
 
     def grow(scale: list[tuple[int, int]], after: int, first: int, naturals: tuple[int, ...]) -> None:

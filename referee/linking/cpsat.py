@@ -33,11 +33,11 @@ from functools import lru_cache
 
 from ortools.sat.python import cp_model
 
-from referee.cards import Card, format_cards, points_by_index
+from referee.cards import JOKER_INDEX, Card, format_cards, points_by_index
 from referee.errors import SolverError, SolverTimeout
 from referee.linking.base import Linking, linking_from_parts
 from referee.linking.budget import seconds_left
-from referee.linking.candidates import JOKER_INDEX, Candidate, candidate_groups
+from referee.linking.candidates import Candidate, candidate_groups
 from referee.rules import Engine, RuleSet
 
 # Deterministic time units, not seconds: the same hand stops at the same point on any machine.
