@@ -11,7 +11,7 @@ from referee.cards import Card, format_cards
 from referee.closing import Close
 from referee.errors import InvalidDealError
 from referee.groups import NotAGroup, judge_group
-from referee.linking import Linking
+from referee.linking import Linking, check_time_left
 from referee.rules import CloseKind, RuleSet
 from referee.scoring import DealResult
 
@@ -132,6 +132,7 @@ def judge_deal_claims(
         no_close=claims.no_close,
     )
     for c, claim in enumerate(claims.players):
+        check_time_left()
         at = f"claims.players[{c}]"
         if not 0 <= claim.player < len(result.players):
             raise InvalidDealError(f"{at}.player", claim.player, f"no such player (0 to {len(result.players) - 1})")

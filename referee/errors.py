@@ -14,12 +14,18 @@ from contextlib import contextmanager
 # error (gRPC clients refuse trailers over their metadata limit, so a long quote would hide the
 # error itself), and logs stay small.
 QUOTED_CHARS = 32
+# ... and of its UTF-8 bytes: gRPC percent-encodes every byte of a non-ASCII character in the
+# status message, so 32 four-byte characters would take 384 bytes there alone.
+QUOTED_BYTES = 64
 
 
 def shorten(value: object) -> object:
     """``value`` itself when short; else its first ``QUOTED_CHARS`` characters (bytes) and an ellipsis."""
     if isinstance(value, str):
-        return value if len(value) <= QUOTED_CHARS else value[:QUOTED_CHARS] + "…"
+        cut = value[:QUOTED_CHARS]
+        while len(cut.encode("utf-8", "surrogatepass")) > QUOTED_BYTES:
+            cut = cut[:-1]
+        return value if cut == value else cut + "…"
     if isinstance(value, bytes | bytearray):
         return value if len(value) <= QUOTED_CHARS else bytes(value[:QUOTED_CHARS]) + b"..."
     text = repr(value)

@@ -11,8 +11,9 @@ from google.protobuf.message import Message
 from referee import cards
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.cards import Card, parse_cards
-from referee.errors import QUOTED_CHARS, InvalidCardError, LimitError, RefereeError
-from referee.limits import CARD_CODE, LIMITS, NAME, PLAYERS
+from referee.errors import QUOTED_CHARS, InvalidCardError, LimitError, RefereeError, SolverTimeout
+from referee.limits import CARD_CODE, CLAIMED_PLAYERS, LIMITS, NAME, PLAYERS
+from referee.linking import check_time_left, time_budget
 from referee.service import convert, handlers
 from referee.service.disputes import judge_case
 
@@ -238,3 +239,15 @@ def test_the_rules_cache_keys_on_the_options_not_on_unknown_bytes() -> None:
         assert padded.ByteSize() > 10_000
         assert convert.rules_from_proto(padded) is rules
     assert convert._rules_of.cache_info().currsize == cached
+
+
+def test_work_between_solves_counts_against_the_budget() -> None:
+    # Every linking is cached after the first call: a spent budget still stops the call, at the
+    # first hand looked up, not after every claim has been judged.
+    request = _with(lambda r: [r.claims.players.add(player=1, points=33) for _ in range(CLAIMED_PLAYERS.most)])
+    assert len(handlers.score_deal(request).claims) == CLAIMED_PLAYERS.most
+    with time_budget(-1), pytest.raises(SolverTimeout):
+        handlers.score_deal(request)
+    with time_budget(-1), pytest.raises(SolverTimeout):
+        check_time_left()
+    check_time_left()  # outside any budget

@@ -9,7 +9,7 @@ indices and listed in that order, come first lexicographically (see ``Linking.ra
 from __future__ import annotations
 
 from referee.linking.base import Linking, LinkingEngine, linking_from_parts
-from referee.linking.budget import time_budget
+from referee.linking.budget import check_time_left, time_budget
 from referee.linking.dispatch import (
     LinkingObserver,
     best_linking,
@@ -24,6 +24,7 @@ __all__ = [
     "LinkingEngine",
     "LinkingObserver",
     "best_linking",
+    "check_time_left",
     "engine_for",
     "linking_from_parts",
     "links_fully",

@@ -13,6 +13,7 @@ from referee.cards import Card, check_copies, sort_cards
 from referee.errors import InvalidCardError
 from referee.limits import HAND_CARDS
 from referee.linking.base import Linking, LinkingEngine
+from referee.linking.budget import check_time_left
 from referee.rules import Engine, RuleSet
 
 MAX_HAND = HAND_CARDS.most
@@ -83,6 +84,7 @@ def engine_for(rules: RuleSet) -> LinkingEngine:
 
 def best_linking(cards: Iterable[Card], rules: RuleSet, field: str = "cards") -> Linking:
     """The canonical best linking of a hand of 1 to 11 cards under ``rules``; ``field`` names the hand in errors."""
+    check_time_left()  # every hand a call looks up, cached or not, is work done within its budget
     hand = tuple(cards)
     if not 1 <= len(hand) <= MAX_HAND:
         raise InvalidCardError(field, len(hand), f"a hand holds 1 to {MAX_HAND} cards")
