@@ -80,7 +80,7 @@ PLAYERS = Limit(
     (_MOST_DECKS * _DECK - 1) // 10,
     "players",
     ("Deal.players",),
-    "the most players a deck deals 10 cards to: (4 × 54 − 1) / 10 with 4 decks",
+    "the most players a deck deals 10 cards to: ⌊(4 × 54 − 1) / 10⌋ with 4 decks",
 )
 PLAYER_CARDS = Limit(10, "cards", ("Player.cards",), "every player shows 10 cards")
 PILE_CARDS = Limit(_MOST_DECKS * _DECK, "cards", ("Pile.cards",), "the whole deck with 4 decks")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
@@ -251,3 +252,10 @@ def test_work_between_solves_counts_against_the_budget() -> None:
     with time_budget(-1), pytest.raises(SolverTimeout):
         check_time_left()
     check_time_left()  # outside any budget
+
+
+def test_operations_md_quotes_the_table_of_limits() -> None:
+    text = (Path(__file__).resolve().parent.parent / "docs" / "operations.md").read_text(encoding="utf-8")
+    for limit in LIMITS:
+        fields = ", ".join(f"`{name}`" for name in limit.fields)
+        assert f"| {fields} | {limit.most} {limit.unit} | {limit.why} |" in text, limit
