@@ -18,12 +18,13 @@ from google.protobuf.message import Message
 from referee import __version__
 from referee.cards import Card
 from referee.errors import RefereeError
-from referee.rules import Engine, JokerLimit
+from referee.rules import Engine, JokerDiscard, JokerLimit
 from referee.service import jsonmsg
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 
 JOKER_LIMITS = tuple(limit.value for limit in JokerLimit)
+JOKER_DISCARDS = tuple(rule.value for rule in JokerDiscard)
 ENGINES = tuple(Engine)
 
 
@@ -97,6 +98,9 @@ def _add_rule_flags(parser: argparse.ArgumentParser) -> None:
     rules.add_argument("--joker-points", type=int, help="points of an unlinked joker (default 20)")
     rules.add_argument("--joker-limit", type=str.upper, choices=JOKER_LIMITS, help="jokers a group may hold")
     rules.add_argument("--wrap-runs", action="store_true", default=None, help="allow runs to wrap (K-A-2)")
+    rules.add_argument(
+        "--joker-discard", type=str.upper, choices=JOKER_DISCARDS, help="a joker laid face down (default CLEAN)"
+    )
     rules.add_argument("--engine", choices=ENGINES, help="linking engine (default cpsat)")
 
 
@@ -112,6 +116,8 @@ def rule_options(args: argparse.Namespace, into: Any) -> None:
         into.wrap_runs = True
     if args.joker_limit:
         into.joker_limit = pb.JokerLimit.Value(f"JOKER_LIMIT_{args.joker_limit}")
+    if args.joker_discard:
+        into.joker_discard = pb.JokerDiscard.Value(f"JOKER_DISCARD_{args.joker_discard}")
     if args.engine:
         into.engine = pb.Engine.Value(f"ENGINE_{Engine(args.engine).name}")
 

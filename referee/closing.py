@@ -24,7 +24,7 @@ from referee.cards import (
 from referee.errors import InvalidCardError
 from referee.groups import Group, is_run, is_same_rank, judge_group
 from referee.linking import Linking, best_linking, links_fully
-from referee.rules import CloseKind, RuleSet
+from referee.rules import CloseKind, JokerDiscard, RuleSet
 
 SHOWN = 10
 _ONE_GROUP = (CloseKind.REMIGIO, CloseKind.STRAIGHT_FLUSH_CLEAN, CloseKind.STRAIGHT_FLUSH)
@@ -43,12 +43,41 @@ class Close:
     reason: str = ""
 
 
-def shape_kinds(shown: Sequence[Card], rules: RuleSet) -> list[CloseKind]:
-    """The close kinds the 10 shown cards satisfy by their shape alone (no linking needed)."""
+def with_jokers(shown: Sequence[Card], discard: Card | None, rules: RuleSet) -> bool:
+    """Whether a close counts as one with jokers: a joker shown, or under ``joker_discard``
+    NOT_CLEAN a joker laid face down."""
+    if discard is not None and discard.is_joker and rules.joker_discard is JokerDiscard.NOT_CLEAN:
+        return True
+    return any(card.is_joker for card in shown)
+
+
+def discard_allowed(discard: Card, rules: RuleSet) -> bool:
+    """False for a joker discard under ``joker_discard`` FORBIDDEN."""
+    return not (discard.is_joker and rules.joker_discard is JokerDiscard.FORBIDDEN)
+
+
+def is_remigio(shown: Sequence[Card], rules: RuleSet) -> bool:
+    """All the shown cards of one rank (jokers standing in) and linked under the joker limit: one
+    group, or several of that rank (under ONE_PER_GROUP, eight sevens and two jokers are two)."""
+    rank = None
+    for card in shown:
+        if card.is_joker:
+            continue
+        if rank is None:
+            rank = card.rank
+        elif card.rank != rank:
+            return False
+    # Only cards of one rank and jokers: every full linking is of same-rank groups.
+    return is_same_rank(shown, rules) or links_fully(shown, rules)
+
+
+def shape_kinds(shown: Sequence[Card], rules: RuleSet, discard: Card | None = None) -> list[CloseKind]:
+    """The close kinds the 10 shown cards satisfy by their shape (a Remigio may need a linking),
+    with ``discard`` laid face down."""
     naturals = [card for card in shown if not card.is_joker]
-    clean = len(naturals) == len(shown)
+    clean = not with_jokers(shown, discard, rules)
     kinds: list[CloseKind] = []
-    if is_same_rank(shown, rules):
+    if is_remigio(shown, rules):
         kinds.append(CloseKind.REMIGIO)
     if is_run(shown, rules):
         kinds.append(CloseKind.STRAIGHT_FLUSH_CLEAN if clean else CloseKind.STRAIGHT_FLUSH)
@@ -57,16 +86,18 @@ def shape_kinds(shown: Sequence[Card], rules: RuleSet) -> list[CloseKind]:
     return kinds
 
 
-def linked_kind(shown: Sequence[Card]) -> CloseKind:
-    """The kind the shown cards earn if they are linked: clean when no joker is shown."""
-    return CloseKind.LINKED if any(card.is_joker for card in shown) else CloseKind.LINKED_CLEAN
+def linked_kind(shown: Sequence[Card], rules: RuleSet, discard: Card | None = None) -> CloseKind:
+    """The kind the shown cards earn if they are linked: clean when the close has no joker."""
+    return CloseKind.LINKED if with_jokers(shown, discard, rules) else CloseKind.LINKED_CLEAN
 
 
-def close_kinds(shown: Sequence[Card], linking: Linking, rules: RuleSet) -> list[CloseKind]:
+def close_kinds(
+    shown: Sequence[Card], linking: Linking, rules: RuleSet, discard: Card | None = None
+) -> list[CloseKind]:
     """Every close kind the 10 shown cards satisfy, given their best linking."""
-    kinds = shape_kinds(shown, rules)
+    kinds = shape_kinds(shown, rules, discard)
     if linking.fully_linked:
-        kinds.append(linked_kind(shown))
+        kinds.append(linked_kind(shown, rules, discard))
     return kinds
 
 
@@ -79,16 +110,25 @@ def check_close(shown: Sequence[Card], discard: Card, rules: RuleSet, field: str
 
 
 def _judge(shown: tuple[Card, ...], discard: Card, rules: RuleSet) -> Close:
-    kinds = shape_kinds(shown, rules)
-    linked = linked_kind(shown)
+    if not discard_allowed(discard, rules):
+        linking = best_linking(shown, rules)
+        reason = "a joker may not be the discard (joker_discard FORBIDDEN)"
+        return Close(False, None, 0, discard, shown, linking, reason)
+    kinds = shape_kinds(shown, rules, discard)
+    linked = linked_kind(shown, rules, discard)
     top = max(kinds, key=lambda k: rules.multiplier(k), default=None)
-    if top in _ONE_GROUP and rules.multiplier(top) >= rules.multiplier(linked):
-        # A Remigio or a straight flush is linked and shown as the one group it is: no solve.
-        whole = judge_group(shown, rules)
-        assert isinstance(whole, Group)
+    whole = judge_group(shown, rules) if top in _ONE_GROUP else None
+    if top is not None and isinstance(whole, Group) and rules.multiplier(top) >= rules.multiplier(linked):
+        # A Remigio or a straight flush that is one group is shown as that group: no solve (the
+        # best linking is that group too: no point left, and fewest groups).
         linking = Linking((whole,), (), 0)
     else:
         linking = best_linking(shown, rules)
+        if not linking.fully_linked and not linking.points and links_fully(shown, rules):
+            # Jokers worth 0 points may stay out of the best linking (fewer groups, or a shorter
+            # one), yet the cards are linked: show the linking that leaves nothing, the best one
+            # were each joker worth a point (the groups do not depend on the points).
+            linking = best_linking(shown, rules.with_options(joker_points=1))
     if linking.fully_linked:
         kinds.append(linked)
     if not kinds:
@@ -97,19 +137,16 @@ def _judge(shown: tuple[Card, ...], discard: Card, rules: RuleSet) -> Close:
         return Close(False, None, 0, discard, shown, linking, reason)
     # The highest multiplier wins; on a tie (an overridden table) the kind listed first.
     kind = max(kinds, key=lambda k: (rules.multiplier(k), -list(CloseKind).index(k)))
-    if kind in _ONE_GROUP and len(linking.groups) != 1:
-        whole = judge_group(shown, rules)
-        assert isinstance(whole, Group)
-        linking = Linking((whole,), (), 0)
     return Close(True, kind, rules.multiplier(kind), discard, shown, linking)
 
 
 def best_close(cards: Sequence[Card], rules: RuleSet, field: str = "cards") -> Close:
     """The best close of 11 cards: every discard tried, the highest multiplier kept.
 
-    Ties go to the discard first in canonical card order. When no discard closes, the verdict
-    is invalid and, as a hint, discards the highest-point card that can be in no group (or, when
-    every card could be, the highest-point card), the first in card order on a tie.
+    Ties go to the discard first in canonical card order; under ``joker_discard`` FORBIDDEN a
+    joker is never the discard. When no discard closes, the verdict is invalid and, as a hint,
+    discards the highest-point card that can be in no group (or, when every card could be, the
+    highest-point card it may discard), the first in card order on a tie.
     """
     if len(cards) != SHOWN + 1:
         raise InvalidCardError(field, len(cards), f"a close takes {SHOWN + 1} cards, or {SHOWN} and a discard")
@@ -117,13 +154,13 @@ def best_close(cards: Sequence[Card], rules: RuleSet, field: str = "cards") -> C
     hand = sort_cards(cards)
     best_multiplier, best_position = 0, -1
     for position, discard in enumerate(hand):
-        if position and hand[position - 1] == discard:
+        if position and hand[position - 1] == discard or not discard_allowed(discard, rules):
             continue
         shown = hand[:position] + hand[position + 1 :]
-        top = max((rules.multiplier(kind) for kind in shape_kinds(shown, rules)), default=0)
+        top = max((rules.multiplier(kind) for kind in shape_kinds(shown, rules, discard)), default=0)
         # Linking is the costly part: only when it could lift this discard above the best so far
         # (an earlier discard keeps a tie), and only when no card is sure to stay unlinked.
-        linked = rules.multiplier(linked_kind(shown))
+        linked = rules.multiplier(linked_kind(shown, rules, discard))
         if linked > max(top, best_multiplier) and may_be_linked(shown, rules):
             if links_fully(shown, rules):
                 top = linked
@@ -131,7 +168,8 @@ def best_close(cards: Sequence[Card], rules: RuleSet, field: str = "cards") -> C
             best_multiplier, best_position = top, position
     if best_position >= 0:
         return _judge(hand[:best_position] + hand[best_position + 1 :], hand[best_position], rules)
-    discard = max(loose_cards(hand, rules) or hand, key=lambda card: (card.points(rules.joker_points), -card.index))
+    allowed = [card for card in hand if discard_allowed(card, rules)]  # never empty: 8 jokers at most
+    discard = max(loose_cards(hand, rules) or allowed, key=lambda card: (card.points(rules.joker_points), -card.index))
     position = hand.index(discard)
     verdict = _judge(hand[:position] + hand[position + 1 :], discard, rules)
     reason = f"no discard closes; discarding {discard}, {verdict.linking.points} points stay unlinked"

@@ -26,6 +26,14 @@ class JokerLimit(enum.Enum):
         return True
 
 
+class JokerDiscard(enum.Enum):
+    """What a joker laid face down as the close discard does (RULES §4)."""
+
+    CLEAN = "CLEAN"  # nothing: "no joker" is about the 10 shown cards
+    NOT_CLEAN = "NOT_CLEAN"  # the close counts as one with jokers
+    FORBIDDEN = "FORBIDDEN"  # a joker may not be the discard
+
+
 class CloseKind(enum.Enum):
     """The kinds of close, from the highest default multiplier down (RULES §4)."""
 
@@ -112,6 +120,7 @@ class RuleSet:
     joker_points: int = 20
     wrap_runs: bool = False
     joker_limit: JokerLimit = JokerLimit.UNLIMITED
+    joker_discard: JokerDiscard = JokerDiscard.CLEAN
     multipliers: Mapping[CloseKind, int] = field(default_factory=lambda: DEFAULT_MULTIPLIERS)
     scoring: ScoringRules = ScoringRules()
     engine: Engine = Engine.CPSAT
@@ -143,6 +152,7 @@ class RuleSet:
             self.joker_points,
             self.wrap_runs,
             self.joker_limit,
+            self.joker_discard,
             tuple(table.items()),
             self.scoring,
             self.engine,

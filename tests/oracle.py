@@ -265,3 +265,71 @@ def best_linking(
     unlinked = tuple(sorted(left.elements()))
     assert sum(points(card_of(i), joker_points) for i in unlinked) == best
     return OracleLinking(groups, unlinked, best)
+
+
+# --- closes (RULES §4) -------------------------------------------------------------------------
+
+# The kinds best first, with their default multipliers.
+CLOSE_KINDS = (
+    ("REMIGIO", 10),
+    ("STRAIGHT_FLUSH_CLEAN", 6),
+    ("STRAIGHT_FLUSH", 5),
+    ("COLOR_CLEAN", 4),
+    ("COLOR", 3),
+    ("LINKED_CLEAN", 2),
+    ("LINKED", 1),
+)
+JOKER_DISCARDS = ("CLEAN", "NOT_CLEAN", "FORBIDDEN")
+
+
+def links_fully(cards: Iterable[Card], joker_limit: str = "UNLIMITED", wrap_runs: bool = False) -> bool:
+    """Whether the cards split into groups with none left over (every card worth a point here, so
+    that a linking leaving nothing is one with no points)."""
+    best, _ = all_best(cards, joker_limit, wrap_runs, joker_points=1)
+    return best == 0
+
+
+def close_kind(
+    shown: Sequence[Card],
+    discard: Card,
+    joker_limit: str = "UNLIMITED",
+    wrap_runs: bool = False,
+    joker_discard: str = "CLEAN",
+) -> str | None:
+    """The kind of the close of these 10 shown cards and this discard, None when it is no close."""
+    if joker_discard == "FORBIDDEN" and discard == JOKER:
+        return None
+    naturals = [c for c in shown if c != JOKER]
+    clean = len(naturals) == len(shown) and not (joker_discard == "NOT_CLEAN" and discard == JOKER)
+    full = links_fully(shown, joker_limit, wrap_runs)
+    kinds = set()
+    # A Remigio: one rank, linked under the limit (then every group is of that rank).
+    if len({rank for rank, _ in naturals}) <= 1 and full:
+        kinds.add("REMIGIO")
+    one_suit = len({suit for _, suit in naturals}) == 1
+    distinct = len({rank for rank, _ in naturals}) == len(naturals)
+    # A straight flush: the ten make one valid group that is a run (one suit, distinct ranks).
+    if naturals and one_suit and distinct and is_group(shown, joker_limit, wrap_runs):
+        kinds.add("STRAIGHT_FLUSH_CLEAN" if clean else "STRAIGHT_FLUSH")
+    if naturals and one_suit:
+        kinds.add("COLOR_CLEAN" if clean else "COLOR")
+    if full:
+        kinds.add("LINKED_CLEAN" if clean else "LINKED")
+    # The default multipliers are all different: the first listed is the highest.
+    return next((kind for kind, _ in CLOSE_KINDS if kind in kinds), None)
+
+
+def best_close(
+    cards: Sequence[Card], joker_limit: str = "UNLIMITED", wrap_runs: bool = False, joker_discard: str = "CLEAN"
+) -> tuple[str | None, Card | None]:
+    """The best close of 11 cards: (kind, discard), the discard first in index order on a tie;
+    (None, None) when no discard closes."""
+    multiplier = dict(CLOSE_KINDS)
+    by_index = sorted(cards, key=index)
+    best: tuple[int, str | None, Card | None] = (0, None, None)
+    for position, discard in enumerate(by_index):
+        shown = by_index[:position] + by_index[position + 1 :]
+        kind = close_kind(shown, discard, joker_limit, wrap_runs, joker_discard)
+        if kind is not None and multiplier[kind] > best[0]:
+            best = (multiplier[kind], kind, discard)
+    return best[1], best[2]

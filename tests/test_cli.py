@@ -97,6 +97,22 @@ def test_close_json_with_a_named_discard_and_an_invalid_one() -> None:
     assert bad["reason"]
 
 
+@pytest.mark.parametrize(
+    "flag, discard, kind",
+    [
+        ([], "JK", "CLOSE_KIND_STRAIGHT_FLUSH_CLEAN"),
+        (["--joker-discard", "clean"], "JK", "CLOSE_KIND_STRAIGHT_FLUSH_CLEAN"),
+        (["--joker-discard", "NOT_CLEAN"], "AH", "CLOSE_KIND_STRAIGHT_FLUSH"),
+        (["--joker-discard", "forbidden"], "AH", "CLOSE_KIND_STRAIGHT_FLUSH"),
+    ],
+)
+def test_the_joker_discard_flag(flag: list[str], discard: str, kind: str) -> None:
+    run = cli("close", "--json", *flag, *"AH 2H 3H 4H 5H 6H 7H 8H 9H 10H JK".split())
+    assert run.returncode == 0, run.stderr
+    answer = json.loads(run.stdout)
+    assert (answer["discard"], answer["kind"]) == (discard, kind)
+
+
 def test_readable_close() -> None:
     run = cli("close", *"AH 2H 3H 4H 5H 6H 7H 8H 9H 10H KC".split())
     assert run.stdout.splitlines()[0] == "valid close: STRAIGHT_FLUSH_CLEAN ×6, discard K♣"

@@ -223,16 +223,17 @@ def test_overridden_multiplier_changes_the_best_discard() -> None:
     assert close.discard == card("KH")
 
 
-def test_one_per_group_makes_a_two_joker_remigio_impossible() -> None:
+def test_one_per_group_keeps_a_two_joker_remigio_in_two_groups() -> None:
+    # RULES §4: special closes follow the joker limit by shape; two same-rank groups of one joker
+    # each are still a Remigio.
     rules = RuleSet(joker_limit=JokerLimit.ONE_PER_GROUP)
     close = best_close(cards("7H 7H 7S 7S 7D 7D 7C 7C JK JK KD"), rules)
-    assert close.kind is not CloseKind.REMIGIO
-    # 7H 7S JK, 7D 7C JK, 7H 7S 7D 7C: still linked, one joker per group.
-    assert close.kind is CloseKind.LINKED
-    assert close.multiplier == 1
+    assert close.kind is CloseKind.REMIGIO
+    assert close.multiplier == 10
     assert close.discard == card("KD")
+    assert [sum(c.is_joker for c in group.cards) for group in close.linking.groups] == [1, 1]
     shown = check_close(cards("7H 7H 7S 7S 7D 7D 7C 7C JK JK"), card("KD"), rules)
-    assert shown.kind is CloseKind.LINKED
+    assert shown.kind is CloseKind.REMIGIO
 
 
 def test_no_more_than_naturals_still_allows_the_remigio() -> None:

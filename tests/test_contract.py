@@ -115,6 +115,12 @@ ENUMS = {
         "JOKER_LIMIT_NO_MORE_THAN_NATURALS",
         "JOKER_LIMIT_ONE_PER_GROUP",
     ],
+    "JokerDiscard": [
+        "JOKER_DISCARD_UNSPECIFIED",
+        "JOKER_DISCARD_CLEAN",
+        "JOKER_DISCARD_NOT_CLEAN",
+        "JOKER_DISCARD_FORBIDDEN",
+    ],
     "Engine": ["ENGINE_UNSPECIFIED", "ENGINE_CPSAT", "ENGINE_SEARCH", "ENGINE_AUDIT"],
     "CloseKind": [
         "CLOSE_KIND_UNSPECIFIED",
@@ -160,7 +166,7 @@ ENUMS = {
 MESSAGES = {
     "Multiplier": "kind multiplier",
     "ScoringOptions": "mode start_score? target? close_bonus? limit?",
-    "RuleOptions": "decks? joker_points? wrap_runs? joker_limit multipliers engine scoring",
+    "RuleOptions": "decks? joker_points? wrap_runs? joker_limit multipliers engine scoring joker_discard",
     "Group": "kind cards stands_for",
     "Linking": "groups unlinked points",
     "Close": "valid kind multiplier discard groups reason",

@@ -170,6 +170,24 @@ def test_check_close_of_10_cards_and_a_discard(stub, cards, discard, kind, multi
     assert reply.claims[1].expected == str(multiplier)
 
 
+@pytest.mark.parametrize(
+    "joker_discard, eleven, ten",
+    [
+        (pb.JOKER_DISCARD_UNSPECIFIED, ("JK", pb.CLOSE_KIND_STRAIGHT_FLUSH_CLEAN), pb.CLOSE_KIND_STRAIGHT_FLUSH_CLEAN),
+        (pb.JOKER_DISCARD_CLEAN, ("JK", pb.CLOSE_KIND_STRAIGHT_FLUSH_CLEAN), pb.CLOSE_KIND_STRAIGHT_FLUSH_CLEAN),
+        (pb.JOKER_DISCARD_NOT_CLEAN, ("AH", pb.CLOSE_KIND_STRAIGHT_FLUSH), pb.CLOSE_KIND_STRAIGHT_FLUSH),
+        (pb.JOKER_DISCARD_FORBIDDEN, ("AH", pb.CLOSE_KIND_STRAIGHT_FLUSH), pb.CLOSE_KIND_UNSPECIFIED),
+    ],
+)
+def test_the_joker_discard_option_on_both_close_paths(stub, joker_discard, eleven, ten) -> None:
+    run = "AH 2H 3H 4H 5H 6H 7H 8H 9H 10H".split()
+    rules = pb.RuleOptions(joker_discard=joker_discard)
+    reply = stub.CheckClose(pb.CheckCloseRequest(cards=[*run, "JK"], rules=rules), timeout=10)
+    assert (reply.close.discard, reply.close.kind) == eleven
+    reply = stub.CheckClose(pb.CheckCloseRequest(cards=run, discard="JK", rules=rules), timeout=10)
+    assert (reply.close.valid, reply.close.kind) == (ten != pb.CLOSE_KIND_UNSPECIFIED, ten)
+
+
 def test_an_invalid_close_is_an_ok_reply(stub) -> None:
     reply = stub.CheckClose(
         pb.CheckCloseRequest(cards=OTHER_33.split(), discard="QD", claimed_kind=pb.CLOSE_KIND_UNSPECIFIED), timeout=10
@@ -359,6 +377,7 @@ MALFORMED = {
     "decks out of range": (_solve("AH", decks=0), "rules.decks", 0),
     "joker points out of range": (_solve("AH", joker_points=-1), "rules.joker_points", -1),
     "unknown joker limit": (_solve("AH", joker_limit=42), "rules.joker_limit", 42),
+    "unknown joker discard": (_solve("AH", joker_discard=9), "rules.joker_discard", 9),
     "unknown engine": (_solve("AH", engine=17), "rules.engine", 17),
     "multiplier without a kind": (
         _solve("AH", multipliers=[pb.Multiplier(multiplier=3)]),

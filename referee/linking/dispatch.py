@@ -120,4 +120,8 @@ def links_fully(cards: Iterable[Card], rules: RuleSet) -> bool:
 def _links_fully(hand: tuple[Card, ...], rules: RuleSet) -> bool:
     engine = _ENGINES[rules.engine]
     decide = getattr(engine, "links_fully", None)
-    return bool(decide(hand, rules)) if decide else _cached(hand, rules).fully_linked
+    if decide:
+        return bool(decide(hand, rules))
+    # A best linking may leave jokers worth 0 out though the cards link in full; with every card
+    # worth a point it leaves nothing exactly when they do (the groups do not depend on points).
+    return _cached(hand, rules if rules.joker_points else rules.with_options(joker_points=1)).fully_linked

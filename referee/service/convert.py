@@ -31,10 +31,20 @@ from referee.limits import (
     Limit,
 )
 from referee.linking import Linking
-from referee.rules import CloseKind, Engine, JokerLimit, RuleSet, ScoringMode, ScoringRules, check_multiplier
+from referee.rules import (
+    CloseKind,
+    Engine,
+    JokerDiscard,
+    JokerLimit,
+    RuleSet,
+    ScoringMode,
+    ScoringRules,
+    check_multiplier,
+)
 
 # Enum tables, built from the names so a renamed member fails at import rather than at a call.
 _JOKER_LIMITS = {pb.JokerLimit.Value(f"JOKER_LIMIT_{m.name}"): m for m in JokerLimit}
+_JOKER_DISCARDS = {pb.JokerDiscard.Value(f"JOKER_DISCARD_{m.name}"): m for m in JokerDiscard}
 _ENGINES = {pb.Engine.Value(f"ENGINE_{m.name}"): m for m in Engine}
 _CLOSE_KINDS = {pb.CloseKind.Value(f"CLOSE_KIND_{m.name}"): m for m in CloseKind}
 _CLOSE_KIND_NUMBERS = {kind: number for number, kind in _CLOSE_KINDS.items()}
@@ -58,11 +68,12 @@ def cards_from_proto(codes: Sequence[str], field: str, limit: Limit) -> tuple[Ca
 
 
 # The options a RuleOptions message sets, as plain values: (decks, joker_points, wrap_runs,
-# joker_limit, engine, multiplier rows, scoring); None is unset.
+# joker_limit, joker_discard, engine, multiplier rows, scoring); None is unset.
 _OptionsKey = tuple[
     int | None,
     int | None,
     bool | None,
+    int,
     int,
     int,
     tuple[tuple[int, int], ...],
@@ -83,6 +94,7 @@ def rules_from_proto(options: pb.RuleOptions) -> RuleSet:
         options.joker_points if options.HasField("joker_points") else None,
         options.wrap_runs if options.HasField("wrap_runs") else None,
         options.joker_limit,
+        options.joker_discard,
         options.engine,
         tuple([(row.kind, row.multiplier) for row in options.multipliers]),
         None
@@ -100,7 +112,7 @@ def rules_from_proto(options: pb.RuleOptions) -> RuleSet:
 
 @lru_cache(maxsize=256)
 def _rules_of(key: _OptionsKey) -> RuleSet:
-    decks, joker_points, wrap_runs, joker_limit, engine, multipliers, scoring = key
+    decks, joker_points, wrap_runs, joker_limit, joker_discard, engine, multipliers, scoring = key
     changes: dict[str, object] = {}
     if decks is not None:
         changes["decks"] = decks
@@ -110,6 +122,8 @@ def _rules_of(key: _OptionsKey) -> RuleSet:
         changes["wrap_runs"] = wrap_runs
     if joker_limit != pb.JOKER_LIMIT_UNSPECIFIED:
         changes["joker_limit"] = _enum(_JOKER_LIMITS, joker_limit, "joker_limit", "joker limit")
+    if joker_discard != pb.JOKER_DISCARD_UNSPECIFIED:
+        changes["joker_discard"] = _enum(_JOKER_DISCARDS, joker_discard, "joker_discard", "joker discard")
     if engine != pb.ENGINE_UNSPECIFIED:
         changes["engine"] = _enum(_ENGINES, engine, "engine", "engine")
     if multipliers:

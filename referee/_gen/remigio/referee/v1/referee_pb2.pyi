@@ -14,6 +14,13 @@ class JokerLimit(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     JOKER_LIMIT_NO_MORE_THAN_NATURALS: _ClassVar[JokerLimit]
     JOKER_LIMIT_ONE_PER_GROUP: _ClassVar[JokerLimit]
 
+class JokerDiscard(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    JOKER_DISCARD_UNSPECIFIED: _ClassVar[JokerDiscard]
+    JOKER_DISCARD_CLEAN: _ClassVar[JokerDiscard]
+    JOKER_DISCARD_NOT_CLEAN: _ClassVar[JokerDiscard]
+    JOKER_DISCARD_FORBIDDEN: _ClassVar[JokerDiscard]
+
 class Engine(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     ENGINE_UNSPECIFIED: _ClassVar[Engine]
@@ -67,6 +74,10 @@ JOKER_LIMIT_UNSPECIFIED: JokerLimit
 JOKER_LIMIT_UNLIMITED: JokerLimit
 JOKER_LIMIT_NO_MORE_THAN_NATURALS: JokerLimit
 JOKER_LIMIT_ONE_PER_GROUP: JokerLimit
+JOKER_DISCARD_UNSPECIFIED: JokerDiscard
+JOKER_DISCARD_CLEAN: JokerDiscard
+JOKER_DISCARD_NOT_CLEAN: JokerDiscard
+JOKER_DISCARD_FORBIDDEN: JokerDiscard
 ENGINE_UNSPECIFIED: Engine
 ENGINE_CPSAT: Engine
 ENGINE_SEARCH: Engine
@@ -123,7 +134,7 @@ class ScoringOptions(_message.Message):
     def __init__(self, mode: _Optional[_Union[ScoringMode, str]] = ..., start_score: _Optional[int] = ..., target: _Optional[int] = ..., close_bonus: _Optional[int] = ..., limit: _Optional[int] = ...) -> None: ...
 
 class RuleOptions(_message.Message):
-    __slots__ = ("decks", "joker_points", "wrap_runs", "joker_limit", "multipliers", "engine", "scoring")
+    __slots__ = ("decks", "joker_points", "wrap_runs", "joker_limit", "multipliers", "engine", "scoring", "joker_discard")
     DECKS_FIELD_NUMBER: _ClassVar[int]
     JOKER_POINTS_FIELD_NUMBER: _ClassVar[int]
     WRAP_RUNS_FIELD_NUMBER: _ClassVar[int]
@@ -131,6 +142,7 @@ class RuleOptions(_message.Message):
     MULTIPLIERS_FIELD_NUMBER: _ClassVar[int]
     ENGINE_FIELD_NUMBER: _ClassVar[int]
     SCORING_FIELD_NUMBER: _ClassVar[int]
+    JOKER_DISCARD_FIELD_NUMBER: _ClassVar[int]
     decks: int
     joker_points: int
     wrap_runs: bool
@@ -138,7 +150,8 @@ class RuleOptions(_message.Message):
     multipliers: _containers.RepeatedCompositeFieldContainer[Multiplier]
     engine: Engine
     scoring: ScoringOptions
-    def __init__(self, decks: _Optional[int] = ..., joker_points: _Optional[int] = ..., wrap_runs: _Optional[bool] = ..., joker_limit: _Optional[_Union[JokerLimit, str]] = ..., multipliers: _Optional[_Iterable[_Union[Multiplier, _Mapping]]] = ..., engine: _Optional[_Union[Engine, str]] = ..., scoring: _Optional[_Union[ScoringOptions, _Mapping]] = ...) -> None: ...
+    joker_discard: JokerDiscard
+    def __init__(self, decks: _Optional[int] = ..., joker_points: _Optional[int] = ..., wrap_runs: _Optional[bool] = ..., joker_limit: _Optional[_Union[JokerLimit, str]] = ..., multipliers: _Optional[_Iterable[_Union[Multiplier, _Mapping]]] = ..., engine: _Optional[_Union[Engine, str]] = ..., scoring: _Optional[_Union[ScoringOptions, _Mapping]] = ..., joker_discard: _Optional[_Union[JokerDiscard, str]] = ...) -> None: ...
 
 class Group(_message.Message):
     __slots__ = ("kind", "cards", "stands_for")
