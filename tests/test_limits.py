@@ -259,3 +259,34 @@ def test_operations_md_quotes_the_table_of_limits() -> None:
     for limit in LIMITS:
         fields = ", ".join(f"`{name}`" for name in limit.fields)
         assert f"| {fields} | {limit.most} {limit.unit} | {limit.why} |" in text, limit
+
+
+def _set_to_other_than_default(message: Message, field: FieldDescriptor) -> None:
+    if field.message_type is not None:
+        target = getattr(message, field.name)
+        inner = target.add() if field.is_repeated else target
+        for sub in field.message_type.fields:
+            _set_to_other_than_default(inner, sub)
+        return
+    value = {FieldDescriptor.TYPE_BOOL: True, FieldDescriptor.TYPE_ENUM: 1}.get(field.type, 3)
+    if field.is_repeated:
+        getattr(message, field.name).append(value)
+    else:
+        setattr(message, field.name, value)
+
+
+@pytest.mark.parametrize("path", [f.name for f in pb.RuleOptions.DESCRIPTOR.fields] + ["scoring.*"])
+def test_every_rule_option_is_part_of_the_rules_cache_key(path: str) -> None:
+    # A field left out of the key would make two different rule sets one cache entry.
+    default = convert.options_key(pb.RuleOptions())
+    fields = pb.RuleOptions.DESCRIPTOR.fields_by_name
+    if path == "scoring.*":
+        for sub in pb.ScoringOptions.DESCRIPTOR.fields:
+            options = pb.RuleOptions(scoring=pb.ScoringOptions())
+            scoring_only = convert.options_key(options)
+            _set_to_other_than_default(options.scoring, sub)
+            assert convert.options_key(options) not in {default, scoring_only}, sub.name
+        return
+    options = pb.RuleOptions()
+    _set_to_other_than_default(options, fields[path])
+    assert convert.options_key(options) != default

@@ -88,8 +88,13 @@ def rules_from_proto(options: pb.RuleOptions) -> RuleSet:
     # remember them by the options they set (a rejected one raises and is not remembered). Never
     # by the message's bytes: those hold any unknown fields a client adds, so a key could be
     # a megabyte long.
+    return _rules_of(options_key(options))
+
+
+def options_key(options: pb.RuleOptions) -> _OptionsKey:
+    """Every option a RuleOptions message sets, as a small tuple of plain values (a cache key)."""
     scoring = options.scoring if options.HasField("scoring") else None
-    key: _OptionsKey = (
+    return (
         options.decks if options.HasField("decks") else None,
         options.joker_points if options.HasField("joker_points") else None,
         options.wrap_runs if options.HasField("wrap_runs") else None,
@@ -107,7 +112,6 @@ def rules_from_proto(options: pb.RuleOptions) -> RuleSet:
             scoring.limit if scoring.HasField("limit") else None,
         ),
     )
-    return _rules_of(key)
 
 
 @lru_cache(maxsize=256)
