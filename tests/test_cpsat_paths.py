@@ -8,7 +8,7 @@ import random
 import oracle
 import pytest
 
-from referee.cards import JOKER, NATURALS, format_cards, parse_cards, sort_cards
+from referee.cards import JOKER, NATURALS, format_cards, parse_cards, sort_cards, suit_of
 from referee.errors import SolverTimeout
 from referee.linking import cpsat, time_budget
 from referee.linking.cpsat import CpSatEngine
@@ -25,7 +25,9 @@ def hands(seed: int, count: int) -> list[tuple]:
         suit = rng.randrange(4)
         # Half the hands lean on one suit and one rank, where ties between linkings abound.
         near = (
-            [c for c in pool if c.index // 13 == suit or c.rank == rng.randint(1, 13)] if rng.random() < 0.5 else pool
+            [c for c in pool if suit_of(c.index) == suit or c.rank == rng.randint(1, 13)]
+            if rng.random() < 0.5
+            else pool
         )
         cards = rng.sample(near, size - jokers) + [JOKER] * jokers
         found.append(sort_cards(cards))
@@ -112,7 +114,7 @@ def test_the_lone_card_count_holds_for_every_fully_linked_hand(rules: RuleSet) -
     for _ in range(400):
         jokers = rng.randint(0, 4)
         suits = rng.sample(range(4), rng.randint(1, 2))
-        pool = [card for card in NATURALS for _ in range(2) if card.index // 13 in suits]
+        pool = [card for card in NATURALS for _ in range(2) if suit_of(card.index) in suits]
         hand = sort_cards(rng.sample(pool, 10 - jokers) + [JOKER] * jokers)
         counts = Counter(card.index for card in hand)
         columns = [cpsat._column(group, rules.joker_points) for group in candidate_groups(counts, rules)]
@@ -128,3 +130,38 @@ def test_the_lone_card_count_holds_for_every_fully_linked_hand(rules: RuleSet) -
             full += 1
             assert lone is not None and lone <= 4 * jokers, format_cards(hand)
     assert full >= 40, (full, checked)  # the property was exercised on enough linked hands
+
+
+def test_the_private_method_the_model_overrides_is_still_there() -> None:
+    # _Model skips the camel-case aliases OR-Tools adds to every CpModel by overriding a private
+    # method; if OR-Tools renames or drops it, the override silently stops saving the time.
+    from ortools.sat.python import cp_model
+
+    assert callable(getattr(cp_model.CpModel, "_add_pre_pep8_methods", None))
+    assert "NewIntVar" in vars(cp_model.CpModel())  # what the method adds, per model
+    assert not hasattr(cpsat._Model(), "NewIntVar")
+
+
+def test_the_model_writer_builds_what_the_samples_build() -> None:
+    # The writer's named operations give the proto OR-Tools' own builder gives for the same model.
+    from ortools.sat.python import cp_model
+
+    writer = cpsat._ModelWriter()
+    x, y = writer.new_int_vars([3, 1])
+    writer.add_linear([x, y], [2, 1], 1, 4)
+    writer.add_linear([x], [1], 1, 3, only_if=y)
+    writer.add_exactly_one([y])
+    writer.minimize([x, y], [-1, 5])
+
+    model = cp_model.CpModel()
+    a, b = model.new_int_var(0, 3, ""), model.new_bool_var("")
+    model.add_linear_constraint(2 * a + b, 1, 4)
+    model.add_linear_constraint(a, 1, 3).only_enforce_if(b)
+    model.add_exactly_one([b])
+    model.minimize(-a + 5 * b)
+    # The builder also states the objective's scaling factor, 1, which is what an unset one means.
+    expected = str(model.proto).replace("  scaling_factor: 1\n", "")
+    assert str(writer.model.proto) == expected
+    solver = cp_model.CpSolver()
+    assert solver.solve(writer.model) == cp_model.OPTIMAL
+    assert list(solver.response_proto.solution) == [1, 1]  # y is forced, so x is 1 (2x + y <= 4)

@@ -1,8 +1,8 @@
 """The default engine: best linking as an integer program solved by OR-Tools CP-SAT.
 
 One integer variable per candidate group (how many times the linking uses it, candidates in
-canonical order, see ``candidates``), one capacity constraint per card kind, written straight
-into the model's proto. For most hands one solve of one weighted objective gives the canonical
+canonical order, see ``candidates``), one capacity constraint per card kind, written into the
+model's proto through a few named operations (``_ModelWriter``). For most hands one solve of one weighted objective gives the canonical
 answer (``Linking.rank``: the fewest points, then the fewest groups, then the groups in ascending
 candidate order, lexicographically first): a linked point outweighs every count of groups and
 order, a group fewer outweighs every order, and each group's order weight outweighs every set of
@@ -19,7 +19,7 @@ for one weighted solve. A linking holds at most ``len(hand) // 3`` groups, so th
 four solves.
 
 Hands with many candidates are nearly always linked in full, so they are first solved with every
-card that scores used exactly (``_canonical``): a tighter model, found and proven faster, where
+card that scores used exactly (``_canonical``, then ``_group_by_group``): a tighter model, found and proven faster, where
 only the groups holding the lowest card can come first. Every solve must be proven OPTIMAL (or,
 for that attempt, INFEASIBLE); anything else is an error, never a guess.
 """
@@ -72,75 +72,71 @@ class CpSatEngine:
         columns = [
             column for group in candidate_groups(counts, rules) if (column := _column(group, rules.joker_points)).worth
         ]
-        return linking_from_parts(cards, self._canonical(cards, counts, columns, points, None), rules)
+        return linking_from_parts(cards, self._canonical(cards, counts, columns, points), rules)
 
     def _canonical(
-        self,
-        cards: tuple[Card, ...],
-        counts: Counter[int],
-        columns: list[_Column],
-        points: Sequence[int],
-        full: bool | None,
+        self, cards: tuple[Card, ...], counts: Counter[int], columns: list[_Column], points: Sequence[int]
     ) -> list[Candidate]:
         """The groups of the canonical best linking of ``counts`` among ``columns`` (in canonical
-        order, all within ``counts``), ``points`` by card index. ``full``: whether that linking
-        leaves no card with points unlinked, None when not known yet. ``cards`` names the hand in errors."""
-        if full is None and len(columns) >= TRY_FULL_FROM:
+        order, all within ``counts``), ``points`` by card index. ``cards`` names the hand in errors."""
+        if len(columns) >= TRY_FULL_FROM and _may_link_fully(counts, columns, points):
             # Hands with that many candidates (jokers, duplicates) are often linked in full, and
             # with every scoring card used exactly the solver finds and proves the answer about
             # twice as fast; when there is no such linking that costs one more solve, so hands
             # unlikely to have one are not tried.
-            if _may_link_fully(counts, columns, points):
-                groups = self._linking(cards, counts, columns, points, full=True)
-                if groups is not None:
-                    return groups
-            full = False
-        groups = self._linking(cards, counts, columns, points, full=bool(full))
+            groups = self._group_by_group(cards, counts, columns, points, full=True)
+            if groups is not None:
+                return groups
+        groups = self._group_by_group(cards, counts, columns, points, full=False)
         if groups is None:
             raise AssertionError("the columns fit the hand, so some linking exists")
         return groups
 
-    def _linking(
+    def _group_by_group(
         self, cards: tuple[Card, ...], counts: Counter[int], columns: list[_Column], points: Sequence[int], full: bool
     ) -> list[Candidate] | None:
         """As ``_canonical``; with ``full``, among the linkings that leave no card with points
-        unlinked, and None if there is none."""
-        if not columns:
-            return None if full and any(points[i] for i in +counts) else []
-        exact = [i for i in counts if points[i]] if full else []
-        most = [column.most(counts) for column in columns]
-        size = sum(counts.values())
-        order, most_order = _order_weights(columns, most, size)
-        # A group fewer outweighs every order weight, and unless every scoring card is linked
-        # anyway, a linked point outweighs every count of groups and order (RULES §3).
-        group = most_order + 1
-        top = 0 if full else (size // 3 + 1) * group
-        coefficients = [w - group + top * column.worth for w, column in zip(order, columns)]
-        highest = top * sum(points[i] * k for i, k in counts.items()) + most_order
-        if highest < _EXACT_IN_DOUBLE and sum(abs(c) * k for c, k in zip(coefficients, most)) < _INT64_SAFE:
-            model = _model(counts, columns, most, exact)
-            # The objective written straight into the proto, as _model does: maximise by
-            # minimising the negated sum (only the solution is read, never the objective value).
-            model.proto.objective.vars.extend(range(len(columns)))
-            model.proto.objective.coeffs.extend(-c for c in coefficients)
-            # The fewest groups are hard to prove by propagation alone when every card must be
-            # linked (hands with many jokers): the LP relaxation bounds them (adversarial hands
-            # about twice as fast; it slows the other solves, so only these get it).
-            solution = self._optimum(model, cards, infeasible_ok=full, relax=full)
-            if solution is None:
+        unlinked, and None if there is none.
+
+        One weighted solve gives the whole answer when its weights fit; until they do, each round
+        finds the canonical linking's lowest group and goes on with the cards left, among the
+        groups from that one on. Every best linking holding the lowest group is that group plus a
+        best linking of the rest, and its other groups come after it in canonical order.
+        """
+        groups: list[Candidate] = []
+        while True:
+            if not columns:
+                return None if full and any(points[i] for i in +counts) else groups
+            exact = [i for i in counts if points[i]] if full else []
+            most = [column.most(counts) for column in columns]
+            size = sum(counts.values())
+            order, most_order = _order_weights(columns, most, size)
+            # A group fewer outweighs every order weight, and unless every scoring card is linked
+            # anyway, a linked point outweighs every count of groups and order (RULES §3).
+            group = most_order + 1
+            top = 0 if full else (size // 3 + 1) * group
+            coefficients = [w - group + top * column.worth for w, column in zip(order, columns)]
+            highest = top * sum(points[i] * k for i, k in counts.items()) + most_order
+            if highest < _EXACT_IN_DOUBLE and sum(abs(c) * k for c, k in zip(coefficients, most)) < _INT64_SAFE:
+                model = _linking_model(counts, columns, most, exact)
+                # Maximise by minimising the negated sum (only the solution is read, never the
+                # objective value).
+                model.minimize(range(len(columns)), [-c for c in coefficients])
+                # The fewest groups are hard to prove by propagation alone when every card must be
+                # linked (hands with many jokers): the LP relaxation bounds them (adversarial hands
+                # about twice as fast; it slows the other solves, so only these get it).
+                solution = self._optimum(model, cards, infeasible_ok=full, relax=full)
+                if solution is None:
+                    return None
+                return groups + [column.group for n, column in enumerate(columns) for _ in range(solution[n])]
+            # Too many candidates for one objective: the lowest group, then round again.
+            first = self._lowest_group(cards, counts, columns, most, exact)
+            if first is None:
                 return None
-            return [column.group for n, column in enumerate(columns) for _ in range(solution[n])]
-        # Too many candidates for one objective: find the canonical linking's lowest group, then
-        # the rest: the canonical linking of the cards left, among the groups from the first on.
-        # Every best linking holding the first group is that group plus a best linking of the
-        # rest, and its other groups come after the first in canonical order.
-        first = self._lowest_group(cards, counts, columns, most, exact)
-        if first is None:
-            return None
-        rest = counts.copy()
-        rest.subtract(columns[first].group)
-        later = [column for column in columns[first:] if column.fits(rest)]
-        return [columns[first].group, *self._canonical(cards, rest, later, points, full)]
+            groups.append(columns[first].group)
+            counts = counts.copy()
+            counts.subtract(columns[first].group)
+            columns = [column for column in columns[first:] if column.fits(counts)]
 
     def _lowest_group(
         self,
@@ -164,31 +160,22 @@ class CpSatEngine:
             # Every scoring card is linked, the lowest held too, and the group holding it starts
             # with it: no other group's key is smaller. Only those groups can be the first.
             choices = [n for n in choices if columns[n].group[0] == lowest]
-        model = _model(counts, columns, most, exact)
-        proto = model.proto  # written directly, as in _model
-        # Variables size + f: the flags; flag f set means column choices[f] is used at least once.
-        for _ in choices:
-            proto.variables.add().domain.extend((0, 1))
-        proto.constraints.add().exactly_one.literals.extend(range(size, size + len(choices)))
-        for flag, n in enumerate(choices, size):
-            constraint = proto.constraints.add()
-            constraint.enforcement_literal.append(flag)
-            constraint.linear.vars.append(n)
-            constraint.linear.coeffs.append(1)
-            constraint.linear.domain.extend((1, most[n]))
+        model = _linking_model(counts, columns, most, exact)
+        # The flags: flag f set means column choices[f] is used at least once.
+        flags = model.new_int_vars([1] * len(choices))
+        model.add_exactly_one(flags)
+        for flag, n in zip(flags, choices):
+            model.add_linear([n], [1], 1, most[n], only_if=flag)
         # Minimise the designated number; before it the groups (one group outweighs every
         # designation); unless every scoring card is linked anyway, first maximise the linked
         # points (one point outweighs every count of groups and designation).
-        objective = proto.objective
         top = 0 if exact else (sum(counts.values()) // 3 + 1) * size
-        objective.vars.extend(range(size))
-        objective.coeffs.extend(size - top * column.worth for column in columns)
-        objective.vars.extend(range(size, size + len(choices)))
-        objective.coeffs.extend(choices)
+        model.minimize(range(size), [size - top * column.worth for column in columns])
+        model.minimize(flags, choices)
         solution = self._optimum(model, cards, infeasible_ok=bool(exact))
         if solution is None:
             return None
-        return next(n for flag, n in enumerate(choices, size) if solution[flag])
+        return next(n for flag, n in zip(flags, choices) if solution[flag])
 
     def links_fully(self, cards: tuple[Card, ...], rules: RuleSet) -> bool:
         """Whether the cards split into groups with none left over: one feasibility solve."""
@@ -196,11 +183,11 @@ class CpSatEngine:
         columns = [_column(group, rules.joker_points) for group in candidate_groups(counts, rules)]
         if not columns:
             return False
-        model = _model(counts, columns, [column.most(counts) for column in columns], exact=counts)
+        model = _linking_model(counts, columns, [column.most(counts) for column in columns], exact=counts)
         return self._optimum(model, cards, infeasible_ok=True) is not None
 
     def _optimum(
-        self, model: cp_model.CpModel, cards: tuple[Card, ...], infeasible_ok: bool, relax: bool = False
+        self, model: _ModelWriter, cards: tuple[Card, ...], infeasible_ok: bool, relax: bool = False
     ) -> list[int] | None:
         """Every variable's value, by index, in a proven optimum of ``model`` (with no objective:
         any solution); None when there is none and ``infeasible_ok``. Anything else is an error.
@@ -208,7 +195,7 @@ class CpSatEngine:
         solver = self._solver(cards)
         if relax:
             solver.parameters.linearization_level = 1
-        status = solver.solve(model)
+        status = solver.solve(model.model)
         if status == cp_model.INFEASIBLE and infeasible_ok:
             return None
         if status in (cp_model.UNKNOWN, cp_model.FEASIBLE):
@@ -249,10 +236,56 @@ class CpSatEngine:
 
 
 class _Model(cp_model.CpModel):
-    """A CpModel without the camel-case aliases, which cost about a millisecond per model."""
+    """A CpModel without the camel-case aliases, which cost about a millisecond per model.
+
+    ``_add_pre_pep8_methods`` is private to OR-Tools; tests/test_cpsat_paths.py fails if it goes.
+    """
 
     def _add_pre_pep8_methods(self) -> None:
         pass
+
+
+class _ModelWriter:
+    """A CP-SAT model built with a few named operations written straight into its proto.
+
+    The operations are those of the OR-Tools samples (new_int_var, add_linear_constraint,
+    add_exactly_one, minimize), on variables named by their index: for models this small, the
+    Python expression layer cost more than solving them (measured on bench.hands).
+    """
+
+    __slots__ = ("model", "_proto")
+
+    def __init__(self) -> None:
+        self.model = _Model()
+        self._proto = self.model.proto
+
+    def new_int_vars(self, uppers: Sequence[int]) -> range:
+        """One integer variable from 0 to each of ``uppers``; their indices."""
+        first = len(self._proto.variables)
+        for upper in uppers:
+            self._proto.variables.add().domain.extend((0, upper))
+        return range(first, first + len(uppers))
+
+    def add_linear(
+        self, variables: Sequence[int], coeffs: Sequence[int], lower: int, upper: int, only_if: int | None = None
+    ) -> None:
+        """``lower <= sum(coeffs[k] * variables[k]) <= upper``, enforced only when the boolean
+        variable ``only_if`` is true if it is given."""
+        constraint = self._proto.constraints.add()
+        if only_if is not None:
+            constraint.enforcement_literal.append(only_if)
+        constraint.linear.vars.extend(variables)
+        constraint.linear.coeffs.extend(coeffs)
+        constraint.linear.domain.extend((lower, upper))
+
+    def add_exactly_one(self, literals: Sequence[int]) -> None:
+        """Exactly one of the boolean variables ``literals`` is true."""
+        self._proto.constraints.add().exactly_one.literals.extend(literals)
+
+    def minimize(self, variables: Sequence[int], coeffs: Sequence[int]) -> None:
+        """Add ``sum(coeffs[k] * variables[k])`` to the objective, which is minimised."""
+        self._proto.objective.vars.extend(variables)
+        self._proto.objective.coeffs.extend(coeffs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -324,17 +357,13 @@ def _lone_cards(counts: Counter[int], columns: list[_Column], points: Sequence[i
     return lone
 
 
-def _model(counts: Counter[int], columns: list[_Column], most: list[int], exact: Collection[int]) -> cp_model.CpModel:
+def _linking_model(
+    counts: Counter[int], columns: list[_Column], most: list[int], exact: Collection[int]
+) -> _ModelWriter:
     """Variable n: the uses of column n (at most ``most[n]``); no card used more often than held,
-    the cards in ``exact`` exactly as often.
-
-    Written straight into the model's proto: for models this small, building them through the
-    Python expression layer cost more than solving them (measured on bench.hands).
-    """
-    model = _Model()
-    proto = model.proto
-    for k in most:
-        proto.variables.add().domain.extend((0, k))
+    the cards in ``exact`` exactly as often."""
+    model = _ModelWriter()
+    model.new_int_vars(most)
     terms: dict[int, tuple[list[int], list[int]]] = {index: ([], []) for index in sorted(counts)}
     for n, column in enumerate(columns):
         for index, k in column.copies:
@@ -343,10 +372,7 @@ def _model(counts: Counter[int], columns: list[_Column], most: list[int], exact:
             copies.append(k)
     for index, (variables, copies) in terms.items():
         held = counts[index]
-        linear = proto.constraints.add().linear
-        linear.vars.extend(variables)
-        linear.coeffs.extend(copies)
-        linear.domain.extend((held if index in exact else 0, held))
+        model.add_linear(variables, copies, held if index in exact else 0, held)
     return model
 
 
