@@ -10,8 +10,14 @@ from referee.cards import Card, check_copies, deck_counts, deck_size
 from referee.errors import InvalidDealError
 from referee.rules import RuleSet
 
-MIN_PLAYERS, MAX_PLAYERS = 2, 10
+MIN_PLAYERS = 2
 HAND = 10
+
+
+def most_players(decks: int) -> int:
+    """The most players the deck deals 10 cards each plus the face-up card: ⌊(deck size − 1) / 10⌋
+    (10 with two decks, 16 with three)."""
+    return (deck_size(decks) - 1) // HAND
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,8 +49,11 @@ class Deal:
 def check_deal(deal: Deal, rules: RuleSet) -> None:
     """Raise naming the field (relative to the deal) and value when the deal breaks RULES §6."""
     players = deal.players
-    if not MIN_PLAYERS <= len(players) <= MAX_PLAYERS:
-        raise InvalidDealError("players", len(players), f"a deal has {MIN_PLAYERS} to {MAX_PLAYERS} players")
+    most = most_players(rules.decks)
+    if not MIN_PLAYERS <= len(players) <= most:
+        raise InvalidDealError(
+            "players", len(players), f"a deal with {rules.decks} decks has {MIN_PLAYERS} to {most} players"
+        )
     if not 0 <= deal.closer < len(players):
         raise InvalidDealError("closer", deal.closer, f"the closer must be a player index 0 to {len(players) - 1}")
     names: dict[str, int] = {}

@@ -45,6 +45,25 @@ def out_by_score(score: int, scoring: ScoringRules) -> bool:
     return False
 
 
+def check_reachable(score: int, scoring: ScoringRules, field: str) -> None:
+    """Raise naming ``field`` when no match under resolved ``scoring`` reaches ``score`` before a
+    deal (RULES §5): the player would be out already, the match over, or the score below the start
+    where scores only grow."""
+    assert scoring.start_score is not None and scoring.target is not None
+    mode = scoring.mode
+    assert mode is not None
+    if out_by_score(score, scoring):
+        raise InvalidDealError(field, score, "this score is already out of the match")
+    if mode is not ScoringMode.ELIMINATION and score >= scoring.target:
+        raise InvalidDealError(
+            field, score, f"this score has reached the target {scoring.target}: the match is already over"
+        )
+    if mode is not ScoringMode.POOL and score < scoring.start_score:
+        raise InvalidDealError(
+            field, score, f"below the start score {scoring.start_score}; scores only grow in {mode.value}"
+        )
+
+
 def score_deal(deal: Deal, rules: RuleSet) -> DealResult:
     """Check and score an end-of-deal state; an invalid close scores nothing."""
     check_deal(deal, rules)
@@ -52,8 +71,7 @@ def score_deal(deal: Deal, rules: RuleSet) -> DealResult:
     assert scoring.start_score is not None and scoring.target is not None and scoring.close_bonus is not None
     before = [scoring.start_score if p.score is None else p.score for p in deal.players]
     for i, score in enumerate(before):
-        if out_by_score(score, scoring):
-            raise InvalidDealError(f"players[{i}].score", score, "this score is already out of the match")
+        check_reachable(score, scoring, f"players[{i}].score")
     closer = deal.closer_hand
     close = check_close(closer.cards, deal.discard, rules, field=f"players[{deal.closer}].cards")
     linkings = [
@@ -97,9 +115,12 @@ def _winner(scoring: ScoringRules, players: tuple[PlayerResult, ...], closer: in
     left = [p for p in players if not p.eliminated]
     if scoring.mode in (ScoringMode.HEAD_TO_HEAD, ScoringMode.POOL):
         assert scoring.target is not None
-        # Only the closer gains points in these modes, so only the closer can reach the target.
-        if players[closer].score >= scoring.target:
-            return players[closer].name
+        # Only the closer gains points in these modes and every score comes in below the target,
+        # so only the closer can reach it. Should overridden parameters ever let two reach it, the
+        # higher score wins, then the closer (RULES §5).
+        reached = [(p.score, i == closer, -i) for i, p in enumerate(players) if p.score >= scoring.target]
+        if reached:
+            return players[-max(reached)[2]].name
     if scoring.mode is not ScoringMode.HEAD_TO_HEAD and len(left) == 1:
         return left[0].name
     return None

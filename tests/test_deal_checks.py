@@ -53,14 +53,28 @@ def test_one_player_rejected() -> None:
     assert error.field == "players"
 
 
-def test_eleven_players_rejected() -> None:
-    # Three decks hold enough cards, so the player count is the only fault.
-    full = deck(3)
-    hands = [full[10 * i : 10 * i + 10] for i in range(11)]
-    deal = make_deal(hands, discard=full[110].code())  # type: ignore[arg-type]
-    error = error_of(deal, RuleSet(decks=3), kind=InvalidDealError)
+def dealt(players: int, decks: int) -> Deal:
+    """``players`` hands of 10 dealt in deck order from ``decks`` decks, the next card discarded;
+    past the deck the hands repeat the deck, so only the player count can be at fault."""
+    full = deck(decks) * 2
+    hands = [full[10 * i : 10 * i + 10] for i in range(players)]
+    return make_deal(hands, discard=full[10 * players].code())  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("decks", "most"), [(1, 5), (2, 10), (3, 16), (4, 21)])
+def test_players_per_deal_follow_the_deck(decks: int, most: int) -> None:
+    # RULES §6: 2 up to as many as the deck deals 10 cards each plus the face-up card.
+    assert check_deal(dealt(most, decks), RuleSet(decks=decks)) is None
+    error = error_of(dealt(most + 1, decks), RuleSet(decks=decks), kind=InvalidDealError)
     assert error.field == "players"
-    assert error.value == 11
+    assert error.value == most + 1
+    assert f"2 to {most} players" in error.message
+
+
+def test_eleven_players_rejected_with_two_decks_accepted_with_three() -> None:
+    error = error_of(dealt(11, 2), RULES, kind=InvalidDealError)
+    assert (error.field, error.value) == ("players", 11)
+    assert check_deal(dealt(11, 3), RuleSet(decks=3)) is None
 
 
 def test_ten_players_accepted() -> None:

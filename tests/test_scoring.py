@@ -115,7 +115,8 @@ def test_head_to_head_multiplier_on_every_loser() -> None:
 
 
 def test_head_to_head_never_eliminates() -> None:
-    result = play(CLOSER_LC, [HAND_33], rules(HTH), scores=[0, -500])
+    # No score puts a player out: the lowest reachable one (the start) stays in, a loss or not.
+    result = play(CLOSER_LC, [HAND_33], rules(HTH), scores=[0, 0])
     assert [p.eliminated for p in result.players] == [False, False]
     assert result.winner is None
 
@@ -341,15 +342,44 @@ def test_eliminated_names_not_playing_are_fine() -> None:
         (POOL, [-5, 200, 200], "players[0].score"),
         (ELIM, [0, 101, 0], "players[1].score"),
         (ELIM, [0, 0, 250], "players[2].score"),
+        # The match is already over: a score at or above the target.
+        (HTH, [0, 150, 0], "players[1].score"),
+        (HTH, [0, 0, 200], "players[2].score"),
+        (POOL, [500, 200, 200], "players[0].score"),
+        (POOL, [200, 600, 200], "players[1].score"),
+        # Below the start where scores only grow.
+        (HTH, [0, -1, 0], "players[1].score"),
+        (ELIM, [0, 0, -40], "players[2].score"),
     ],
 )
-def test_incoming_score_already_out_is_rejected(mode: ScoringMode, scores: list[int], field: str) -> None:
+def test_incoming_score_no_match_reaches_is_rejected(mode: ScoringMode, scores: list[int], field: str) -> None:
     with pytest.raises(InvalidDealError) as caught:
         play(CLOSER_LC, [HAND_33, HAND_40], rules(mode), scores=scores)  # type: ignore[arg-type]
     assert caught.value.field == field
 
 
-@pytest.mark.parametrize(("mode", "scores"), [(POOL, [200, 0, 200]), (ELIM, [0, 100, 0]), (HTH, [0, -40, -99])])
+@pytest.mark.parametrize(
+    ("mode", "scores"),
+    [(POOL, [200, 0, 200]), (POOL, [499, 0, 1]), (ELIM, [0, 100, 0]), (HTH, [0, 149, 0]), (HTH, [0, 0, 0])],
+)
 def test_incoming_score_at_the_edge_is_accepted(mode: ScoringMode, scores: list[int]) -> None:
     result = play(CLOSER_LC, [HAND_33, HAND_40], rules(mode), scores=scores)  # type: ignore[arg-type]
     assert result.close.valid
+
+
+def test_the_issues_unreachable_states_name_the_score() -> None:
+    # Two players, one already at 200 of a 150 target; a POOL player at 600 of 500.
+    with pytest.raises(InvalidDealError, match="target 150") as caught:
+        play(CLOSER_LC, [HAND_33], RuleSet(), scores=[0, 200])
+    assert caught.value.field == "players[1].score"
+    with pytest.raises(InvalidDealError, match="target 500") as caught:
+        play(CLOSER_LC, [HAND_33, HAND_40], RuleSet(), scores=[200, 600, 200])
+    assert caught.value.field == "players[1].score"
+
+
+def test_changed_start_and_target_move_the_reachable_scores() -> None:
+    hth = rules(HTH, start_score=100, target=300)
+    assert play(CLOSER_LC, [HAND_33], hth, scores=[100, 299]).close.valid
+    for scores in ([99, 100], [100, 300]):
+        with pytest.raises(InvalidDealError):
+            play(CLOSER_LC, [HAND_33], hth, scores=scores)  # type: ignore[arg-type]
