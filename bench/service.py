@@ -509,6 +509,8 @@ class Server:
             "0",
             "--workers",
             str(workers),
+            # Each reply names its process, so the report can show how connections were spread.
+            "--debug-pid",
         ]
         if threads is not None:
             command += ["--threads", str(threads)]

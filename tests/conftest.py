@@ -8,21 +8,21 @@ import grpc
 import pytest
 
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
-from referee.service.server import create_server
+from referee.service.server import ServerThread
+from referee.service.servicer import ServiceLimits
 
 
 @pytest.fixture(scope="session")
 def server_address() -> Iterator[str]:
     """The address of an in-process server, started once for the session and drained at the end."""
     # A generous solve cap: on a busy test machine a heavy call must not trip the 5 s default.
-    server, port, health_servicer = create_server(
-        "127.0.0.1:0", max_workers=16, max_concurrent_rpcs=128, solve_cap_seconds=60
+    server = ServerThread(
+        "127.0.0.1:0", max_concurrent=128, limits=ServiceLimits(solve_cap_seconds=60, reveal_pid=True)
     )
     try:
-        yield f"127.0.0.1:{port}"
+        yield server.address
     finally:
-        health_servicer.enter_graceful_shutdown()
-        server.stop(grace=1).wait(5)
+        server.stop(grace=1)
 
 
 @pytest.fixture(scope="session")

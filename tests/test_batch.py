@@ -237,9 +237,11 @@ def test_two_servers_behind_one_target_both_receive_cases(
 
 
 def test_streams_a_busy_server_turns_away_are_sent_again(tmp_path: Path) -> None:
-    # Two threads: the server runs one CheckDisputes stream at a time and refuses the others
+    # One stream slot: the server runs one CheckDisputes stream at a time and refuses the others
     # (RESOURCE_EXHAUSTED); four jobs keep it busy, so most chunks are refused at least once.
-    server = ServerProcess("--port", "0", "--threads", "2", "--log-format", "json", "--dispute-jobs", "1").listening()
+    server = ServerProcess(
+        "--port", "0", "--max-streams", "1", "--log-format", "json", "--dispute-jobs", "1"
+    ).listening()
     try:
         path = tmp_path / "cases.jsonl"
         expected = _many_hand_cases(path, seed=5, copies=12)

@@ -25,7 +25,6 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from concurrent import futures
 
 import cases
 import grpc
@@ -35,7 +34,9 @@ from servers import ServerProcess
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
-from referee.service.servicer import READ_AHEAD_PER_JOB, RefereeServicer
+from referee.service.compute import DisputeJobs
+from referee.service.server import ServerThread
+from referee.service.servicer import READ_AHEAD_PER_JOB, ServiceLimits
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.skipif(sys.platform != "linux", reason="/proc, signals")]
 
@@ -173,28 +174,23 @@ def test_a_slow_reader_keeps_the_server_bounded(server_process: ServerProcess) -
     assert peak - baseline < RSS_GROWTH_BOUND_MB, f"server RSS grew from {baseline:.0f} MB to {peak:.0f} MB"
 
 
-class CountingServicer(RefereeServicer):
-    """The real servicer, counting the cases it pulls from the request stream."""
+class CountingJobs(DisputeJobs):
+    """The real dispute jobs, counting the cases the servicer has pulled from the stream to judge."""
 
     pulled = 0
 
-    def CheckDisputes(self, request_iterator, context):  # type: ignore[no-untyped-def,override]
-        """The real CheckDisputes, on a request stream that counts its cases."""
-
-        def counted() -> Iterator[pb.CheckDisputesRequest]:
-            for case in request_iterator:
-                self.pulled += 1
-                yield case
-
-        yield from super().CheckDisputes(counted(), context)
+    async def run(self, *args):  # type: ignore[no-untyped-def]
+        """The real run, counted."""
+        self.pulled += 1
+        return await super().run(*args)
 
 
 def test_the_servicer_reads_a_bounded_number_of_cases_ahead() -> None:
-    servicer = CountingServicer(solve_cap_seconds=60, dispute_jobs=2)
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
-    referee_pb2_grpc.add_RefereeServiceServicer_to_server(servicer, server)
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
+    server = ServerThread("127.0.0.1:0", limits=ServiceLimits(solve_cap_seconds=60))
+    servicer = server.referee.servicer
+    servicer.jobs.shutdown()
+    servicer.jobs = CountingJobs(2)
+    port = server.port
     base = _parsed(list(cases.deal_cases(40, seed=9)))
     try:
         # BDP probing off: the client's receive window stays at 64 kB instead of widening.
@@ -209,16 +205,13 @@ def test_the_servicer_reads_a_bounded_number_of_cases_ahead() -> None:
                     read += 1
                     if read in (1, 1_000):
                         time.sleep(1.0)
-                        stalled = max(stalled, servicer.pulled - read)
-                    server_ahead.append(servicer.pulled - read)
+                        stalled = max(stalled, servicer.jobs.pulled - read)
+                    server_ahead.append(servicer.jobs.pulled - read)
                     if read == 3_000:
                         break
             finally:
                 call.cancel()
     finally:
-        server.stop(grace=None).wait(10)
-        pool = servicer._pool  # the servicer's worker processes: end them with the test
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
+        server.stop()
     assert stalled >= READ_AHEAD_PER_JOB * 2, "the servicer did not read ahead at all"
     assert max(server_ahead) < SERVER_AHEAD_BOUND, f"the servicer pulled {max(server_ahead)} cases ahead of the reader"

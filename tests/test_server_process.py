@@ -144,7 +144,7 @@ def _refused_call(address: str) -> str:
 
 
 def test_two_workers_serve_from_two_processes(launch) -> None:
-    server = launch("--port", "0", "--workers", "2", "--grace", "2")
+    server = launch("--port", "0", "--workers", "2", "--grace", "2", "--debug-pid")
     parent = server.wait_for(WORKERS)
     address = f"127.0.0.1:{parent.group(2)}"
     worker_pids = {server.wait_for(LISTENING).group(3), server.wait_for(LISTENING).group(3)}

@@ -31,7 +31,8 @@ from referee.errors import SolverError, SolverTimeout
 from referee.linking import best_linking
 from referee.rules import RuleSet
 from referee.service import convert, handlers
-from referee.service.server import SERVICE_NAME, create_server
+from referee.service.server import SERVICE_NAME, ServerThread
+from referee.service.servicer import ServiceLimits
 from referee.service.status import status_for
 
 pytestmark = pytest.mark.timeout(60)
@@ -71,14 +72,15 @@ def own_server() -> Iterator[Callable[..., str]]:
     started = []
 
     def make(**kwargs: object) -> str:
-        kwargs.setdefault("solve_cap_seconds", 60)
-        server, port, health_servicer = create_server("127.0.0.1:0", **kwargs)  # type: ignore[arg-type]
+        limits = {name: kwargs.pop(name) for name in ServiceLimits.__slots__ if name in kwargs}  # type: ignore[attr-defined]
+        limits.setdefault("solve_cap_seconds", 60)
+        server = ServerThread("127.0.0.1:0", limits=ServiceLimits(**limits), **kwargs)  # type: ignore[arg-type]
         started.append(server)
-        return f"127.0.0.1:{port}"
+        return server.address
 
     yield make
     for server in started:
-        server.stop(grace=0).wait(5)
+        server.stop(grace=0)
 
 
 # RULES §8 ---------------------------------------------------------------------------------------
@@ -517,7 +519,7 @@ def test_a_message_over_the_size_limit_is_resource_exhausted(stub) -> None:
 
 
 def test_calls_beyond_the_concurrency_limit_are_resource_exhausted(own_server) -> None:
-    chan, stub = _run_stub(own_server(max_workers=4, max_concurrent_rpcs=2))
+    chan, stub = _run_stub(own_server(threads=1, max_concurrent=2))
     with chan:
         calls = [stub.SolveHand.future(heavy_hand(), timeout=30) for _ in range(8)]
         codes = []
@@ -629,8 +631,8 @@ def _holding_the_stream_slot(
 
 
 def test_streams_beyond_the_stream_cap_are_resource_exhausted_and_unary_calls_go_on(own_server) -> None:
-    # Two threads: one CheckDisputes stream may hold one, the other stays for the unary calls.
-    chan, stub = _run_stub(own_server(max_workers=2))
+    # One stream at a time; the unary calls go on while it lasts.
+    chan, stub = _run_stub(own_server(max_streams=1))
 
     def second_stream() -> grpc.StatusCode:
         try:
@@ -647,7 +649,7 @@ def test_streams_beyond_the_stream_cap_are_resource_exhausted_and_unary_calls_go
             release,
         ),
     ):
-        # The thread left free answers the unary calls while the stream lasts.
+        # The unary calls are answered while the stream lasts.
         assert stub.SolveHand(pb.SolveHandRequest(cards=["AH"]), timeout=10).linking.points == 1
         assert not first.done()
         release.set()
@@ -661,7 +663,7 @@ def test_the_client_gives_up_on_a_server_busy_for_too_long(own_server) -> None:
     # after its patience with the server's RESOURCE_EXHAUSTED, rather than waiting forever.
     from referee.client import Referee
 
-    address = own_server(max_workers=2)
+    address = own_server(max_streams=1)
     chan, stub = _run_stub(address)
     referee = Referee(address)
 

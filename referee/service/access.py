@@ -482,6 +482,24 @@ def _with_key(handler: grpc.RpcMethodHandler, key_name: str, meter: _Meter | Non
         return grpc.unary_unary_rpc_method_handler(
             unary, request_deserializer=handler.request_deserializer, response_serializer=handler.response_serializer
         )
+    if streaming == (True, False):
+        # The referee's unary methods are registered as client streams of one message (the servicer
+        # awaits the request under its receive timeout): the same token per call as a unary call.
+        inner_one = handler.stream_unary
+
+        async def one(requests: AsyncIterator[Any], context: grpc.aio.ServicerContext) -> Any:
+            _current_key.set(key_name)
+            if meter is not None:
+                try:
+                    meter.take()
+                except QuotaExceeded as error:
+                    status = quota_status(error)
+                    await context.abort(status.code, status.details, status.trailing_metadata)
+            return await inner_one(requests, context)
+
+        return grpc.stream_unary_rpc_method_handler(
+            one, request_deserializer=handler.request_deserializer, response_serializer=handler.response_serializer
+        )
     if streaming == (True, True) and meter is not None:
         inner_stream = handler.stream_stream
         # The aio server tells a reader-writer handler (a coroutine) from a generator of replies by

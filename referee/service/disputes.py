@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from google.protobuf.message import DecodeError
+
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.claims import judge_linking, judge_value
 from referee.errors import RefereeError, SolverError, SolverTimeout, rooted_at, shorten
@@ -48,9 +50,16 @@ def judge_case(case: pb.CheckDisputesRequest) -> pb.CheckDisputesResponse:
 
 def judge_case_bytes(case: bytes, budget_seconds: float | None = None, max_bytes: int | None = None) -> bytes:
     """``judge_case`` on a serialized case, within a time budget, as a verdict of at most ``max_bytes``
-    (one over it is MALFORMED instead): for worker processes."""
+    (one over it is MALFORMED instead): for worker processes.
+
+    Bytes that are no case are a MALFORMED verdict for that case alone (the stream goes on).
+    """
     metrics.ready()  # a dispute job process records its solves and cache lookups too
-    request = pb.CheckDisputesRequest.FromString(case)
+    try:
+        request = pb.CheckDisputesRequest.FromString(case)
+    except DecodeError:  # its text only repeats the type's name
+        name = pb.CheckDisputesRequest.DESCRIPTOR.full_name
+        return malformed("", "", f"{len(case)} bytes", f"the request does not decode as a {name} message").SerializeToString()
     try:
         with time_budget(budget_seconds):
             verdict = judge_case(request).SerializeToString()

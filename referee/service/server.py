@@ -1,30 +1,39 @@
-"""The referee's gRPC server: wiring, limits, health, reflection, signals and worker processes.
+"""The referee's gRPC server (``grpc.aio``): wiring, connection limits, health, reflection, signals.
 
-``create_server`` builds and starts one server (tests bind ``127.0.0.1:0``). ``add_arguments``
-and ``run`` are the ``serve`` subcommand. With ``--workers N`` (N > 1) the parent forks N
-processes before any gRPC object exists, each runs its own server on the same port with
-SO_REUSEPORT (the kernel spreads connections across them), and the parent forwards SIGTERM and
-SIGINT to them and waits.
+``create_server`` builds and starts one server in the running event loop and returns a ``Referee``
+(tests bind ``127.0.0.1:0``); ``ServerThread`` runs one on a thread of its own for synchronous
+code. ``add_arguments`` and ``run`` are the ``serve`` subcommand; with ``--workers N`` (N > 1) the
+parent process supervises N worker processes sharing the port (``referee.service.supervisor``).
+
+Where to plug in:
+
+- access control (TLS, API keys, quotas): ``create_server(credentials=..., interceptors=[...])``;
+  ``credentials`` are ``grpc.ServerCredentials`` for ``add_secure_port``, ``interceptors`` are
+  ``grpc.aio.ServerInterceptor`` objects that see every call, the health service's included;
+- per-call figures: ``servicer.call_observers`` is told of every referee call as it ends, with the
+  status the client got; process figures (workers up, restarts): ``supervisor``.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import gc
 import json
 import logging
-import multiprocessing
 import os
 import signal
-import socket
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
-from concurrent import futures
+from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 import grpc
+import grpc.aio
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection as grpc_reflection
 
@@ -32,36 +41,140 @@ from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.limits import MESSAGE_BYTES
 from referee.linking import load_engines
 from referee.service import metrics
-from referee.service.servicer import DEFAULT_SOLVE_CAP_SECONDS, RefereeServicer, add_to_server
+from referee.service.compute import ComputePool, DisputeJobs
+from referee.service.servicer import (
+    DEFAULT_MAX_STREAMS,
+    DEFAULT_MAX_STREAMS_PER_CLIENT,
+    DEFAULT_RECEIVE_TIMEOUT_SECONDS,
+    DEFAULT_SOLVE_CAP_SECONDS,
+    DEFAULT_STREAM_IDLE_SECONDS,
+    RefereeServicer,
+    ServiceLimits,
+    add_to_server,
+)
 
 log = logging.getLogger("referee.service")
 
 SERVICE_NAME: str = pb.DESCRIPTOR.services_by_name["RefereeService"].full_name
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 50051
-# Two threads per process gave the lowest p99 under load (bench.service, 2 cores, 32 clients:
-# p99 about 1.7x the median with 2 threads, 2.0-2.4x with 4 to 8): with more, the threads
-# take the interpreter lock from one another in no fixed order, so calls finish out of turn.
-# Each process is one core's worth of Python; more processes, not threads, use more cores.
+# Compute slots per process. Python runs one thread at a time, so more slots add no speed: two
+# keep one long solve from holding up every short call, and fewer threads taking the interpreter
+# lock from one another keep calls finishing in turn (a lower p99). More processes, not threads,
+# use more cores.
 DEFAULT_THREADS = 2
 DEFAULT_MAX_CONCURRENT = 64
 DEFAULT_GRACE_SECONDS = 5.0
 MAX_MESSAGE_BYTES = MESSAGE_BYTES
 # Middle-generation collections per full collection of the garbage collector (CPython: 10).
 FULL_COLLECTION_EVERY = 1000
+HEALTH_CHECK_EVERY_SECONDS = 0.5
+# A worker writes a heartbeat to its parent this often, from its event loop; silent for
+# DEFAULT_HEARTBEAT_TIMEOUT_SECONDS (stopped, or its loop blocked), it is killed and replaced.
+HEARTBEAT_EVERY_SECONDS = 0.5
+DEFAULT_HEARTBEAT_TIMEOUT_SECONDS = 5.0
+
+_T = TypeVar("_T")
 
 
-def create_server(
+@dataclass(frozen=True, slots=True)
+class ConnectionLimits:
+    """HTTP/2 and connection limits, enforced by gRPC's core for every connection (docs/operations.md)."""
+
+    max_streams_per_connection: int = 100
+    max_connections: int = 1000
+    max_connection_idle_seconds: float = 60.0
+    max_connection_age_seconds: float = 300.0
+    max_connection_age_grace_seconds: float = 10.0
+    keepalive_seconds: float = 60.0
+    keepalive_timeout_seconds: float = 20.0
+    min_client_ping_seconds: float = 10.0
+    handshake_timeout_seconds: float = 10.0
+
+    def options(self) -> list[tuple[str, int]]:
+        """These limits as gRPC channel arguments."""
+
+        def ms(seconds: float) -> int:
+            return max(1, round(seconds * 1000))
+
+        return [
+            ("grpc.max_concurrent_streams", self.max_streams_per_connection),
+            ("grpc.max_allowed_incoming_connections", self.max_connections),
+            ("grpc.max_connection_idle_ms", ms(self.max_connection_idle_seconds)),
+            ("grpc.max_connection_age_ms", ms(self.max_connection_age_seconds)),
+            ("grpc.max_connection_age_grace_ms", ms(self.max_connection_age_grace_seconds)),
+            # The server pings a connection with calls in flight to find a peer that went away.
+            ("grpc.keepalive_time_ms", ms(self.keepalive_seconds)),
+            ("grpc.keepalive_timeout_ms", ms(self.keepalive_timeout_seconds)),
+            # A client pinging more often than this, or at all without calls, is sent GOAWAY
+            # after two strikes: pings cost the server and prove nothing without calls.
+            ("grpc.http2.min_ping_interval_without_data_ms", ms(self.min_client_ping_seconds)),
+            ("grpc.http2.max_ping_strikes", 2),
+            ("grpc.keepalive_permit_without_calls", 0),
+            ("grpc.server_handshake_timeout_ms", ms(self.handshake_timeout_seconds)),
+        ]
+
+
+DEFAULT_CONNECTION_LIMITS = ConnectionLimits()
+DEFAULT_LIMITS = ServiceLimits()
+
+
+@dataclass(eq=False)
+class Referee:
+    """A started server: the gRPC server, its bound port, its health service and its servicer."""
+
+    server: grpc.aio.Server
+    port: int
+    health: health.aio.HealthServicer
+    servicer: RefereeServicer
+    _watch: asyncio.Task[None] | None = field(default=None, repr=False)
+    draining: bool = False
+
+    async def set_serving(self, serving: bool) -> None:
+        """Report SERVING or NOT_SERVING for the whole server and for the referee's service."""
+        status = health_pb2.HealthCheckResponse.SERVING if serving else health_pb2.HealthCheckResponse.NOT_SERVING
+        for service in ("", SERVICE_NAME):
+            await self.health.set(service, status)
+
+    def can_serve(self) -> bool:
+        """Whether this process can answer every method now (not draining, its job processes up)."""
+        return not self.draining and self.servicer.jobs.healthy()
+
+    async def _watch_health(self) -> None:
+        serving = True
+        while True:
+            await asyncio.sleep(HEALTH_CHECK_EVERY_SECONDS)
+            now = self.can_serve()
+            if now != serving and not self.draining:
+                log.warning("health: %s", "SERVING" if now else "NOT_SERVING (the dispute job processes cannot start)")
+                await self.set_serving(now)
+                serving = now
+
+    async def drain(self, grace: float) -> None:
+        """Report NOT_SERVING, refuse new calls, and let calls in flight finish within ``grace`` seconds."""
+        self.draining = True
+        if self._watch is not None:
+            self._watch.cancel()
+        await self.health.enter_graceful_shutdown()
+        await self.server.stop(grace)
+        self.servicer.compute.shutdown()
+        self.servicer.jobs.shutdown()
+
+
+async def create_server(
     address: str = "127.0.0.1:0",
     *,
-    max_workers: int = DEFAULT_THREADS,
-    max_concurrent_rpcs: int = DEFAULT_MAX_CONCURRENT,
+    threads: int = DEFAULT_THREADS,
+    max_concurrent: int = DEFAULT_MAX_CONCURRENT,
+    limits: ServiceLimits = DEFAULT_LIMITS,
+    connections: ConnectionLimits = DEFAULT_CONNECTION_LIMITS,
     reflection: bool = True,
     max_message_bytes: int = MAX_MESSAGE_BYTES,
     reuse_port: bool = False,
-    solve_cap_seconds: float = DEFAULT_SOLVE_CAP_SECONDS,
     dispute_jobs: int = 1,
-) -> tuple[grpc.Server, int, health.HealthServicer]:
-    """Build, bind and start a server; return it, the bound port and its health servicer (SERVING)."""
+    interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
+    credentials: grpc.ServerCredentials | None = None,
+) -> Referee:
+    """Build, bind and start a server in the running event loop; it reports SERVING."""
     load_engines()  # before the first call, so no caller waits for an engine's import
     metrics.ready()
     options = [
@@ -69,75 +182,108 @@ def create_server(
         ("grpc.max_send_message_length", max_message_bytes),
         # gRPC turns SO_REUSEPORT on by default on Linux; a lone server must own its port.
         ("grpc.so_reuseport", 1 if reuse_port else 0),
+        *connections.options(),
     ]
-    server = grpc.server(
-        futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="referee"),
-        options=options,
-        maximum_concurrent_rpcs=max_concurrent_rpcs,
-    )
-    servicer = RefereeServicer(
-        solve_cap_seconds, dispute_jobs, max_streams=max(1, max_workers - 1), max_message_bytes=max_message_bytes
-    )
+    # No maximum_concurrent_rpcs: gRPC's limit would refuse health checks too. Work is bounded
+    # by the compute pool and the stream caps instead, and waiting calls hold only coroutines.
+    server = grpc.aio.server(interceptors=list(interceptors), options=options)
+    jobs = DisputeJobs(dispute_jobs)
+    compute = ComputePool(threads, max(0, max_concurrent - threads))
+    servicer = RefereeServicer(compute, jobs, limits, max_message_bytes=max_message_bytes)
     add_to_server(servicer, server)
-    health_servicer = health.HealthServicer(experimental_non_blocking=True)
+    health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     if reflection:
-        _enable_reflection(server)
+        names = (SERVICE_NAME, health.SERVICE_NAME, grpc_reflection.SERVICE_NAME)
+        grpc_reflection.enable_server_reflection(names, server)
     try:
-        port = server.add_insecure_port(address)
+        if credentials is None:
+            port = server.add_insecure_port(address)
+        else:
+            port = server.add_secure_port(address, credentials)
     except RuntimeError as error:
+        jobs.shutdown()
         raise OSError(f"cannot bind {address}: {error}") from None
     if port == 0:
+        jobs.shutdown()
         raise OSError(f"cannot bind {address}")
-    server.start()
-    for service in ("", SERVICE_NAME):
-        health_servicer.set(service, health_pb2.HealthCheckResponse.SERVING)
-    return server, port, health_servicer
+    jobs.warm_up()
+    await server.start()
+    referee = Referee(server, port, health_servicer, servicer)
+    await referee.set_serving(True)
+    referee._watch = asyncio.get_running_loop().create_task(referee._watch_health())
+    return referee
 
 
-def _enable_reflection(server: grpc.Server) -> None:
-    names = (SERVICE_NAME, health.SERVICE_NAME, grpc_reflection.SERVICE_NAME)
-    grpc_reflection.enable_server_reflection(names, server)
+class ServerThread:
+    """A server on an event loop in a thread of its own: for tests and in-process use from sync code."""
+
+    def __init__(self, address: str = "127.0.0.1:0", **options: Any) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="referee-server", daemon=True)
+        self._thread.start()
+        try:
+            self.referee: Referee = self.call(create_server(address, **options))
+        except BaseException:
+            self._close_loop()
+            raise
+        self.port = self.referee.port
+        self.address = f"127.0.0.1:{self.port}" if address.startswith("127.0.0.1:") else address
+
+    def call(self, coroutine: Awaitable[_T], timeout: float | None = 60) -> _T:
+        """Run ``coroutine`` on the server's loop and return its result."""
+        future: Future[_T] = asyncio.run_coroutine_threadsafe(_awaited(coroutine), self._loop)
+        return future.result(timeout)
+
+    def stop(self, grace: float = 0) -> None:
+        """Drain the server (see ``Referee.drain``) and end its thread."""
+        if self._loop.is_closed():
+            return
+        with contextlib.suppress(Exception):
+            self.call(self.referee.drain(grace), timeout=grace + 10)
+        self._close_loop()
+
+    def _close_loop(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+        if not self._thread.is_alive():
+            self._loop.close()
+
+    def __enter__(self) -> ServerThread:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stop()
 
 
-def drain(server: grpc.Server, health_servicer: health.HealthServicer, grace: float) -> None:
-    """Report NOT_SERVING, refuse new calls, and let calls in flight finish within ``grace`` seconds."""
-    health_servicer.enter_graceful_shutdown()
-    server.stop(grace).wait(grace + 5)
+async def _awaited(awaitable: Awaitable[_T]) -> _T:
+    return await awaitable
 
 
 # The serve subcommand -----------------------------------------------------------------------
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the options of ``serve`` to ``parser``."""
+    """Add the options of ``serve`` to ``parser``; each has a ``REMIGIO_*`` environment twin."""
     env = os.environ.get
-    parser.add_argument(
-        "--host",
-        default=env("REMIGIO_HOST", DEFAULT_HOST),
-        help=f"address to listen on (env REMIGIO_HOST; default {DEFAULT_HOST})",
-    )
-    # A string default goes through `type`, so a bad REMIGIO_PORT is reported like a bad --port.
-    parser.add_argument(
-        "--port",
-        type=_port,
-        default=env("REMIGIO_PORT", str(DEFAULT_PORT)),
-        help=f"port to listen on, 0 for any free one (env REMIGIO_PORT; default {DEFAULT_PORT})",
-    )
-    parser.add_argument(
-        "--workers",
-        type=_positive_int,
-        default=env("REMIGIO_WORKERS", "1"),
-        metavar="N",
-        help="server processes sharing the port with SO_REUSEPORT (env REMIGIO_WORKERS; default 1)",
-    )
-    parser.add_argument(
-        "--threads",
-        type=_positive_int,
-        default=DEFAULT_THREADS,
-        metavar="N",
-        help=f"threads per server process; CheckDisputes streams may hold all but one, or the one there is (default {DEFAULT_THREADS})",
-    )
+    connection = DEFAULT_CONNECTION_LIMITS
+
+    def option(flag: str, kind: Any, default: object, help_text: str, metavar: str | None = None, **more: Any) -> None:
+        name = "REMIGIO_" + flag.lstrip("-").upper().replace("-", "_")
+        # A string default goes through `type`, so a bad env value is reported like a bad flag.
+        parser.add_argument(
+            flag,
+            type=kind,
+            default=env(name, str(default)) if default is not None else env(name),
+            metavar=metavar,
+            help=f"{help_text} (env {name}; default {default if default is not None else 'see below'})",
+            **more,
+        )
+
+    option("--host", str, DEFAULT_HOST, "address to listen on")
+    option("--port", _port, DEFAULT_PORT, "port to listen on, 0 for any free one")
+    option("--workers", _positive_int, 1, "server processes sharing the port, supervised by this one", "N")
+    option("--threads", _positive_int, DEFAULT_THREADS, "compute slots per process: calls solved at the same time", "N")
     parser.add_argument("--no-reflection", dest="reflection", action="store_false", help="turn server reflection off")
     parser.add_argument(
         "--log-format",
@@ -145,34 +291,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=env("REMIGIO_LOG_FORMAT", "text"),
         help="one log line per call as text or as JSON lines (env REMIGIO_LOG_FORMAT; default text)",
     )
-    parser.add_argument(
+    option(
         "--grace",
-        type=_non_negative_float,
-        default=DEFAULT_GRACE_SECONDS,
-        metavar="SECONDS",
-        help=f"on SIGTERM/SIGINT, how long calls in flight may take to finish (default {DEFAULT_GRACE_SECONDS:g})",
+        _non_negative_float,
+        DEFAULT_GRACE_SECONDS,
+        "on SIGTERM/SIGINT, how long calls in flight may take to finish",
+        "SECONDS",
     )
-    parser.add_argument(
+    option(
         "--max-concurrent",
-        type=_positive_int,
-        default=DEFAULT_MAX_CONCURRENT,
-        metavar="N",
-        help=f"calls in progress per process; more are refused with RESOURCE_EXHAUSTED (default {DEFAULT_MAX_CONCURRENT})",
+        _positive_int,
+        DEFAULT_MAX_CONCURRENT,
+        "calls solving or waiting for a compute slot per process; more are refused with RESOURCE_EXHAUSTED",
+        "N",
     )
-    parser.add_argument(
+    option(
         "--solve-cap",
-        type=_positive_float,
-        default=DEFAULT_SOLVE_CAP_SECONDS,
-        metavar="SECONDS",
-        help=f"most time a call may take, also bounded by the client's deadline (default {DEFAULT_SOLVE_CAP_SECONDS:g})",
+        _positive_float,
+        DEFAULT_SOLVE_CAP_SECONDS,
+        "most time a call may take, also bounded by the client's deadline",
+        "SECONDS",
     )
-    parser.add_argument(
+    option(
         "--dispute-jobs",
-        type=_positive_int,
-        default=None,
-        metavar="N",
-        help="processes judging CheckDisputes cases, per server process (default: cores / workers)",
+        _positive_int,
+        None,
+        "processes judging CheckDisputes cases, per server process (default: cores / workers)",
+        "N",
     )
+    option("--max-message-bytes", _positive_int, MAX_MESSAGE_BYTES, "largest request or reply", "BYTES")
     parser.add_argument(
         "--metrics-port",
         type=_port,
@@ -186,18 +333,87 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="a writable directory for the files the server keeps while it runs, such as the workers' metrics (env REMIGIO_RUNTIME_DIR; default /dev/shm, else the temporary directory)",
     )
+    option(
+        "--receive-timeout",
+        _positive_float,
+        DEFAULT_RECEIVE_TIMEOUT_SECONDS,
+        "most time a unary call's request may take to arrive; then DEADLINE_EXCEEDED",
+        "SECONDS",
+    )
+    option(
+        "--stream-idle-timeout",
+        _positive_float,
+        DEFAULT_STREAM_IDLE_SECONDS,
+        "a CheckDisputes stream that sends no case and reads no verdict this long is ended (DEADLINE_EXCEEDED)",
+        "SECONDS",
+    )
+    option(
+        "--max-streams",
+        _positive_int,
+        DEFAULT_MAX_STREAMS,
+        "CheckDisputes streams per process; more are RESOURCE_EXHAUSTED",
+        "N",
+    )
+    option(
+        "--max-streams-per-client",
+        _positive_int,
+        DEFAULT_MAX_STREAMS_PER_CLIENT,
+        "CheckDisputes streams per client address per process; more are RESOURCE_EXHAUSTED",
+        "N",
+    )
+    option(
+        "--max-streams-per-connection",
+        _positive_int,
+        connection.max_streams_per_connection,
+        "calls in flight on one HTTP/2 connection (its MAX_CONCURRENT_STREAMS)",
+        "N",
+    )
+    option("--max-connections", _positive_int, connection.max_connections, "open connections per process", "N")
+    option(
+        "--max-connection-idle",
+        _positive_float,
+        connection.max_connection_idle_seconds,
+        "a connection with no call this long is closed (GOAWAY)",
+        "SECONDS",
+    )
+    option(
+        "--max-connection-age",
+        _positive_float,
+        connection.max_connection_age_seconds,
+        "a connection this old is sent GOAWAY, so clients reconnect and spread over replicas",
+        "SECONDS",
+    )
+    option(
+        "--max-connection-age-grace",
+        _positive_float,
+        connection.max_connection_age_grace_seconds,
+        "time the calls of an aged connection get to finish before it is closed",
+        "SECONDS",
+    )
+    option(
+        "--heartbeat-timeout",
+        _positive_float,
+        DEFAULT_HEARTBEAT_TIMEOUT_SECONDS,
+        "with --workers above 1, a worker silent this long is killed and replaced",
+        "SECONDS",
+    )
     parser.add_argument(
-        "--max-message-bytes",
-        type=_positive_int,
-        default=MAX_MESSAGE_BYTES,
-        metavar="BYTES",
-        help=f"largest request or reply (default {MAX_MESSAGE_BYTES})",
+        "--debug-pid",
+        action="store_true",
+        default=env("REMIGIO_DEBUG_PID", "") not in ("", "0"),
+        help="name the serving process in every reply's trailing metadata (x-referee-pid); for debugging only (env REMIGIO_DEBUG_PID)",
     )
 
 
 def run(args: argparse.Namespace) -> int:
     """Serve until SIGTERM or SIGINT; return the exit status (0 after a clean drain)."""
     configure_logging(args.log_format)
+    from referee.service import supervisor
+
+    problem = supervisor.port_in_use(args.host, args.port)
+    if problem:
+        _say(f"remigio-referee: error: {problem}")
+        return 1
     try:
         stop_metrics = _start_metrics(args)
     except OSError as error:
@@ -205,9 +421,9 @@ def run(args: argparse.Namespace) -> int:
         return 1
     try:
         if args.workers > 1:
-            return _serve_workers(args)
+            return supervisor.serve_workers(args)
         metrics.workers_running(1)
-        return _serve(args, args.port, reuse_port=False)
+        return serve(args, args.port)
     finally:
         stop_metrics()
 
@@ -234,41 +450,70 @@ def _start_metrics(args: argparse.Namespace) -> Callable[[], None]:
     return stop_all
 
 
-def _serve(args: argparse.Namespace, port: int, reuse_port: bool) -> int:
-    """Run one server in this process until a signal, then drain it."""
-    stop = threading.Event()
-    caught: list[int] = []
+def serve(args: argparse.Namespace, port: int, reuse_port: bool = False, heartbeat_fd: int | None = None) -> int:
+    """Run one server in this process until a signal, then drain it; the exit status."""
+    return asyncio.run(_serve(args, port, reuse_port, heartbeat_fd))
 
-    def on_signal(signum: int, _frame: object) -> None:
+
+async def _serve(args: argparse.Namespace, port: int, reuse_port: bool, heartbeat_fd: int | None) -> int:
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    caught: list[signal.Signals] = []
+
+    def on_signal(signum: signal.Signals) -> None:
         caught.append(signum)
         stop.set()
 
     for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, on_signal)
+        loop.add_signal_handler(signum, on_signal, signum)
     address = _address(args.host, port)
     try:
-        server, bound, health_servicer = create_server(
+        referee = await create_server(
             address,
-            max_workers=args.threads,
-            max_concurrent_rpcs=args.max_concurrent,
+            threads=args.threads,
+            max_concurrent=args.max_concurrent,
+            limits=ServiceLimits(
+                solve_cap_seconds=args.solve_cap,
+                receive_timeout_seconds=args.receive_timeout,
+                stream_idle_seconds=args.stream_idle_timeout,
+                max_streams=args.max_streams,
+                max_streams_per_client=args.max_streams_per_client,
+                reveal_pid=args.debug_pid,
+            ),
+            connections=ConnectionLimits(
+                max_streams_per_connection=args.max_streams_per_connection,
+                max_connections=args.max_connections,
+                max_connection_idle_seconds=args.max_connection_idle,
+                max_connection_age_seconds=args.max_connection_age,
+                max_connection_age_grace_seconds=args.max_connection_age_grace,
+            ),
             reflection=args.reflection,
             max_message_bytes=args.max_message_bytes,
             reuse_port=reuse_port,
-            solve_cap_seconds=args.solve_cap,
             dispute_jobs=args.dispute_jobs or max(1, (os.cpu_count() or 1) // args.workers),
         )
     except OSError as error:
         _say(f"remigio-referee: error: {error}")
         return 1
     _tune_garbage_collector()
-    _say(f"remigio-referee: listening on {_address(args.host, bound)} (pid {os.getpid()})")
-    # A timed wait, so the signal handler runs promptly in this (the main) thread.
-    while not stop.wait(0.2):
-        pass
-    log.info("%s received: draining for up to %gs", signal.Signals(caught[0]).name, args.grace)
-    drain(server, health_servicer, args.grace)
+    beat = loop.create_task(_heartbeat(heartbeat_fd)) if heartbeat_fd is not None else None
+    _say(f"remigio-referee: listening on {_address(args.host, referee.port)} (pid {os.getpid()})")
+    await stop.wait()
+    log.info("%s received: draining for up to %gs", caught[0].name, args.grace)
+    await referee.drain(args.grace)
+    if beat is not None:
+        beat.cancel()
     _say(f"remigio-referee: stopped (pid {os.getpid()})")
     return 0
+
+
+async def _heartbeat(fd: int) -> None:
+    """Tell the supervising parent, from the event loop, that this process still answers."""
+    os.set_blocking(fd, False)
+    while True:
+        with contextlib.suppress(BlockingIOError):  # the parent is slow to read: it will see the next
+            os.write(fd, b".")
+        await asyncio.sleep(HEARTBEAT_EVERY_SECONDS)
 
 
 def _tune_garbage_collector() -> None:
@@ -290,91 +535,6 @@ def _tune_garbage_collector() -> None:
     gc.freeze()
     young, middle, _ = gc.get_threshold()
     gc.set_threshold(young, middle, FULL_COLLECTION_EVERY)
-
-
-def _serve_workers(args: argparse.Namespace) -> int:
-    """Fork ``args.workers`` servers on one port, forward signals to them, wait for them."""
-    try:
-        reservation = _reserve_port(args.host, args.port)
-    except OSError as error:
-        where = _address(args.host, args.port)
-        _say(f"remigio-referee: error: cannot bind {where}: {error.strerror or error}")
-        return 1
-    # Held open until the workers are gone, so port 0 resolves once and the port stays ours.
-    with reservation:
-        return _run_workers(args, reservation.getsockname()[1])
-
-
-def _run_workers(args: argparse.Namespace, port: int) -> int:
-    # Fork, not spawn: each child starts from this process, and no gRPC object exists yet.
-    context = multiprocessing.get_context("fork")
-    workers = [
-        context.Process(target=_worker, args=(args, port), name=f"referee-worker-{n}", daemon=False)
-        for n in range(args.workers)
-    ]
-    for worker in workers:
-        worker.start()
-    metrics.workers_running(len(workers))
-    stopping = threading.Event()
-
-    def forward(_signum: int, _frame: object) -> None:
-        stopping.set()
-        for worker in workers:
-            if worker.pid is not None and worker.exitcode is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(worker.pid, signal.SIGTERM)
-
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, forward)
-    _say(f"remigio-referee: {args.workers} workers on {_address(args.host, port)} (parent pid {os.getpid()})")
-    failed = False
-    gone: set[int] = set()
-    while any(worker.exitcode is None for worker in workers):
-        for worker in workers:
-            worker.join(0.2)
-        for worker in workers:
-            if worker.exitcode is not None and worker.pid is not None and worker.pid not in gone:
-                gone.add(worker.pid)
-                metrics.process_died(worker.pid)
-        metrics.workers_running(len(workers) - len(gone))
-        if not stopping.is_set() and any(worker.exitcode is not None for worker in workers):
-            # One worker died on its own: take the others down too rather than serve with fewer.
-            failed = True
-            log.error("a worker exited unexpectedly; stopping the others")
-            forward(signal.SIGTERM, None)
-    return 0 if not failed and all(worker.exitcode == 0 for worker in workers) else 1
-
-
-def _worker(args: argparse.Namespace, port: int) -> None:
-    parent = os.getppid()
-    _stop_with_parent()
-    if os.getppid() != parent:  # the parent died before the request above took effect
-        sys.exit(1)
-    sys.exit(_serve(args, port, reuse_port=True))
-
-
-def _stop_with_parent() -> None:
-    """Ask Linux to send this process SIGTERM when its parent dies, so no worker outlives it."""
-    if not sys.platform.startswith("linux"):
-        return
-    import ctypes
-
-    pr_set_pdeathsig = 1
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM, 0, 0, 0)
-
-
-def _reserve_port(host: str, port: int) -> socket.socket:
-    """A socket bound to ``host:port`` (a free port for 0) with SO_REUSEPORT, so the workers can bind it too."""
-    family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
-    sock = socket.socket(family, kind, proto)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-        sock.bind(address)
-    except OSError:
-        sock.close()
-        raise
-    return sock
 
 
 def _say(line: str) -> None:
@@ -468,7 +628,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run(parser.parse_args(argv))
 
 
-__all__ = ["SERVICE_NAME", "add_arguments", "configure_logging", "create_server", "drain", "run"]
+__all__ = [
+    "SERVICE_NAME",
+    "ConnectionLimits",
+    "Referee",
+    "ServerThread",
+    "add_arguments",
+    "configure_logging",
+    "create_server",
+    "run",
+    "serve",
+]
 
 
 if __name__ == "__main__":

@@ -1,42 +1,57 @@
-"""The gRPC servicer: it hands each call to its handler (``referee.service.handlers``), logs one line per call;
-and its registration on a server, with request decoding that turns bytes that are no message into
-the client's error rather than the server's (``Undecodable``).
+"""The gRPC servicer (``grpc.aio``): it admits calls, hands their work to the compute pool, and ends
+every call in one place.
 
-Time: a call may spend on solving the smaller of the client's remaining deadline and the
-server's solve cap. That budget is handed to the domain (``referee.linking.time_budget``), so
-every CP-SAT solve inside the call stops by it and the call ends with DEADLINE_EXCEEDED rather
-than running on; a call whose deadline has already passed is not solved at all.
+How a call runs:
+
+- The event loop receives the request. A unary method is registered as a client stream of one
+  message (``add_to_server``), so the servicer awaits the request itself, under the receive
+  timeout: a client that sends HEADERS and never its DATA holds a coroutine, nothing more, and
+  is ended after ``receive_timeout`` seconds.
+- Only then does the call ask for a compute slot (``compute.ComputePool``); the request is decoded,
+  handled and its reply encoded there, off the loop, within the call's time budget: the smaller of
+  the client's remaining deadline and the server's solve cap (``referee.linking.time_budget``).
+- Every call, unary or stream, ends in ``_Call.end`` (a done callback of the call): the status the
+  client actually got (CANCELLED when it cancelled) and the time taken. The log line is written
+  there, and so is anything else that watches calls: append a function to ``call_observers``
+  (per-call metrics plug in here).
+
+Access control (TLS, API keys, quotas) plugs in as ``grpc.aio.ServerInterceptor`` objects given to
+``server.create_server``; an interceptor wrapping these handlers sees unary methods as
+``stream_unary`` handlers that take and return bytes.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
-import multiprocessing
 import os
 import re
-import threading
 import time
 import uuid
-from collections import deque
-from collections.abc import Callable, Iterator
-from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
-from typing import TypeVar
+from collections import Counter
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
 
 import grpc
+import grpc.aio
 from google.protobuf.message import DecodeError, Message
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
-from referee._gen.remigio.referee.v1 import referee_pb2_grpc
 from referee.errors import RefereeError
 from referee.limits import MESSAGE_BYTES, check_reply
 from referee.linking import time_budget
 from referee.service import handlers, metrics
-from referee.service.disputes import judge_case_bytes, malformed
-from referee.service.status import Busy, DeadlineExceeded, status_for, with_metadata
+from referee.service.compute import ComputePool, DisputeJobs, JobLost
+from referee.service.disputes import judge_case_bytes
+from referee.service.status import Busy, DeadlineExceeded, Unavailable, status_for, with_metadata
 
 log = logging.getLogger("referee.service")
 
 DEFAULT_SOLVE_CAP_SECONDS = 5.0
+DEFAULT_RECEIVE_TIMEOUT_SECONDS = 10.0
+DEFAULT_STREAM_IDLE_SECONDS = 30.0
+DEFAULT_MAX_STREAMS = 8
+DEFAULT_MAX_STREAMS_PER_CLIENT = 4
 READ_AHEAD_PER_JOB = 8
 PID_KEY = "x-referee-pid"
 REQUEST_ID_KEY = "x-request-id"
@@ -44,195 +59,340 @@ REQUEST_ID_KEY = "x-request-id"
 _METHOD_PREFIX = pb.DESCRIPTOR.services_by_name["RefereeService"].full_name + "/"
 _CLIENT_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
 
-Reply = TypeVar("Reply", bound=Message)
+
+@dataclass(frozen=True, slots=True)
+class ServiceLimits:
+    """The servicer's budgets and caps (each is a ``serve`` flag; docs/operations.md)."""
+
+    solve_cap_seconds: float = DEFAULT_SOLVE_CAP_SECONDS
+    receive_timeout_seconds: float = DEFAULT_RECEIVE_TIMEOUT_SECONDS
+    stream_idle_seconds: float = DEFAULT_STREAM_IDLE_SECONDS
+    max_streams: int = DEFAULT_MAX_STREAMS
+    max_streams_per_client: int = DEFAULT_MAX_STREAMS_PER_CLIENT
+    reveal_pid: bool = False
 
 
-class Undecodable:
-    """A request that is not a valid message of its type.
+@dataclass(frozen=True, slots=True)
+class CallEnd:
+    """One finished call as the client saw it: what ``call_observers`` receive."""
 
-    gRPC's own answer to a request it cannot decode is INTERNAL, "Exception deserializing
-    request!", with a traceback in the server's log. A bad request is the client's error, so
-    the methods are registered with a decoder (``add_to_server``) that hands them this instead:
-    a unary call answers INVALID_ARGUMENT, a stream a MALFORMED verdict for that case alone.
+    method: str
+    code: grpc.StatusCode
+    seconds: float
+    request_id: str
+    peer: str
+    items: int | None = None  # cases judged, for a stream
+
+
+call_observers: list[Callable[[CallEnd], None]] = []
+
+
+def _log_call(call: CallEnd) -> None:
+    name = call.method if call.items is None else f"{call.method}[{call.items}]"
+    duration_ms = round(call.seconds * 1000, 2)
+    fields = {
+        "method": name,
+        "code": call.code.name,
+        "duration_ms": duration_ms,
+        "request_id": call.request_id,
+        "peer": call.peer,
+    }
+    log.info("%s %s %.2fms request_id=%s", name, call.code.name, duration_ms, call.request_id, extra={"rpc": fields})
+
+
+def _count_call(call: CallEnd) -> None:
+    metrics.call_ended(_METHOD_PREFIX + call.method, call.code.name, call.seconds)
+
+
+call_observers.extend((_log_call, _count_call))
+
+
+@dataclass(slots=True, eq=False)
+class _Call:
+    """A call in progress: its id, start and the status it is ending with."""
+
+    method: str
+    context: grpc.aio.ServicerContext
+    request_id: str
+    start: float = field(default_factory=time.monotonic)
+    code: grpc.StatusCode = grpc.StatusCode.OK
+    items: int | None = None
+
+    def end(self, _context: object = None) -> None:
+        """Report the call to every observer, with the status the client got."""
+        code = grpc.StatusCode.CANCELLED if self.context.cancelled() else self.code
+        ended = CallEnd(
+            self.method, code, time.monotonic() - self.start, self.request_id, self.context.peer(), self.items
+        )
+        for observer in call_observers:
+            try:
+                observer(ended)
+            except Exception:  # an observer's bug must not take the call's end with it
+                log.exception("a call observer failed")
+
+
+class Undecodable(RefereeError):
+    """A request that is not a valid message of its type: the client's error (INVALID_ARGUMENT).
+
+    gRPC's own answer to a request it cannot decode is INTERNAL with a traceback in the log; the
+    servicer decodes requests itself so that a bad one is reported as the client's error.
     """
 
-    __slots__ = ("type_name", "size")
-
     def __init__(self, type_name: str, size: int) -> None:
-        self.type_name = type_name
-        self.size = size
-
-    def error(self) -> RefereeError:
-        """The error a call reports for this request (the field: none, the whole request)."""
-        return RefereeError("", f"{self.size} bytes", f"the request does not decode as a {self.type_name} message")
+        super().__init__("", f"{size} bytes", f"the request does not decode as a {type_name} message")
 
 
-def _decoder(message_type: type[Message]) -> Callable[[bytes], Message | Undecodable]:
-    def decode(data: bytes) -> Message | Undecodable:
-        try:
-            return message_type.FromString(data)
-        except DecodeError:  # its text only repeats the type's name
-            return Undecodable(message_type.DESCRIPTOR.full_name, len(data))
+def _handled(
+    handler: Callable[[Message], Message], message_type: type[Message], data: bytes, budget: float, max_bytes: int
+) -> bytes:
+    """Decode, handle and encode one request within ``budget`` seconds, as a reply of at most
+    ``max_bytes`` (one over it is the request's error): a compute slot's work."""
+    try:
+        request = message_type.FromString(data)
+    except DecodeError:  # its text only repeats the type's name
+        raise Undecodable(message_type.DESCRIPTOR.full_name, len(data)) from None
+    with time_budget(budget):
+        reply = handler(request).SerializeToString()
+    check_reply(len(reply), max_bytes)
+    return reply
 
-    return decode
 
-
-def add_to_server(servicer: RefereeServicer, server: grpc.Server) -> None:
-    """Register the referee's methods on ``server``, as the generated code does but with each
-    request decoded by ``_decoder`` (see ``Undecodable``)."""
+def add_to_server(servicer: RefereeServicer, server: grpc.aio.Server) -> None:
+    """Register the referee's methods on ``server``: unary methods as client streams of one message
+    (so the servicer awaits the request under its receive timeout), every message as raw bytes."""
     service = pb.DESCRIPTOR.services_by_name["RefereeService"]
-    kinds = {(False, False): grpc.unary_unary_rpc_method_handler, (True, True): grpc.stream_stream_rpc_method_handler}
-    handlers = {
-        method.name: kinds[(method.client_streaming, method.server_streaming)](
-            getattr(servicer, method.name),
-            request_deserializer=_decoder(getattr(pb, method.input_type.name)),
-            response_serializer=getattr(pb, method.output_type.name).SerializeToString,
-        )
-        for method in service.methods
-    }
+    handlers: dict[str, grpc.RpcMethodHandler] = {}
+    for method in service.methods:
+        if method.client_streaming:
+            handlers[method.name] = grpc.stream_stream_rpc_method_handler(servicer.CheckDisputes)
+        else:
+            handlers[method.name] = grpc.stream_unary_rpc_method_handler(servicer.unary(method.name))
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service.full_name, handlers),))
-    server.add_registered_method_handlers(service.full_name, handlers)
 
 
-class RefereeServicer(referee_pb2_grpc.RefereeServiceServicer):
+_HANDLERS: dict[str, Callable[..., Message]] = {
+    "SolveHand": handlers.solve_hand,
+    "CheckClose": handlers.check_close,
+    "ScoreDeal": handlers.score_deal,
+}
+
+
+class RefereeServicer:
     """The referee over gRPC: SolveHand, CheckClose, ScoreDeal and the CheckDisputes stream."""
 
     def __init__(
         self,
-        solve_cap_seconds: float = DEFAULT_SOLVE_CAP_SECONDS,
-        dispute_jobs: int = 1,
-        max_streams: int | None = None,
+        compute: ComputePool,
+        jobs: DisputeJobs,
+        limits: ServiceLimits | None = None,
         max_message_bytes: int = MESSAGE_BYTES,
     ) -> None:
-        self.solve_cap_seconds = solve_cap_seconds
+        self.compute = compute
+        self.jobs = jobs
+        self.limits = limits or ServiceLimits()
         self.max_message_bytes = max_message_bytes
-        self.dispute_jobs = dispute_jobs
-        # A CheckDisputes stream holds one of the server's threads for as long as it lasts; capped
-        # below the thread count, streams can never take every thread from the unary calls.
-        self.max_streams = max_streams
-        self._streams = threading.BoundedSemaphore(max_streams) if max_streams else None
-        self._pool: Executor | None = None
-        self._pool_lock = threading.Lock()
+        self.streams = 0
+        self._streams_by_client: Counter[str] = Counter()
 
-    def SolveHand(self, request: pb.SolveHandRequest, context: grpc.ServicerContext) -> pb.SolveHandResponse:
-        """The best linking of a hand."""
-        return self._call("SolveHand", handlers.solve_hand, request, context)
+    def unary(self, name: str) -> Callable[[AsyncIterator[bytes], grpc.aio.ServicerContext], object]:
+        """The handler of the unary method ``name`` (registered as a stream of one request)."""
+        handler = _HANDLERS[name]
+        message_type = getattr(pb, f"{name}Request")
 
-    def CheckClose(self, request: pb.CheckCloseRequest, context: grpc.ServicerContext) -> pb.CheckCloseResponse:
-        """The verdict on a close and on the claims about it."""
-        return self._call("CheckClose", handlers.check_close, request, context)
+        async def call(requests: AsyncIterator[bytes], context: grpc.aio.ServicerContext) -> bytes:
+            return await self._unary(name, handler, message_type, context)
 
-    def ScoreDeal(self, request: pb.ScoreDealRequest, context: grpc.ServicerContext) -> pb.ScoreDealResponse:
-        """The scored deal, the updated match and the verdicts on the claims."""
-        return self._call("ScoreDeal", handlers.score_deal, request, context)
+        call.__name__ = name
+        return call
 
-    def CheckDisputes(
-        self, request_iterator: Iterator[pb.CheckDisputesRequest], context: grpc.ServicerContext
-    ) -> Iterator[pb.CheckDisputesResponse]:
-        """One verdict per case, in the order of the cases, judged in parallel.
-
-        At most ``READ_AHEAD_PER_JOB × dispute_jobs`` cases are read ahead of the verdict being
-        sent; a client that reads slowly holds back the server's writes, so the server stops
-        reading cases instead of buffering them.
-        """
-        start = time.monotonic()
-        metrics.call_started(_METHOD_PREFIX + "CheckDisputes")
-        request_id = _request_id(context)
-        context.set_trailing_metadata(((PID_KEY, str(os.getpid())), (REQUEST_ID_KEY, request_id)))
-        pending: deque[Future[bytes]] = deque()
-        window = READ_AHEAD_PER_JOB * self.dispute_jobs
-        judged = 0
-        code = grpc.StatusCode.OK
-        slot = self._streams
-        try:
-            if slot is not None and not slot.acquire(blocking=False):
-                slot = None  # not ours to release
-                raise Busy(f"this server process already runs {self.max_streams} CheckDisputes streams; retry later")
-            pool = self._dispute_pool()
-            for case in request_iterator:
-                if isinstance(case, Undecodable):
-                    pending.append(_ready(malformed("", "", f"{case.size} bytes", case.error().message)))
-                else:
-                    pending.append(
-                        pool.submit(
-                            judge_case_bytes, case.SerializeToString(), self.solve_cap_seconds, self.max_message_bytes
-                        )
-                    )
-                if len(pending) >= window:
-                    judged += 1
-                    yield _counted(pending.popleft().result())
-            while pending:
-                judged += 1
-                yield _counted(pending.popleft().result())
-        except Exception as error:
-            for future in pending:
-                future.cancel()
-            status = status_for(error, request_id)
-            code = status.code
-            context.abort_with_status(status)
-        finally:
-            if slot is not None:
-                slot.release()
-            _log_call(f"CheckDisputes[{judged}]", code, time.monotonic() - start, request_id, context)
-
-    def _dispute_pool(self) -> Executor:
-        with self._pool_lock:
-            if self._pool is None:
-                if self.dispute_jobs == 1:
-                    self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="disputes")
-                else:
-                    # forkserver: the workers never inherit this process's gRPC threads.
-                    context = multiprocessing.get_context("forkserver")
-                    self._pool = ProcessPoolExecutor(max_workers=self.dispute_jobs, mp_context=context)
-            return self._pool
-
-    def _call(
-        self, method: str, handler: Callable[[Message], Reply], request: Message, context: grpc.ServicerContext
-    ) -> Reply:
-        start = time.monotonic()
+    def _begin(self, method: str, context: grpc.aio.ServicerContext) -> _Call:
         metrics.call_started(_METHOD_PREFIX + method)
-        request_id = _request_id(context)
-        metadata = ((PID_KEY, str(os.getpid())), (REQUEST_ID_KEY, request_id))
-        budget = self.solve_cap_seconds
+        call = _Call(method, context, _request_id(context))
+        context.add_done_callback(call.end)
+        return call
+
+    def _metadata(self, call: _Call) -> tuple[tuple[str, str], ...]:
+        if self.limits.reveal_pid:
+            return ((PID_KEY, str(os.getpid())), (REQUEST_ID_KEY, call.request_id))
+        return ((REQUEST_ID_KEY, call.request_id),)
+
+    async def _unary(
+        self,
+        method: str,
+        handler: Callable[[Message], Message],
+        message_type: type[Message],
+        context: grpc.aio.ServicerContext,
+    ) -> bytes:
+        call = self._begin(method, context)
+        budget = self.limits.solve_cap_seconds
+        started = call.start
         try:
-            if isinstance(request, Undecodable):
-                raise request.error()
+            data = await self._receive(context)
+            started = time.monotonic()  # the budget counts from the request in hand
             remaining = context.time_remaining()
             if remaining is not None:
                 if remaining <= 0:
                     raise DeadlineExceeded("the deadline passed before the call was solved")
                 budget = min(budget, remaining)
-            with time_budget(budget - (time.monotonic() - start)):
-                reply = handler(request)
-            check_reply(reply.ByteSize(), self.max_message_bytes)
-            if time.monotonic() - start > budget:
+            reply = await self.compute.run(_handled, handler, message_type, data, budget, self.max_message_bytes)
+            if time.monotonic() - started > budget:
                 raise DeadlineExceeded(f"the call overran its time budget of {budget:.3f} s")
         except Exception as error:  # every failure leaves through the one mapping in status.py
-            elapsed = time.monotonic() - start
-            status = status_for(error, request_id, time_cap_hit=elapsed >= budget)
-            _log_call(method, status.code, elapsed, request_id, context)
-            context.abort_with_status(with_metadata(status, metadata))
+            status = status_for(error, call.request_id, time_cap_hit=time.monotonic() - started >= budget)
+            call.code = status.code
+            await context.abort_with_status(with_metadata(status, self._metadata(call)))
             raise AssertionError("abort_with_status returned") from None  # pragma: no cover
-        context.set_trailing_metadata(metadata)
-        _log_call(method, grpc.StatusCode.OK, time.monotonic() - start, request_id, context)
+        context.set_trailing_metadata(self._metadata(call))
         return reply
 
+    async def _receive(self, context: grpc.aio.ServicerContext) -> bytes:
+        """The one request message, within the receive timeout."""
+        try:
+            async with asyncio.timeout(self.limits.receive_timeout_seconds):
+                data = await context.read()
+        except TimeoutError:
+            raise DeadlineExceeded(
+                f"the request did not arrive within the receive timeout of {self.limits.receive_timeout_seconds:g} s"
+            ) from None
+        if data is grpc.aio.EOF:
+            raise RefereeError("", "no message", "the call ended before its request message")
+        assert isinstance(data, bytes)
+        return data
 
-def _counted(verdict: bytes) -> pb.CheckDisputesResponse:
-    """A judged case's verdict, counted by outcome."""
-    reply = pb.CheckDisputesResponse.FromString(verdict)
-    metrics.dispute_judged(pb.DisputeOutcome.Name(reply.outcome).removeprefix("DISPUTE_OUTCOME_"))
-    return reply
+    async def CheckDisputes(self, requests: AsyncIterator[bytes], context: grpc.aio.ServicerContext) -> None:
+        """One verdict per case, in the order of the cases, judged in parallel.
+
+        At most ``READ_AHEAD_PER_JOB × jobs`` cases are read ahead of the verdict being sent; a
+        client that reads slowly holds back the server's writes, so the server stops reading
+        cases instead of buffering them. A stream with nothing to judge that neither sends a case
+        nor reads a verdict for ``stream_idle_seconds`` is ended (DEADLINE_EXCEEDED).
+        """
+        call = self._begin("CheckDisputes", context)
+        call.items = 0
+        client = _client_address(context.peer())
+        admitted = False
+        try:
+            context.set_trailing_metadata(self._metadata(call))
+            self._admit_stream(client)
+            admitted = True
+            await self._judge_stream(call, context)
+        except asyncio.CancelledError:
+            call.code = grpc.StatusCode.CANCELLED
+            raise
+        except Exception as error:
+            status = status_for(error, call.request_id)
+            call.code = status.code
+            await context.abort_with_status(with_metadata(status, self._metadata(call)))
+        finally:
+            if admitted:
+                self._release_stream(client)
+
+    def _admit_stream(self, client: str) -> None:
+        if self.streams >= self.limits.max_streams:
+            raise Busy(f"this server process already runs {self.streams} CheckDisputes streams; retry later")
+        if self._streams_by_client[client] >= self.limits.max_streams_per_client:
+            raise Busy(
+                f"this client already runs {self.limits.max_streams_per_client} CheckDisputes streams "
+                "on this server process; retry later"
+            )
+        self.streams += 1
+        self._streams_by_client[client] += 1
+
+    def _release_stream(self, client: str) -> None:
+        self.streams -= 1
+        self._streams_by_client[client] -= 1
+        if not self._streams_by_client[client]:
+            del self._streams_by_client[client]
+
+    async def _judge_stream(self, call: _Call, context: grpc.aio.ServicerContext) -> None:
+        idle = _Idleness()
+        window = asyncio.Semaphore(READ_AHEAD_PER_JOB * self.jobs.jobs)
+        verdicts: asyncio.Queue[asyncio.Future[bytes] | None] = asyncio.Queue()
+
+        async def read_cases() -> None:
+            while True:
+                await window.acquire()
+                case = await context.read()
+                idle.touch()
+                if case is grpc.aio.EOF:
+                    verdicts.put_nowait(None)
+                    return
+                assert isinstance(case, bytes)
+                idle.judging += 1
+                verdicts.put_nowait(asyncio.ensure_future(self._judge(case, idle)))
+
+        async def write_verdicts() -> None:
+            while (verdict := await verdicts.get()) is not None:
+                reply = await verdict
+                _count_verdict(reply)
+                await context.write(reply)
+                idle.touch()
+                window.release()
+                assert call.items is not None
+                call.items += 1
+
+        reader = asyncio.ensure_future(read_cases())
+        writer = asyncio.ensure_future(write_verdicts())
+        tasks = {reader, writer}
+        try:
+            limit = self.limits.stream_idle_seconds
+            while not writer.done():
+                done, _ = await asyncio.wait(tasks, timeout=min(limit / 4, 1.0), return_when=asyncio.FIRST_EXCEPTION)
+                for task in done:
+                    if task.exception() is not None:
+                        raise task.exception()  # type: ignore[misc]
+                tasks -= done
+                if idle.seconds() > limit:
+                    raise DeadlineExceeded(
+                        f"the stream was idle for more than {limit:g} s (no case sent, no verdict read)"
+                    )
+        finally:
+            reader.cancel()
+            writer.cancel()
+            while not verdicts.empty():
+                pending = verdicts.get_nowait()
+                if pending is not None:
+                    pending.cancel()
+
+    async def _judge(self, case: bytes, idle: _Idleness) -> bytes:
+        try:
+            return await self.jobs.run(judge_case_bytes, case, self.limits.solve_cap_seconds, self.max_message_bytes)
+        except JobLost as error:
+            raise Unavailable(f"{error}; send the stream again") from None
+        finally:
+            idle.judging -= 1
+            idle.touch()
 
 
-def _ready(verdict: pb.CheckDisputesResponse) -> Future[bytes]:
-    """A verdict known at once, in the stream's queue of verdicts being judged."""
-    future: Future[bytes] = Future()
-    future.set_result(verdict.SerializeToString())
-    return future
+class _Idleness:
+    """How long a stream has waited on its client with no case being judged."""
+
+    __slots__ = ("last", "judging")
+
+    def __init__(self) -> None:
+        self.last = time.monotonic()
+        self.judging = 0
+
+    def touch(self) -> None:
+        self.last = time.monotonic()
+
+    def seconds(self) -> float:
+        return 0.0 if self.judging else time.monotonic() - self.last
 
 
-def _request_id(context: grpc.ServicerContext) -> str:
+def _count_verdict(verdict: bytes) -> None:
+    """A judged case's verdict, counted by outcome (when metrics are on)."""
+    if metrics.enabled():
+        outcome = pb.CheckDisputesResponse.FromString(verdict).outcome
+        metrics.dispute_judged(pb.DisputeOutcome.Name(outcome).removeprefix("DISPUTE_OUTCOME_"))
+
+
+def _client_address(peer: str) -> str:
+    """The client's address without its port (``ipv4:1.2.3.4:5`` -> ``ipv4:1.2.3.4``)."""
+    return peer.rsplit(":", 1)[0] if peer.startswith(("ipv4:", "ipv6:")) else peer
+
+
+def _request_id(context: grpc.aio.ServicerContext) -> str:
     """The client's ``x-request-id`` when it is a sane token, else a fresh one."""
     for key, value in context.invocation_metadata() or ():
         if key == REQUEST_ID_KEY and isinstance(value, str) and _CLIENT_REQUEST_ID.fullmatch(value):
@@ -240,19 +400,14 @@ def _request_id(context: grpc.ServicerContext) -> str:
     return uuid.uuid4().hex[:16]
 
 
-def _log_call(
-    method: str, code: grpc.StatusCode, seconds: float, request_id: str, context: grpc.ServicerContext
-) -> None:
-    metrics.call_ended(_METHOD_PREFIX + method.partition("[")[0], code.name, seconds)
-    duration_ms = round(seconds * 1000, 2)
-    fields = {
-        "method": method,
-        "code": code.name,
-        "duration_ms": duration_ms,
-        "request_id": request_id,
-        "peer": context.peer(),
-    }
-    log.info("%s %s %.2fms request_id=%s", method, code.name, duration_ms, request_id, extra={"rpc": fields})
-
-
-__all__ = ["DEFAULT_SOLVE_CAP_SECONDS", "PID_KEY", "REQUEST_ID_KEY", "RefereeServicer", "Undecodable", "add_to_server"]
+__all__ = [
+    "DEFAULT_SOLVE_CAP_SECONDS",
+    "PID_KEY",
+    "REQUEST_ID_KEY",
+    "CallEnd",
+    "RefereeServicer",
+    "ServiceLimits",
+    "Undecodable",
+    "add_to_server",
+    "call_observers",
+]

@@ -8,6 +8,8 @@
 - ``Busy`` (raised by the servicer): RESOURCE_EXHAUSTED.
 - ``QuotaExceeded`` (raised by the access layer): RESOURCE_EXHAUSTED with a ``google.rpc.RetryInfo``
   and gRPC's retry pushback saying when the key's bucket holds a call again.
+- ``Unavailable`` (raised by the servicer, e.g. a dispute job process died): UNAVAILABLE, which
+  clients may retry.
 - Anything else: INTERNAL with a generic message carrying the request id; the traceback goes to
   the log under that id and never to the client.
 """
@@ -50,6 +52,10 @@ class QuotaExceeded(Exception):
         self.retry_after = retry_after
 
 
+class Unavailable(Exception):
+    """The server process lost what this call needed (a job process died); the client may retry."""
+
+
 class _Status(grpc.Status):
     """A concrete grpc.Status (the interface is abstract)."""
 
@@ -69,6 +75,8 @@ def status_for(error: BaseException, request_id: str, *, time_cap_hit: bool = Fa
         return _plain(code_pb2.RESOURCE_EXHAUSTED, str(error))
     if isinstance(error, QuotaExceeded):
         return quota_status(error)
+    if isinstance(error, Unavailable):
+        return _plain(code_pb2.UNAVAILABLE, str(error))
     if isinstance(error, SolverError):
         if time_cap_hit or isinstance(error, SolverTimeout):
             return _plain(code_pb2.DEADLINE_EXCEEDED, "the time budget ran out before the solver proved an answer")
@@ -116,6 +124,7 @@ __all__ = [
     "DeadlineExceeded",
     "QuotaExceeded",
     "quota_status",
+    "Unavailable",
     "invalid_argument",
     "status_for",
     "with_metadata",

@@ -1,0 +1,258 @@
+"""The parent of ``serve --workers N``: it forks the worker processes and keeps N of them serving.
+
+- Each worker runs its own server on the same port with SO_REUSEPORT (the kernel spreads
+  connections across them). They are forked before any gRPC object exists in the parent, which
+  never creates one, so every fork (a restart too) starts from a clean process.
+- A worker that dies is forked again at once; one that keeps dying soon after its start waits
+  longer each time (``RESTART_BACKOFF``), so a crash loop does not eat the machine, while the
+  other workers go on serving.
+- Each worker writes a heartbeat down a pipe from its event loop. A worker silent for
+  ``--heartbeat-timeout`` seconds (stopped with SIGSTOP, or its loop stuck) is killed with SIGKILL
+  and replaced.
+- A second instance on a port already in use refuses to start (``port_in_use``): SO_REUSEPORT
+  would otherwise let it share the port silently.
+- SIGTERM and SIGINT are forwarded to the workers, which drain; the parent exits 0 when all of
+  them did.
+
+Process figures (workers up, restarts) are in ``Supervisor.restarts`` and ``Supervisor.up()``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import errno
+import logging
+import multiprocessing
+import os
+import select
+import signal
+import socket
+import sys
+import time
+from dataclasses import dataclass, field
+from multiprocessing.process import BaseProcess
+
+from referee.service import metrics
+from referee.service.server import HEARTBEAT_EVERY_SECONDS, _address, _say, serve
+
+log = logging.getLogger("referee.service")
+
+# How long a worker may take from its fork to its first heartbeat (imports are already done).
+START_TIMEOUT_SECONDS = 30.0
+# A worker that lived less than this before it died counts as crash-looping.
+STABLE_SECONDS = 10.0
+# Waits before forking again a worker that keeps dying: 0 s, then 0.5 s, 1 s, 2 s, ... 10 s.
+RESTART_BACKOFF = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 10.0)
+
+
+@dataclass(eq=False)
+class _Slot:
+    """One worker position: the process filling it now and its history."""
+
+    number: int
+    process: BaseProcess | None = None
+    beats: int | None = None  # read end of its heartbeat pipe
+    started: float = 0.0
+    last_beat: float | None = None
+    quick_deaths: int = 0
+    restart_at: float | None = None
+    history: list[int] = field(default_factory=list)
+
+
+class Supervisor:
+    """Keeps ``args.workers`` worker processes serving on one port until told to stop."""
+
+    def __init__(self, args: argparse.Namespace, port: int) -> None:
+        self.args = args
+        self.port = port
+        self.heartbeat_timeout: float = args.heartbeat_timeout
+        self.slots = [_Slot(n) for n in range(args.workers)]
+        self.restarts = 0
+        self.stopping = False
+        # Fork, not spawn: each child starts from this process, which holds no gRPC object.
+        self._context = multiprocessing.get_context("fork")
+
+    def up(self) -> int:
+        """Workers running now."""
+        return sum(1 for slot in self.slots if slot.process is not None and slot.process.exitcode is None)
+
+    def _start(self, slot: _Slot) -> None:
+        read, write = os.pipe()
+        process = self._context.Process(
+            target=_worker, args=(self.args, self.port, write), name=f"referee-worker-{slot.number}", daemon=False
+        )
+        process.start()
+        os.close(write)
+        os.set_blocking(read, False)
+        metrics.workers_running(self.up())
+        slot.process, slot.beats, slot.started, slot.last_beat, slot.restart_at = (
+            process,
+            read,
+            time.monotonic(),
+            None,
+            None,
+        )
+
+    def stop(self) -> None:
+        """Ask every worker to drain (SIGTERM); no worker is started after this."""
+        self.stopping = True
+        for slot in self.slots:
+            _signal(slot.process, signal.SIGTERM)
+
+    def run(self) -> int:
+        """Start the workers and keep them up until ``stop``; 0 if every worker drained cleanly."""
+        for slot in self.slots:
+            self._start(slot)
+        clean = True
+        while True:
+            self._read_beats(0.2)
+            now = time.monotonic()
+            for slot in self.slots:
+                process = slot.process
+                if process is not None and process.exitcode is not None:
+                    clean &= self._ended(slot, process, now)
+                elif process is not None and not self.stopping:
+                    self._check_heartbeat(slot, process, now)
+                elif process is None and not self.stopping and slot.restart_at is not None and now >= slot.restart_at:
+                    self.restarts += 1
+                    metrics.worker_restarted()
+                    self._start(slot)
+            if self.stopping and all(slot.process is None for slot in self.slots):
+                return 0 if clean else 1
+
+    def _ended(self, slot: _Slot, process: BaseProcess, now: float) -> bool:
+        """Forget a worker that exited; schedule its replacement unless stopping. Was it clean?"""
+        process.join()
+        if process.pid is not None:
+            metrics.process_died(process.pid)
+        metrics.workers_running(self.up())
+        if slot.beats is not None:
+            os.close(slot.beats)
+        slot.process, slot.beats = None, None
+        how = _how_it_ended(process.exitcode)
+        if self.stopping:
+            return process.exitcode == 0
+        lived = now - slot.started
+        slot.quick_deaths = slot.quick_deaths + 1 if lived < STABLE_SECONDS else 0
+        wait = RESTART_BACKOFF[min(max(slot.quick_deaths - 1, 0), len(RESTART_BACKOFF) - 1)]
+        slot.restart_at = now + wait
+        log.error("worker pid %s %s after %.1fs; starting another in %gs", process.pid, how, lived, wait)
+        return True
+
+    def _check_heartbeat(self, slot: _Slot, process: BaseProcess, now: float) -> None:
+        if slot.last_beat is None:
+            silent, limit = now - slot.started, START_TIMEOUT_SECONDS
+        else:
+            silent, limit = now - slot.last_beat, self.heartbeat_timeout
+        if silent > limit:
+            log.error("worker pid %s sent no heartbeat for %.1fs; killing it", process.pid, silent)
+            _signal(process, signal.SIGKILL)
+            slot.last_beat = now  # killed once; its exit is handled like any other
+
+    def _read_beats(self, timeout: float) -> None:
+        pipes = {slot.beats: slot for slot in self.slots if slot.beats is not None}
+        if not pipes:
+            time.sleep(timeout)
+            return
+        try:
+            ready, _, _ = select.select(list(pipes), [], [], timeout)
+        except InterruptedError:
+            return
+        for fd in ready:
+            try:
+                data = os.read(fd, 4096)
+            except BlockingIOError:
+                continue
+            if data:
+                pipes[fd].last_beat = time.monotonic()
+
+
+def serve_workers(args: argparse.Namespace) -> int:
+    """``serve --workers N``: supervise N workers on one port until SIGTERM or SIGINT."""
+    try:
+        reservation = _reserve_port(args.host, args.port)
+    except OSError as error:
+        _say(f"remigio-referee: error: cannot bind {_address(args.host, args.port)}: {error.strerror or error}")
+        return 1
+    # Held open until the workers are gone, so port 0 resolves once and the port stays ours.
+    with reservation:
+        port = reservation.getsockname()[1]
+        supervisor = Supervisor(args, port)
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, lambda _signum, _frame: supervisor.stop())
+        _say(f"remigio-referee: {args.workers} workers on {_address(args.host, port)} (parent pid {os.getpid()})")
+        return supervisor.run()
+
+
+def port_in_use(host: str, port: int) -> str | None:
+    """Why ``host:port`` cannot be ours (another process listens there), or None.
+
+    Bound without SO_REUSEPORT, the probe fails while any socket holds the port, another
+    instance's SO_REUSEPORT sockets included; SO_REUSEADDR lets it past connections of an
+    earlier run still closing (TIME_WAIT).
+    """
+    if port == 0:
+        return None
+    family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as error:
+            if error.errno == errno.EADDRINUSE:
+                return f"cannot bind {_address(host, port)}: the port is already in use (another instance?)"
+            return f"cannot bind {_address(host, port)}: {error.strerror or error}"
+    return None
+
+
+def _reserve_port(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port`` (a free port for 0) with SO_REUSEPORT, so the workers can bind it too."""
+    family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.bind(address)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def _worker(args: argparse.Namespace, port: int, heartbeat_fd: int) -> None:
+    parent = os.getppid()
+    _stop_with_parent()
+    if os.getppid() != parent:  # the parent died before the request above took effect
+        sys.exit(1)
+    # The parent's handlers (forward to workers) must not run here; the server sets its own.
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, signal.SIG_DFL)
+    sys.exit(serve(args, port, reuse_port=True, heartbeat_fd=heartbeat_fd))
+
+
+def _stop_with_parent() -> None:
+    """Ask Linux to send this process SIGTERM when its parent dies, so no worker outlives it."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM, 0, 0, 0)
+
+
+def _signal(process: BaseProcess | None, signum: int) -> None:
+    if process is not None and process.pid is not None and process.exitcode is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(process.pid, signum)
+
+
+def _how_it_ended(exitcode: int | None) -> str:
+    if exitcode is not None and exitcode < 0:
+        return f"was killed by {signal.Signals(-exitcode).name}"
+    return f"exited with status {exitcode}"
+
+
+assert HEARTBEAT_EVERY_SECONDS < 1.0  # the parent's default timeout allows several missed beats
+
+__all__ = ["Supervisor", "port_in_use", "serve_workers"]
