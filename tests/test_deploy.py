@@ -46,7 +46,6 @@ CONTAINER = "referee"
 # to fail until it lands (xfail, not strict: they pass as soon as the server accepts them).
 PENDING = {
     "REMIGIO_HEALTH_PORT": "--health-port (issue 14, plain-text health listener)",
-    "REMIGIO_MAX_CONNECTION_AGE": "--max-connection-age (issue 13, server architecture)",
     "REMIGIO_TLS_CERT": "--tls-cert (issue 14, TLS)",
     "REMIGIO_TLS_KEY": "--tls-key (issue 14, TLS)",
     "REMIGIO_TLS_CLIENT_CA": "--tls-client-ca (issue 14, mutual TLS)",

@@ -111,7 +111,17 @@ DISPUTES = [
 
 def test_two_workers_counted_exactly_and_summed(launch, tmp_path: Path) -> None:
     server = launch(
-        "--port", "0", "--workers", "2", "--metrics-port", "0", "--runtime-dir", str(tmp_path), "--grace", "2"
+        "--port",
+        "0",
+        "--workers",
+        "2",
+        "--metrics-port",
+        "0",
+        "--runtime-dir",
+        str(tmp_path),
+        "--grace",
+        "2",
+        "--debug-pid",
     )
     url = server.wait_for(METRICS).group(1)
     address = f"127.0.0.1:{server.wait_for(WORKERS).group(2)}"

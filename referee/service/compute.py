@@ -114,7 +114,9 @@ class DisputeJobs:
             found.extend(processes)
         return found
 
-    async def run(self, work: Callable[[bytes, float, int], bytes], case: bytes, budget: float, max_bytes: int) -> bytes:
+    async def run(
+        self, work: Callable[[bytes, float, int], bytes], case: bytes, budget: float, max_bytes: int
+    ) -> bytes:
         """``work(case, budget, max_bytes)`` on the least loaded job; ``JobLost`` if its process died meanwhile."""
         index = min(range(self.jobs), key=self._load.__getitem__)
         executor = self._executors[index]

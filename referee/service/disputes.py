@@ -59,7 +59,9 @@ def judge_case_bytes(case: bytes, budget_seconds: float | None = None, max_bytes
         request = pb.CheckDisputesRequest.FromString(case)
     except DecodeError:  # its text only repeats the type's name
         name = pb.CheckDisputesRequest.DESCRIPTOR.full_name
-        return malformed("", "", f"{len(case)} bytes", f"the request does not decode as a {name} message").SerializeToString()
+        return malformed(
+            "", "", f"{len(case)} bytes", f"the request does not decode as a {name} message"
+        ).SerializeToString()
     try:
         with time_budget(budget_seconds):
             verdict = judge_case(request).SerializeToString()

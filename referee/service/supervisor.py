@@ -85,14 +85,9 @@ class Supervisor:
         process.start()
         os.close(write)
         os.set_blocking(read, False)
+        slot.process, slot.beats, slot.started = process, read, time.monotonic()
+        slot.last_beat = slot.restart_at = None
         metrics.workers_running(self.up())
-        slot.process, slot.beats, slot.started, slot.last_beat, slot.restart_at = (
-            process,
-            read,
-            time.monotonic(),
-            None,
-            None,
-        )
 
     def stop(self) -> None:
         """Ask every worker to drain (SIGTERM); no worker is started after this."""
