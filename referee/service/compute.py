@@ -59,6 +59,17 @@ class ComputePool:
 RETRY_SECONDS = 5.0
 
 
+def _job_ready() -> int:
+    """Load what judging needs (the engines, this process's metrics) before the first case, whose
+    time budget must not pay for imports; the job process's id."""
+    from referee.linking import load_engines
+    from referee.service import metrics
+
+    load_engines()
+    metrics.ready()
+    return os.getpid()
+
+
 def _failed(future: Future[int]) -> bool:
     return future.done() and (future.cancelled() or future.exception() is not None)
 
@@ -94,7 +105,7 @@ class DisputeJobs:
     def warm_up(self) -> None:
         """Start every job process now rather than on the first stream's first case."""
         for index, executor in enumerate(self._executors):
-            self._started[index] = executor.submit(os.getpid)
+            self._started[index] = executor.submit(_job_ready)
 
     def healthy(self) -> bool:
         """False while a job process cannot be started (it died before its first answer); such a
@@ -142,7 +153,7 @@ class DisputeJobs:
         log.error("a dispute job process died; starting another")
         broken.shutdown(wait=False, cancel_futures=True)
         self._executors[index] = self._start()
-        self._started[index] = self._executors[index].submit(os.getpid)
+        self._started[index] = self._executors[index].submit(_job_ready)
         self.replaced += 1
 
     def shutdown(self) -> None:
