@@ -69,7 +69,6 @@ import math
 import multiprocessing
 import os
 import platform
-import random
 import re
 import signal
 import subprocess
@@ -93,9 +92,9 @@ import grpc  # noqa: E402
 from bench import h2client  # noqa: E402
 from bench.hands import end_of_deal  # noqa: E402
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb  # noqa: E402
-from referee.cards import JOKER, SUITS, Card, deck  # noqa: E402
-from referee.groups import judge_group  # noqa: E402
-from referee.rules import RuleSet  # noqa: E402
+from referee.cards import Card  # noqa: E402
+from referee.samples import sample_deals  # noqa: E402
+from referee.service.convert import deal_to_proto  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 HOST = "127.0.0.1"
@@ -139,89 +138,9 @@ def solve_requests(hands: Sequence[Sequence[Card]], engine: int) -> list[bytes]:
     return [pb.SolveHandRequest(cards=[c.code() for c in hand], rules=rules).SerializeToString() for hand in hands]
 
 
-# Group lengths of a closer's 10 shown cards: one run of 10, or two or three groups.
-_SHAPES = ((10,), (3, 7), (4, 6), (5, 5), (3, 3, 4), (3, 4, 3), (4, 3, 3), (7, 3), (6, 4))
-
-
-def _take(left: list[Card], cards: Sequence[Card]) -> bool:
-    """Remove ``cards`` from ``left`` when it holds them all; say whether it did."""
-    need = Counter(cards)
-    have = Counter(left)
-    if any(have[card] < n for card, n in need.items()):
-        return False
-    for card in cards:
-        left.remove(card)
-    return True
-
-
-def _linked_group(rng: random.Random, size: int) -> list[Card]:
-    """A same-suit run (any length) or a same-rank group (3 to 5 cards), sometimes with a joker."""
-    if size <= 5 and rng.random() < 0.45:
-        rank = rng.randint(1, 13)
-        group = [Card(rank, rng.choice(SUITS)) for _ in range(size)]
-    else:
-        suit = rng.choice(SUITS)
-        # Ranks 1..14, 14 being the ace above the king.
-        low = rng.randint(1, 14 - size + 1)
-        group = [Card(1 if r == 14 else r, suit) for r in range(low, low + size)]
-    if rng.random() < 0.3:
-        group[rng.randrange(size)] = JOKER
-    return group
-
-
-def _closer_cards(rng: random.Random, left: list[Card], rules: RuleSet) -> list[Card]:
-    """10 cards from ``left`` that split into linked groups with none left over."""
-    while True:
-        shape = rng.choice(_SHAPES)
-        taken: list[Card] = []
-        for size in shape:
-            for _ in range(50):
-                group = _linked_group(rng, size)
-                if judge_group(group, rules) and _take(left, group):
-                    taken += group
-                    break
-            else:
-                break
-        if len(taken) == 10:
-            rng.shuffle(taken)
-            return taken
-        left += taken  # give the cards back, shuffle again and try another shape
-        rng.shuffle(left)
-
-
 def make_deals(seed: int, count: int) -> list[pb.Deal]:
     """``count`` distinct end-of-deal states of 4 players, the closer with a valid close."""
-    rng = random.Random(seed)
-    rules = RuleSet()
-    deals: list[pb.Deal] = []
-    seen: set[tuple[tuple[int, ...], ...]] = set()
-    while len(deals) < count:
-        left = list(deck(2))
-        rng.shuffle(left)
-        closer = rng.randrange(PLAYERS)
-        shown = _closer_cards(rng, left, rules)
-        discard = left.pop()
-        hands = [left[10 * i : 10 * i + 10] for i in range(PLAYERS - 1)]
-        rest = left[10 * (PLAYERS - 1) :]
-        hands.insert(closer, shown)
-        key = tuple(tuple(sorted(c.index for c in hand)) for hand in hands)
-        if key in seen:
-            continue
-        seen.add(key)
-        pile = rng.randint(1, 20)
-        deals.append(
-            pb.Deal(
-                players=[
-                    pb.Player(name=f"p{i}", cards=[c.code() for c in hand], score=rng.randint(60, 440))
-                    for i, hand in enumerate(hands)
-                ],
-                closer=closer,
-                discard=discard.code(),
-                discard_pile=pb.Pile(cards=[c.code() for c in rest[:pile]]),
-                stock=pb.Pile(cards=[c.code() for c in rest[pile:]]),
-            )
-        )
-    return deals
+    return [deal_to_proto(deal) for deal in sample_deals(seed, count, PLAYERS)]
 
 
 def deal_requests(deals: Sequence[pb.Deal], engine: int) -> list[bytes]:

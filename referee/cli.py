@@ -79,15 +79,12 @@ def build_parser() -> argparse.ArgumentParser:
     keygen.add_argument("--rate", type=_rate, metavar="N", help="calls per second the key may make (default: no limit)")
     keygen.set_defaults(run=_run_keygen)
 
-    try:
-        from referee.batch import add_arguments as add_batch_arguments
-        from referee.batch import run as run_batch
-    except ImportError:
-        pass
-    else:
-        batch = commands.add_parser("batch", help="judge a file of dispute cases (JSON lines)")
-        add_batch_arguments(batch)
-        batch.set_defaults(run=run_batch)
+    from referee.batch import add_arguments as add_batch_arguments
+    from referee.batch import run as run_batch
+
+    batch = commands.add_parser("batch", help="judge a file of dispute cases (JSON lines)")
+    add_batch_arguments(batch)
+    batch.set_defaults(run=run_batch)
     return parser
 
 

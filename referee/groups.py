@@ -51,10 +51,6 @@ class Group:
         """The group as a sorted tuple of card indices: its identity, whatever the order."""
         return tuple(sorted(card.index for card in self.cards))
 
-    def points(self, joker_points: int) -> int:
-        """The points this group takes out of the hand."""
-        return sum(card.points(joker_points) for card in self.cards)
-
     def __str__(self) -> str:
         return format_cards(self.cards)
 

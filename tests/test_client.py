@@ -18,10 +18,11 @@ from google.protobuf import any_pb2, duration_pb2
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
-from bench.service import make_deals
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
 from referee.client import Referee, retry_delay
+from referee.samples import sample_deals
+from referee.service.convert import deal_to_proto
 
 HAND = "AH 2H 3H 5C 5D 5S KS KD 9C JK"
 CLOSE = "3H 4H 5H 6H JK 8H 9H 10H JH QH"
@@ -30,7 +31,7 @@ CLOSE = "3H 4H 5H 6H JK 8H 9H 10H JH QH"
 def test_each_method_takes_codes_or_messages_and_answers_as_the_stub_does(
     server_address: str, stub: referee_pb2_grpc.RefereeServiceStub
 ) -> None:
-    deal = make_deals(11, 1)[0]
+    deal = deal_to_proto(sample_deals(11, 1)[0])
     with Referee(server_address, timeout=30) as referee:
         solved = referee.solve_hand(HAND)
         assert solved == stub.SolveHand(pb.SolveHandRequest(cards=HAND.split()), timeout=30)

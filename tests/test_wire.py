@@ -18,9 +18,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from servers import field_violation
 
-from bench.service import make_deals
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.cards import deck
+from referee.samples import sample_deals
+from referee.service.convert import deal_to_proto
 
 SERVICE = "/remigio.referee.v1.RefereeService/"
 UNARY = {"SolveHand": pb.SolveHandRequest, "CheckClose": pb.CheckCloseRequest, "ScoreDeal": pb.ScoreDealRequest}
@@ -133,7 +134,7 @@ def test_any_field_values_get_ok_or_invalid_argument(channel: grpc.Channel, meth
 
 # Near-valid requests: valid end-of-deal states (the service benchmark's), a few fields changed.
 
-BASES = make_deals(7, 12)
+BASES = [deal_to_proto(deal) for deal in sample_deals(7, 12)]
 ANY_CODE = st.one_of(st.sampled_from(CARDS + ["JK"]), st.sampled_from(CODES))
 
 

@@ -116,11 +116,6 @@ class SearchEngine:
         return linking_from_parts(cards, keys, rules)
 
 
-def solve(indices: tuple[int, ...], rules_key: RulesKey) -> Answer:
-    """Fewest unlinked points and canonical group keys of a hand given as sorted card indices."""
-    return _solve_hand(tuple(sorted(indices)), rules_key)
-
-
 @lru_cache(maxsize=1 << 14)
 def _solve_hand(indices: tuple[int, ...], rules_key: RulesKey) -> Answer:
     jokers = indices.count(JOKER_INDEX)

@@ -257,6 +257,26 @@ def claimed_groups_from_proto(groups: Sequence[pb.ClaimedGroup], field: str) -> 
 # Domain -> proto ------------------------------------------------------------------------------
 
 
+def deal_to_proto(deal: Deal) -> pb.Deal:
+    """A Deal message of an end-of-deal state (``deal_from_proto`` reads it back)."""
+    message = pb.Deal(
+        players=[
+            pb.Player(name=player.name, cards=[card.code() for card in player.cards], score=player.score)
+            for player in deal.players
+        ],
+        closer=deal.closer,
+        discard=deal.discard.code(),
+        eliminated=deal.eliminated,
+    )
+    if deal.discard_pile is not None:
+        message.discard_pile.cards.extend(card.code() for card in deal.discard_pile)
+        message.discard_pile.SetInParent()
+    if deal.stock is not None:
+        message.stock.cards.extend(card.code() for card in deal.stock)
+        message.stock.SetInParent()
+    return message
+
+
 def group_to_proto(group: Group) -> pb.Group:
     """A group as its message: kind, cards in group order, what each card stands for."""
     return pb.Group(
@@ -312,6 +332,7 @@ __all__ = [
     "close_to_proto",
     "deal_claims_from_proto",
     "deal_from_proto",
+    "deal_to_proto",
     "group_to_proto",
     "linking_to_proto",
     "rules_from_proto",
