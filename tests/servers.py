@@ -44,11 +44,11 @@ def server_env() -> dict[str, str]:
 class ServerProcess:
     """A server process on 127.0.0.1 whose stderr a thread reads, line by line, into ``lines``."""
 
-    def __init__(self, *args: str) -> None:
+    def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "referee.service.server", "--host", "127.0.0.1", *args],
             cwd=ROOT,
-            env=server_env(),
+            env={**server_env(), **(env or {})},
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,

@@ -18,6 +18,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import time
 import urllib.request
 from collections.abc import Iterator
 from functools import cache
@@ -29,7 +30,7 @@ import kubernetes_validate
 import pytest
 import yaml
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from servers import ServerProcess
+from servers import WORKERS, ServerProcess
 
 from referee import cli
 from referee.service.server import SERVICE_NAME
@@ -210,10 +211,10 @@ def test_the_worker_count_follows_the_cpu_limit(objects: list[dict[str, Any]]) -
     assert limit == int(limit) >= 1, "a whole number of CPUs: one worker process each, none idle"
 
 
-def test_the_pod_outlives_its_drain(objects: list[dict[str, Any]]) -> None:
+def test_the_pod_outlives_its_drain(objects: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch) -> None:
     pod = _one(objects, "Deployment")["spec"]["template"]["spec"]
     container = _container(objects)
-    serve = _serve_args(container)
+    serve = _serve_options(container, monkeypatch)
     pause = container["lifecycle"]["preStop"]["sleep"]["seconds"]
     assert pause >= 1
     assert pod["terminationGracePeriodSeconds"] >= pause + serve.grace + 5, (
@@ -316,14 +317,6 @@ def _serve_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _serve_args(container: dict[str, Any]) -> argparse.Namespace:
-    """The container's args parsed by `remigio-referee serve`."""
-    try:
-        return _serve_parser().parse_args(container.get("args", []))
-    except (argparse.ArgumentError, SystemExit) as error:
-        pytest.fail(f"serve refuses the container's args {container.get('args')}: {error}")
-
-
 def _value_for(variable: dict[str, Any], container: dict[str, Any]) -> str:
     """The text the container sees in ``variable``: its value, or the CPU limit the kubelet rounds up."""
     if "value" in variable:
@@ -340,6 +333,23 @@ def _means(parsed: object, text: str) -> bool:
         except ValueError:
             return False
     return str(parsed) == text
+
+
+def _container_env(container: dict[str, Any]) -> dict[str, str]:
+    """The container's variables as its process sees them."""
+    return {name: _value_for(variable, container) for name, variable in _env(container).items()}
+
+
+def _serve_options(container: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> argparse.Namespace:
+    """`remigio-referee serve` as the container runs it: its variables set, its args (if any) given."""
+    for other in [key for key in os.environ if key.startswith("REMIGIO_")]:
+        monkeypatch.delenv(other)
+    for name, value in _container_env(container).items():
+        monkeypatch.setenv(name, value)
+    try:
+        return _serve_parser().parse_args(container.get("args", []))
+    except (argparse.ArgumentError, SystemExit) as error:
+        pytest.fail(f"serve refuses the container's configuration: {error}")
 
 
 def test_the_manifests_name_every_pending_variable() -> None:
@@ -376,66 +386,88 @@ def test_serve_reads_every_variable_the_manifests_set(name: str, monkeypatch: py
         assert _parsed_with(monkeypatch, name, other) != configured, f"serve ignores {name}"
 
 
-def test_serve_takes_the_containers_args(objects: list[dict[str, Any]]) -> None:
+def test_serve_takes_the_containers_configuration(
+    objects: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
     container = _container(objects)
-    serve = _serve_args(container)
-    flags = {arg.split("=", 1)[0] for arg in container.get("args", []) if arg.startswith("--")}
-    options = {option for action in _serve_parser()._actions for option in action.option_strings}
-    assert flags <= options
+    serve = _serve_options(container, monkeypatch)
     assert "command" not in container, "the image's entrypoint (remigio-referee serve) runs"
+    flags = {arg.split("=", 1)[0] for arg in container.get("args", []) if arg.startswith("--")}
+    assert flags <= {option for action in _serve_parser()._actions for option in action.option_strings}
+    ports = _ports(container)
+    assert (serve.host, serve.port, serve.metrics_port) == ("0.0.0.0", ports["grpc"], ports["metrics"])
+    assert serve.workers == _cpu(container["resources"]["limits"]["cpu"])
     assert serve.dispute_jobs == 1
+    assert serve.runtime_dir in {m["mountPath"] for m in container["volumeMounts"]}, "metrics files go to the emptyDir"
 
 
 @pytest.fixture(scope="module")
-def manifest_server() -> Iterator[ServerProcess]:
-    """A real server process started with the base's container args."""
+def manifest_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProcess, dict[str, int]]]:
+    """A real server process configured by the base's variables, on free loopback ports; and those ports."""
     container = _container(list(_rendered("base")))
-    server = ServerProcess("--port", "0", *container.get("args", [])).listening()
+    env = _container_env(container)
+    # The Secrets' files are the access tests' business (certificates and keys made at test time);
+    # the rest of the configuration runs as written.
+    for name in [name for name in env if name.startswith("REMIGIO_TLS_") or name == "REMIGIO_API_KEYS"]:
+        del env[name]
+    ports = {"health": _free_port(), "metrics": _free_port()}
+    env.update(
+        REMIGIO_PORT="0",
+        REMIGIO_HEALTH_PORT=str(ports["health"]),
+        REMIGIO_METRICS_PORT=str(ports["metrics"]),
+        REMIGIO_RUNTIME_DIR=str(tmp_path_factory.mktemp("runtime")),
+    )
+    server = ServerProcess(*container.get("args", []), env=env)
     try:
-        yield server
+        workers = server.wait_for(WORKERS)
+        server.listening()
+        ports["grpc"] = int(workers.group(2))
+        yield server, ports
     finally:
         server.terminate()
 
 
-def test_a_server_with_the_manifest_args_answers_every_probe(manifest_server: ServerProcess) -> None:
+def _probe_services() -> dict[str, str]:
     container = _container(list(_rendered("base")))
-    with grpc.insecure_channel(manifest_server.address) as channel:
+    return {kind: container[kind]["grpc"]["service"] for kind in ("startupProbe", "readinessProbe", "livenessProbe")}
+
+
+def _check_probes(port: int) -> None:
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
         stub = health_pb2_grpc.HealthStub(channel)
-        for kind in ("startupProbe", "readinessProbe", "livenessProbe"):
-            service = container[kind]["grpc"]["service"]
+        for kind, service in _probe_services().items():
             reply = stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=10)
             assert reply.status == health_pb2.HealthCheckResponse.SERVING, f"{kind} asks for {service!r}"
 
 
-def test_the_metrics_port_serves_prometheus_text() -> None:
-    """What the NetworkPolicy lets the monitoring namespace reach: the metrics port, on a real server."""
-    container = _container(list(_rendered("base")))
-    metrics_port = _free_port()
-    server = ServerProcess("--port", "0", "--metrics-port", str(metrics_port), *container.get("args", []))
-    try:
-        server.listening()
-        with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10) as reply:
-            assert reply.status == 200
-            assert "referee_" in reply.read().decode()
-    finally:
-        server.terminate()
+def test_a_server_run_as_the_manifest_says_knows_every_probes_service(
+    manifest_server: tuple[ServerProcess, dict[str, int]],
+) -> None:
+    _check_probes(manifest_server[1]["grpc"])
 
 
 @pytest.mark.xfail(strict=False, reason=f"{PENDING['REMIGIO_HEALTH_PORT']} is not on main yet")
-def test_the_probes_port_answers_on_a_real_server() -> None:
-    container = _container(list(_rendered("base")))
-    health_port = _free_port()
-    server = ServerProcess("--port", "0", "--health-port", str(health_port), *container.get("args", []))
-    try:
-        server.listening()
-        with grpc.insecure_channel(f"127.0.0.1:{health_port}") as channel:
-            stub = health_pb2_grpc.HealthStub(channel)
-            for kind in ("startupProbe", "readinessProbe", "livenessProbe"):
-                request = health_pb2.HealthCheckRequest(service=container[kind]["grpc"]["service"])
-                reply = stub.Check(request, timeout=10)
-                assert reply.status == health_pb2.HealthCheckResponse.SERVING, kind
-    finally:
-        server.terminate()
+def test_a_server_run_as_the_manifest_says_answers_the_probes_on_the_health_port(
+    manifest_server: tuple[ServerProcess, dict[str, int]],
+) -> None:
+    _check_probes(manifest_server[1]["health"])
+
+
+def test_a_server_run_as_the_manifest_says_serves_metrics_with_a_worker_per_cpu(
+    manifest_server: tuple[ServerProcess, dict[str, int]],
+) -> None:
+    """The port the NetworkPolicy opens to monitoring serves Prometheus text, every worker up."""
+    limit = _cpu(_container(list(_rendered("base")))["resources"]["limits"]["cpu"])
+    url = f"http://127.0.0.1:{manifest_server[1]['metrics']}/metrics"
+    deadline = time.monotonic() + 30
+    while True:
+        with urllib.request.urlopen(url, timeout=10) as reply:
+            assert reply.status == 200
+            up = re.search(r"^referee_workers_up (\S+)$", reply.read().decode(), re.M)
+        if up and float(up.group(1)) == limit or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert up and float(up.group(1)) == limit, f"workers up: {up and up.group(1)}, CPU limit {limit}"
 
 
 # The image ------------------------------------------------------------------------------------
