@@ -12,8 +12,9 @@ use), one call at a time:
 - at the start, the client preface, a SETTINGS frame that opens a large window per stream, and
   a WINDOW_UPDATE that opens the connection's window, topped up again as replies arrive;
 - a call is a HEADERS frame (one fixed HPACK block: literal fields without indexing and without
-  Huffman coding, so nothing depends on the server's decoder state) and a DATA frame with
-  END_STREAM holding the length-prefixed request;
+  Huffman coding, so nothing depends on the server's decoder state) and the length-prefixed
+  request in DATA frames no longer than the server's SETTINGS_MAX_FRAME_SIZE (16 KiB until its
+  SETTINGS say otherwise), the last with END_STREAM;
 - from the server: SETTINGS are acknowledged, PINGs answered, WINDOW_UPDATEs counted (a request
   waits when the server's window is too small for it), GOAWAY takes no new call (and fails the
   call in flight if the server says it never took it), RST_STREAM ends a call; DATA is collected per call and header blocks are kept
@@ -43,9 +44,10 @@ from hpack import Decoder
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 DATA, HEADERS, RST_STREAM, SETTINGS, PING, GOAWAY, WINDOW_UPDATE, CONTINUATION = 0, 1, 3, 4, 6, 7, 8, 9
 END_STREAM, ACK, END_HEADERS, PADDED, PRIORITY = 0x1, 0x1, 0x4, 0x8, 0x20
-SETTINGS_INITIAL_WINDOW_SIZE = 0x4
+SETTINGS_INITIAL_WINDOW_SIZE, SETTINGS_MAX_FRAME_SIZE = 0x4, 0x5
 DEFAULT_WINDOW = 65535
-MAX_FRAME = 16384  # the HTTP/2 default; the server may allow more, this client never needs it
+# The largest frame payload a peer takes until its SETTINGS allow more (RFC 9113 6.5.2).
+DEFAULT_MAX_FRAME = 16384
 RECEIVE_WINDOW = 1 << 30  # per stream and per connection; topped up when half of it is used
 CANCEL = 0x8  # RST_STREAM error code
 _HEAD = struct.Struct(">IBI")  # a frame header: length (24 bits) and type in one word, flags, stream
@@ -70,6 +72,15 @@ def _literal(name: bytes, value: bytes, name_index: int = 0) -> bytes:
 
     head = length(name_index, 4) if name_index else b"\x00" + length(len(name), 7) + name
     return head + length(len(value), 7) + value
+
+
+def data_frames(stream: int, body: bytes, max_frame: int) -> bytes:
+    """``body`` as DATA frames of at most ``max_frame`` bytes each, the last one ending the stream."""
+    last = max(0, len(body) - 1) // max_frame * max_frame
+    return b"".join(
+        _frame(DATA, END_STREAM if at == last else 0, stream, body[at : at + max_frame])
+        for at in range(0, last + 1, max_frame)
+    )
 
 
 def grpc_message(message: bytes) -> bytes:
@@ -143,6 +154,7 @@ class _Connection:
         self.next_stream = 1
         self.send_window = DEFAULT_WINDOW
         self.stream_window = DEFAULT_WINDOW  # the server's initial window for each new stream
+        self.max_frame = DEFAULT_MAX_FRAME  # the largest frame payload the server takes
         self.used = 0  # DATA bytes received since the connection's window was last topped up
         self.partial: tuple[int, int, bytes] | None = None  # (stream, flags, block so far) until END_HEADERS
         self.waiting: bytes | None = None  # a request held back by the server's window
@@ -165,7 +177,7 @@ class _Connection:
             return
         self.waiting = None
         self.send_window -= len(body)
-        self.sock.sendall(_frame(DATA, END_STREAM, self.stream, body))
+        self.sock.sendall(data_frames(self.stream, body, self.max_frame))
 
     def cancel(self, why: str, now: float) -> None:
         """End the call in flight on this side."""
@@ -219,6 +231,8 @@ class _Connection:
                         key, value = struct.unpack_from(">HI", payload, i)
                         if key == SETTINGS_INITIAL_WINDOW_SIZE:
                             self.stream_window = value
+                        elif key == SETTINGS_MAX_FRAME_SIZE:
+                            self.max_frame = value
                     self.sock.sendall(_frame(SETTINGS, ACK, 0))
             elif kind == PING:
                 if not flags & ACK:
