@@ -277,6 +277,8 @@ def format_close(close: Any) -> str:
     else:
         head = f"no valid close: {close.reason}"
     body = [_group_line(group) for group in close.groups]
+    if close.unlinked:
+        body.append(f"  unlinked: {_cards(close.unlinked)}")
     return "\n".join([head, *body])
 
 
@@ -286,7 +288,7 @@ def format_deal(response: Any) -> str:
 
     lines = [format_close(response.close), ""]
     for player in response.players:
-        role = "closer" if player.closer else f"{player.points} points"
+        role = f"closer, {player.points} points" if player.closer else f"{player.points} points"
         out = "  OUT" if player.eliminated else ""
         lines.append(f"{player.name}: {role}, change {player.score_change:+d}, score {player.score}{out}")
         if not player.closer:

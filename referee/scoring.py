@@ -100,7 +100,8 @@ def score_deal(deal: Deal, rules: RuleSet) -> DealResult:
             name=p.name,
             closer=i == deal.closer,
             linking=linkings[i],
-            points=0 if i == deal.closer else linkings[i].points,
+            # P is reported for everyone; the closer is never charged their own (RULES §5).
+            points=linkings[i].points,
             score_change=changes[i],
             score=after[i],
             eliminated=out[i],

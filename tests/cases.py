@@ -604,8 +604,8 @@ class _Deal:
 
     @property
     def points(self) -> list[int]:
-        """P per player: the closer's is 0."""
-        return [0 if i == self.closer else h.points for i, h in enumerate(self.hands)]
+        """P per player, the closer's too (RULES §5: reported for everyone, never charged to the closer)."""
+        return [h.points for h in self.hands]
 
     @property
     def changes(self) -> list[int]:
@@ -809,7 +809,7 @@ def _deal_cases(rng: random.Random) -> list[CaseLine]:
                     ("claims.players[0].score_change", "CONFIRMED", "0"),
                     ("claims.players[1].points", "CONFIRMED", "0"),
                 ),
-                {"points": [0, 33, 0], "score_change": [0, 0, 0]},
+                {"points": [9, 33, 0], "score_change": [0, 0, 0]},
             ),
         )
     )

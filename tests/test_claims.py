@@ -206,6 +206,8 @@ def test_deal_claims_all_right(pool_deal: tuple[DealResult, list[tuple[Card, ...
     verdicts = judge_deal_claims(claims, result, hands, RULES)
     assert len(verdicts) == 11
     assert all(v.verdict is Verdict.CONFIRMED for v in verdicts), verdicts
+    # A confirmed verdict carries the referee's value too (RULES §7).
+    assert all(v.expected == v.claimed and v.expected for v in verdicts), verdicts
     assert [v.field for v in verdicts[:5]] == [
         "claims.close_kind",
         "claims.multiplier",

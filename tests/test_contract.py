@@ -169,7 +169,7 @@ MESSAGES = {
     "RuleOptions": "decks? joker_points? wrap_runs? joker_limit multipliers engine scoring joker_discard",
     "Group": "kind cards stands_for",
     "Linking": "groups unlinked points",
-    "Close": "valid kind multiplier discard groups reason",
+    "Close": "valid kind multiplier discard groups reason unlinked",
     "ClaimedGroup": "cards",
     "ClaimVerdict": "field verdict claimed expected reason",
     "SolveHandRequest": "cards rules",

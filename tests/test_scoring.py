@@ -383,3 +383,16 @@ def test_changed_start_and_target_move_the_reachable_scores() -> None:
     for scores in ([99, 100], [100, 300]):
         with pytest.raises(InvalidDealError):
             play(CLOSER_LC, [HAND_33], hth, scores=scores)  # type: ignore[arg-type]
+
+
+def test_every_players_points_are_their_linkings_the_closers_too() -> None:
+    # ELIMINATION, a color closer with one loose card (5H): P is 5 and reported, never charged.
+    color = ("AH 2H 3H 5H 7H 8H 9H JH QH KH", "4C")
+    result = play(color, [HAND_33], rules(ELIM))
+    assert result.close.kind is CloseKind.COLOR_CLEAN
+    ana, beto = result.players
+    assert (ana.points, ana.linking.points, ana.score_change) == (5, 5, 0)
+    assert (beto.points, beto.score_change) == (33, 132)
+    for mode in (HTH, POOL, ELIM):
+        for player in play(color, [HAND_33, HAND_40], rules(mode)).players:
+            assert player.points == player.linking.points

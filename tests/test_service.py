@@ -190,6 +190,31 @@ def test_the_joker_discard_option_on_both_close_paths(stub, joker_discard, eleve
     assert (reply.close.valid, reply.close.kind) == (ten != pb.CLOSE_KIND_UNSPECIFIED, ten)
 
 
+@pytest.mark.parametrize(
+    "cards, unlinked",
+    [
+        ("AH 2H 3H 5H 7H 8H 9H JH QH KH 4C", ["5H"]),  # a color close leaves its loose card
+        ("AH 2H 3H 4H 5H 6H 7H 8H 9H 10H KC", []),
+        ("AH 2H 3H 5C 5D 5S KS KD 9C 4D QD", ["9C", "4D", "KD", "KS"]),  # no close: what stays unlinked
+    ],
+)
+def test_the_close_lists_its_unlinked_cards(stub, cards, unlinked) -> None:
+    reply = stub.CheckClose(pb.CheckCloseRequest(cards=cards.split()), timeout=10)
+    assert list(reply.close.unlinked) == unlinked
+    shown = {card for group in reply.close.groups for card in group.cards}
+    assert not shown & set(unlinked)
+
+
+def test_a_confirmed_claim_carries_the_referees_value(stub) -> None:
+    request = pb.CheckCloseRequest(cards="AH 2H 3H 4H 5H 6H 7H 8H 9H 10H KC".split(), claimed_multiplier=6)
+    request.claimed_kind = pb.CLOSE_KIND_STRAIGHT_FLUSH_CLEAN
+    reply = stub.CheckClose(request, timeout=10)
+    assert [(c.verdict, c.expected) for c in reply.claims] == [
+        (pb.VERDICT_CONFIRMED, "STRAIGHT_FLUSH_CLEAN"),
+        (pb.VERDICT_CONFIRMED, "6"),
+    ]
+
+
 def test_an_invalid_close_is_an_ok_reply(stub) -> None:
     reply = stub.CheckClose(
         pb.CheckCloseRequest(cards=OTHER_33.split(), discard="QD", claimed_kind=pb.CLOSE_KIND_UNSPECIFIED), timeout=10

@@ -309,6 +309,7 @@ def close_to_proto(close: Close) -> pb.Close:
         discard=close.discard.code() if close.discard is not None else "",
         groups=[group_to_proto(group) for group in close.linking.groups],
         reason=close.reason,
+        unlinked=[card.code() for card in close.linking.unlinked],
     )
 
 

@@ -174,20 +174,22 @@ class Linking(_message.Message):
     def __init__(self, groups: _Optional[_Iterable[_Union[Group, _Mapping]]] = ..., unlinked: _Optional[_Iterable[str]] = ..., points: _Optional[int] = ...) -> None: ...
 
 class Close(_message.Message):
-    __slots__ = ("valid", "kind", "multiplier", "discard", "groups", "reason")
+    __slots__ = ("valid", "kind", "multiplier", "discard", "groups", "reason", "unlinked")
     VALID_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     MULTIPLIER_FIELD_NUMBER: _ClassVar[int]
     DISCARD_FIELD_NUMBER: _ClassVar[int]
     GROUPS_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
+    UNLINKED_FIELD_NUMBER: _ClassVar[int]
     valid: bool
     kind: CloseKind
     multiplier: int
     discard: str
     groups: _containers.RepeatedCompositeFieldContainer[Group]
     reason: str
-    def __init__(self, valid: _Optional[bool] = ..., kind: _Optional[_Union[CloseKind, str]] = ..., multiplier: _Optional[int] = ..., discard: _Optional[str] = ..., groups: _Optional[_Iterable[_Union[Group, _Mapping]]] = ..., reason: _Optional[str] = ...) -> None: ...
+    unlinked: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, valid: _Optional[bool] = ..., kind: _Optional[_Union[CloseKind, str]] = ..., multiplier: _Optional[int] = ..., discard: _Optional[str] = ..., groups: _Optional[_Iterable[_Union[Group, _Mapping]]] = ..., reason: _Optional[str] = ..., unlinked: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ClaimedGroup(_message.Message):
     __slots__ = ("cards",)
