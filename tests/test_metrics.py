@@ -84,9 +84,12 @@ def scrape_until(url: str, done: Callable[[Samples], bool], timeout: float = 20)
         time.sleep(0.1)
 
 
-def solve_on_fresh_connections(address: str, until: Callable[[set[str]], bool], limit: int = 200) -> dict[str, int]:
+def solve_on_fresh_connections(
+    address: str, until: Callable[[set[str]], bool] | None = None, limit: int = 200
+) -> dict[str, int]:
     """SolveHand calls, each on a fresh connection (which the kernel may give to either worker),
-    until ``until(pids seen)``; the calls each worker process answered."""
+    until ``until(pids seen)``, or ``limit`` of them when there is no ``until``; the calls each
+    worker process answered."""
     answered: dict[str, int] = {}
     for _ in range(limit):
         with grpc.insecure_channel(address) as chan:
@@ -96,8 +99,10 @@ def solve_on_fresh_connections(address: str, until: Callable[[set[str]], bool], 
         assert reply.linking.points == 9
         pid = dict(call.trailing_metadata())["x-referee-pid"]
         answered[pid] = answered.get(pid, 0) + 1
-        if until(set(answered)):
+        if until is not None and until(set(answered)):
             return answered
+    if until is None:
+        return answered
     raise AssertionError(f"calls reached only {answered}")
 
 
@@ -183,6 +188,35 @@ def test_two_workers_counted_exactly_and_summed(launch, tmp_path: Path) -> None:
     server.proc.send_signal(signal.SIGTERM)
     assert server.proc.wait(timeout=30) == 0
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_restarted_workers_counts_are_neither_lost_nor_doubled(launch, tmp_path: Path) -> None:
+    server = launch(
+        "--port", "0", "--workers", "2", "--debug-pid", "--metrics-port", "0", "--runtime-dir", str(tmp_path)
+    )
+    url = server.wait_for(METRICS).group(1)
+    address = f"127.0.0.1:{server.wait_for(WORKERS).group(2)}"
+    workers = [int(server.wait_for(LISTENING).group(3)), int(server.wait_for(LISTENING).group(3))]
+    solve = f"{SERVICE}/SolveHand"
+
+    def calls(samples: Samples) -> float:
+        return value(samples, "grpc_server_call_duration_seconds_count", grpc_method=solve, grpc_status="OK")
+
+    before = sum(solve_on_fresh_connections(address, limit=12).values())
+    scrape_until(url, lambda s: calls(s) == before)
+
+    os.kill(workers[0], signal.SIGKILL)
+    replaced = scrape_until(url, lambda s: value(s, "referee_worker_restarts_total") == 1, timeout=30)
+    server.wait_for(LISTENING)  # the new worker serves
+    replaced = scrape_until(url, lambda s: value(s, "referee_workers_up") == 2, timeout=30)
+    assert calls(replaced) == before  # the dead worker's calls are still counted
+    assert value(replaced, "grpc_server_call_started_total", grpc_method=solve) == before
+    assert value(replaced, "referee_calls_in_flight", grpc_method=solve) == 0
+
+    after = sum(solve_on_fresh_connections(address, limit=12).values())
+    done = scrape_until(url, lambda s: calls(s) >= before + after)
+    assert calls(done) == before + after  # and the new worker's are counted once
+    assert value(done, "grpc_server_call_started_total", grpc_method=solve) == before + after
 
 
 def test_one_process_serves_metrics_of_its_own(launch, tmp_path: Path) -> None:
