@@ -86,13 +86,23 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as error:
             print(f"remigio-referee batch: {error}", file=sys.stderr)
             return 2
-    done = _resume_ids(args.output) if args.resume else set()
+    # A file that cannot be opened is bad usage: one line and status 2, before any work.
+    try:
+        source = sys.stdin if args.input == "-" else open(args.input, encoding="utf-8")
+    except OSError as error:
+        print(f"remigio-referee batch: cannot read {args.input}: {error.strerror}", file=sys.stderr)
+        return 2
+    try:
+        done = _resume_ids(args.output) if args.resume else set()
+        sink: TextIO = (
+            sys.stdout if args.output == "-" else open(args.output, "a" if args.resume else "w", encoding="utf-8")
+        )
+    except OSError as error:
+        if source is not sys.stdin:
+            source.close()
+        print(f"remigio-referee batch: cannot write {args.output}: {error.strerror}", file=sys.stderr)
+        return 2
     total = _count_lines(args.input)
-    source = sys.stdin if args.input == "-" else open(args.input, encoding="utf-8")
-    if args.output == "-":
-        sink: TextIO = sys.stdout
-    else:
-        sink = open(args.output, "a" if args.resume else "w", encoding="utf-8")
     lines = (
         line
         for line in (Line(n, text) for n, text in enumerate(source, start=1))

@@ -23,6 +23,11 @@ from referee.service import jsonmsg
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 
+
+class UsageError(Exception):
+    """The command cannot start as asked (a file it cannot open): exit status 2, one line."""
+
+
 JOKER_LIMITS = tuple(limit.value for limit in JokerLimit)
 JOKER_DISCARDS = tuple(rule.value for rule in JokerDiscard)
 ENGINES = tuple(Engine)
@@ -40,6 +45,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RefereeError as error:
         print(f"remigio-referee: error: {error}", file=sys.stderr)
         return EXIT_ERROR
+    except UsageError as error:
+        print(f"remigio-referee {args.command}: {error}", file=sys.stderr)
+        return EXIT_USAGE
     except BrokenPipeError:
         return EXIT_OK
 
@@ -153,12 +161,9 @@ def _dump(obj: object, out: TextIO) -> None:
     out.flush()
 
 
-def _error_object(error: RefereeError) -> dict[str, Any]:
-    return {"error": {"field": error.field, "value": str(error.value), "message": error.message}}
-
-
 def _run_solve(args: argparse.Namespace) -> int:
     from referee._gen.remigio.referee.v1 import referee_pb2 as pb
+    from referee.service.disputes import malformed
     from referee.service.handlers import solve_hand
 
     def answer(cards: Iterable[str]) -> Message:
@@ -180,7 +185,9 @@ def _run_solve(args: argparse.Namespace) -> int:
         except RefereeError as error:
             status = EXIT_ERROR
             if args.json:
-                _dump({"line": number, **_error_object(error)}, sys.stdout)
+                # The shape batch gives a line it cannot judge: one JSON shape, the contract's.
+                verdict = malformed(f"line:{number}", error.field, str(error.value), error.message)
+                _dump(jsonmsg.to_dict(verdict), sys.stdout)
             else:
                 print(f"line {number}: error: {error}", flush=True)
             continue
@@ -199,10 +206,7 @@ def _run_close(args: argparse.Namespace) -> int:
     rule_options(args, request.rules)
     close = check_close(request).close
     if args.json:
-        shown = jsonmsg.to_dict(close)
-        if not close.valid:
-            shown["kind"] = ""  # an invalid close has no kind
-        _dump(shown, sys.stdout)
+        _dump(jsonmsg.to_dict(close), sys.stdout)
     else:
         print(format_close(close))
     return EXIT_OK
@@ -232,7 +236,7 @@ def _read(path: str) -> str:
         with open(path, encoding="utf-8") as handle:
             return handle.read()
     except OSError as error:
-        raise RefereeError("FILE", path, error.strerror or "cannot read") from None
+        raise UsageError(f"cannot read {path}: {error.strerror or 'unreadable'}") from None
 
 
 # Readable output ---------------------------------------------------------------------------

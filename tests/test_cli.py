@@ -52,9 +52,9 @@ def test_solve_reads_hands_from_stdin_and_goes_on_past_a_bad_line() -> None:
     answers = [json.loads(line) for line in run.stdout.splitlines()]
     assert len(answers) == 3
     assert answers[0]["points"] == 0
-    assert (
-        answers[1]["line"] == 2 and answers[1]["error"]["field"] == "cards[1]" and answers[1]["error"]["value"] == "XX"
-    )
+    # A malformed line gets the MALFORMED verdict batch gives such a line: one JSON shape.
+    assert answers[1]["id"] == "line:2" and answers[1]["outcome"] == "DISPUTE_OUTCOME_MALFORMED"
+    assert answers[1]["error"]["field"] == "cards[1]" and answers[1]["error"]["value"] == "XX"
     assert answers[2]["points"] == 2 and answers[2]["unlinked"] == ["2S"]
 
 
@@ -93,7 +93,8 @@ def test_close_json_with_a_named_discard_and_an_invalid_one() -> None:
     good = json.loads(cli("close", "--json", "--discard", "KD", *"7H 7H 7S 7S 7D 7D 7C 7C JK JK".split()).stdout)
     assert (good["kind"], good["multiplier"], good["discard"]) == ("CLOSE_KIND_REMIGIO", 10, "KD")
     bad = json.loads(cli("close", "--json", "--discard", "4D", *"AH 2H 3H 5C 5D 5S KS KD 9C JK".split()).stdout)
-    assert (bad["valid"], bad["kind"], bad["multiplier"], bad["discard"]) == (False, "", 0, "4D")
+    assert (bad["valid"], bad["kind"], bad["multiplier"], bad["discard"]) == (False, "CLOSE_KIND_UNSPECIFIED", 0, "4D")
+    assert bad["unlinked"] == ["9C"]
     assert bad["reason"]
 
 
