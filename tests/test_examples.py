@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
+
 from referee.cards import Card, parse_cards
 from referee.closing import best_close
 from referee.deal import Deal, PlayerHand
 from referee.linking import Linking, best_linking
-from referee.rules import CloseKind, RuleSet, ScoringMode, ScoringRules
+from referee.rules import CloseKind, JokerDiscard, JokerLimit, RuleSet, ScoringMode, ScoringRules
 from referee.scoring import score_deal
 
 RULES = RuleSet()
@@ -115,3 +117,36 @@ def test_example_11_eleven_hearts_are_one_run() -> None:
     for engine in ("cpsat", "search", "audit"):
         (group,) = best_linking(cards("AH 2H 3H 4H 5H 6H 7H 8H 9H 10H JH"), RuleSet(engine=engine)).groups
         assert len(group.cards) == 11
+
+
+@pytest.mark.parametrize(
+    ("joker_discard", "discard", "kind", "multiplier"),
+    [
+        (JokerDiscard.CLEAN, "JK", CloseKind.STRAIGHT_FLUSH_CLEAN, 6),
+        (JokerDiscard.NOT_CLEAN, "AH", CloseKind.STRAIGHT_FLUSH, 5),
+        (JokerDiscard.FORBIDDEN, "AH", CloseKind.STRAIGHT_FLUSH, 5),
+    ],
+)
+def test_example_12_a_joker_as_the_discard(
+    joker_discard: JokerDiscard, discard: str, kind: CloseKind, multiplier: int
+) -> None:
+    # NOT_CLEAN and FORBIDDEN: every discard gives at best STRAIGHT_FLUSH ×5, the first in card
+    # order is taken: AH, 2…10♥ with the joker as J♥.
+    close = best_close(cards("AH 2H 3H 4H 5H 6H 7H 8H 9H 10H JK"), RuleSet(joker_discard=joker_discard))
+    assert close.valid
+    assert close.discard == Card.parse(discard)
+    assert close.kind is kind
+    assert close.multiplier == multiplier
+    if discard == "AH":
+        (group,) = close.linking.groups
+        assert list(group.stands_for) == ["2H", "3H", "4H", "5H", "6H", "7H", "8H", "9H", "10H", "JH"]
+
+
+def test_example_13_remigio_under_one_per_group() -> None:
+    close = best_close(cards("7H 7H 7S 7S 7D 7D 7C 7C JK JK KD"), RuleSet(joker_limit=JokerLimit.ONE_PER_GROUP))
+    assert close.valid
+    assert close.discard == Card.parse("KD")
+    assert close.kind is CloseKind.REMIGIO
+    assert close.multiplier == 10
+    # Two groups of sevens, one joker each.
+    assert sorted(sum(c.is_joker for c in g.cards) for g in close.linking.groups) == [1, 1]
