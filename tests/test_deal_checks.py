@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from referee.cards import Card, deck, parse_cards, sort_cards
 from referee.deal import Deal, PlayerHand, check_deal
@@ -56,7 +58,7 @@ def test_one_player_rejected() -> None:
 def dealt(players: int, decks: int) -> Deal:
     """``players`` hands of 10 dealt in deck order from ``decks`` decks, the next card discarded;
     past the deck the hands repeat the deck, so only the player count can be at fault."""
-    full = deck(decks) * 2
+    full = deck(decks) * 5
     hands = [full[10 * i : 10 * i + 10] for i in range(players)]
     return make_deal(hands, discard=full[10 * players].code())  # type: ignore[arg-type]
 
@@ -239,3 +241,17 @@ def test_three_deck_game_must_complete_162() -> None:
     rest2 = rest_of_deck(make_deal(hands), decks=2)
     short = make_deal(hands, discard_pile=tuple(rest2[:30]), stock=tuple(rest2[30:]))
     assert error_of(short, three, kind=InvalidDealError).field == "stock"
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, database=None)
+@given(decks=st.integers(1, 4), players=st.integers(1, 24))
+def test_the_player_count_is_accepted_exactly_when_the_deck_deals_it(decks: int, players: int) -> None:
+    # RULES §6 from the deck itself: 52 naturals and 2 jokers per deck, 10 cards a player and the
+    # face-up card.
+    cards_in_deck = decks * (52 + 2)
+    fits = 2 <= players and 10 * players + 1 <= cards_in_deck
+    rules = RuleSet(decks=decks)
+    if fits:
+        assert check_deal(dealt(players, decks), rules) is None
+    else:
+        assert error_of(dealt(players, decks), rules, kind=InvalidDealError).field == "players"

@@ -12,6 +12,8 @@ Hands used throughout (best-linking points by hand, joker = 20):
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from referee.cards import Card, parse_cards
 from referee.deal import Deal, PlayerHand
@@ -396,3 +398,41 @@ def test_every_players_points_are_their_linkings_the_closers_too() -> None:
     for mode in (HTH, POOL, ELIM):
         for player in play(color, [HAND_33, HAND_40], rules(mode)).players:
             assert player.points == player.linking.points
+
+
+# --- the incoming state against an independent reading of RULES §5 ------------------------------
+
+
+def reachable(mode: str, score: int, start: int, target: int, limit: int) -> bool:
+    """RULES §5 read literally: the match not over, the player not out, no score below the start
+    where scores only grow."""
+    if mode in ("HEAD_TO_HEAD", "POOL") and score >= target:
+        return False
+    if mode == "POOL" and score < 0:
+        return False
+    if mode == "ELIMINATION" and score > limit:
+        return False
+    return not (mode in ("HEAD_TO_HEAD", "ELIMINATION") and score < start)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@given(
+    mode=st.sampled_from(["HEAD_TO_HEAD", "POOL", "ELIMINATION"]),
+    start=st.integers(0, 300),
+    span=st.integers(1, 400),
+    score=st.integers(-50, 800),
+    seat=st.integers(0, 2),
+)
+def test_an_incoming_score_is_accepted_exactly_when_reachable(
+    mode: str, start: int, span: int, score: int, seat: int
+) -> None:
+    target = limit = start + span
+    ruleset = rules(ScoringMode(mode), start_score=start, target=target, limit=limit)
+    scores: list[int | None] = [None, None, None]
+    scores[seat] = score
+    if reachable(mode, score, start, target, limit):
+        assert play(CLOSER_LC, [HAND_33, HAND_40], ruleset, scores=scores).close.valid
+    else:
+        with pytest.raises(InvalidDealError) as caught:
+            play(CLOSER_LC, [HAND_33, HAND_40], ruleset, scores=scores)
+        assert caught.value.field == f"players[{seat}].score"
