@@ -40,7 +40,7 @@ from grpc_reflection.v1alpha import reflection as grpc_reflection
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.limits import MESSAGE_BYTES
 from referee.linking import load_engines
-from referee.service import metrics
+from referee.service import metrics, tracing
 from referee.service.compute import ComputePool, DisputeJobs
 from referee.service.servicer import (
     DEFAULT_MAX_STREAMS,
@@ -333,6 +333,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="a writable directory for the files the server keeps while it runs, such as the workers' metrics (env REMIGIO_RUNTIME_DIR; default /dev/shm, else the temporary directory)",
     )
+    parser.add_argument(
+        "--otlp-endpoint",
+        type=_otlp_endpoint,
+        default=env("REMIGIO_OTLP_ENDPOINT") or None,
+        metavar="URL",
+        help="send a span of every call to the OTLP/gRPC collector at URL, http://HOST:PORT or https://HOST:PORT; needs the otel extra (env REMIGIO_OTLP_ENDPOINT; default off)",
+    )
     option(
         "--receive-timeout",
         _positive_float,
@@ -413,6 +420,9 @@ def run(args: argparse.Namespace) -> int:
     problem = supervisor.port_in_use(args.host, args.port)
     if problem:
         _say(f"remigio-referee: error: {problem}")
+        return 1
+    if args.otlp_endpoint and not tracing.available():
+        _say(f"remigio-referee: error: {tracing.MISSING}")
         return 1
     try:
         stop_metrics = _start_metrics(args)
@@ -495,6 +505,9 @@ async def _serve(args: argparse.Namespace, port: int, reuse_port: bool, heartbea
     except OSError as error:
         _say(f"remigio-referee: error: {error}")
         return 1
+    if args.otlp_endpoint:
+        # Here, in the serving process: the exporter's thread and channel do not survive a fork.
+        tracing.configure(args.otlp_endpoint)
     _tune_garbage_collector()
     beat = loop.create_task(_heartbeat(heartbeat_fd)) if heartbeat_fd is not None else None
     _say(f"remigio-referee: listening on {_address(args.host, referee.port)} (pid {os.getpid()})")
@@ -503,6 +516,7 @@ async def _serve(args: argparse.Namespace, port: int, reuse_port: bool, heartbea
     await referee.drain(args.grace)
     if beat is not None:
         beat.cancel()
+    tracing.shutdown()  # the spans still waiting go to the collector
     _say(f"remigio-referee: stopped (pid {os.getpid()})")
     return 0
 
@@ -579,6 +593,13 @@ def configure_logging(log_format: str = "text") -> None:
 
 
 # Argument types ----------------------------------------------------------------------------------
+
+
+def _otlp_endpoint(text: str) -> str:
+    try:
+        return tracing.check_endpoint(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _port(text: str) -> int:

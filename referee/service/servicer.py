@@ -40,7 +40,7 @@ from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.errors import RefereeError
 from referee.limits import MESSAGE_BYTES, check_reply
 from referee.linking import time_budget
-from referee.service import handlers, metrics
+from referee.service import handlers, metrics, tracing
 from referee.service.compute import ComputePool, DisputeJobs, JobLost
 from referee.service.disputes import judge_case_bytes
 from referee.service.status import Busy, DeadlineExceeded, Unavailable, status_for, with_metadata
@@ -82,6 +82,7 @@ class CallEnd:
     request_id: str
     peer: str
     items: int | None = None  # cases judged, for a stream
+    trace_id: str | None = None  # the call's trace, when tracing is on
 
 
 call_observers: list[Callable[[CallEnd], None]] = []
@@ -97,7 +98,21 @@ def _log_call(call: CallEnd) -> None:
         "request_id": call.request_id,
         "peer": call.peer,
     }
-    log.info("%s %s %.2fms request_id=%s", name, call.code.name, duration_ms, call.request_id, extra={"rpc": fields})
+    if call.trace_id is None:
+        log.info(
+            "%s %s %.2fms request_id=%s", name, call.code.name, duration_ms, call.request_id, extra={"rpc": fields}
+        )
+        return
+    fields["trace_id"] = call.trace_id
+    log.info(
+        "%s %s %.2fms request_id=%s trace_id=%s",
+        name,
+        call.code.name,
+        duration_ms,
+        call.request_id,
+        call.trace_id,
+        extra={"rpc": fields},
+    )
 
 
 def _count_call(call: CallEnd) -> None:
@@ -117,13 +132,17 @@ class _Call:
     start: float = field(default_factory=time.monotonic)
     code: grpc.StatusCode = grpc.StatusCode.OK
     items: int | None = None
+    span: tracing.CallSpan | None = None
 
     def end(self, _context: object = None) -> None:
         """Report the call to every observer, with the status the client got."""
         code = grpc.StatusCode.CANCELLED if self.context.cancelled() else self.code
-        ended = CallEnd(
-            self.method, code, time.monotonic() - self.start, self.request_id, self.context.peer(), self.items
-        )
+        seconds = time.monotonic() - self.start
+        trace_id = None
+        if self.span is not None:
+            trace_id = self.span.trace_id
+            self.span.end(code.name)
+        ended = CallEnd(self.method, code, seconds, self.request_id, self.context.peer(), self.items, trace_id)
         for observer in call_observers:
             try:
                 observer(ended)
@@ -208,6 +227,8 @@ class RefereeServicer:
     def _begin(self, method: str, context: grpc.aio.ServicerContext) -> _Call:
         metrics.call_started(_METHOD_PREFIX + method)
         call = _Call(method, context, _request_id(context))
+        if tracing.enabled():
+            call.span = tracing.begin(_METHOD_PREFIX + method, context.invocation_metadata())
         context.add_done_callback(call.end)
         return call
 
