@@ -9,6 +9,7 @@ wherever ``localhost`` has one address only.
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import sys
@@ -16,10 +17,14 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import grpc
 import pytest
 from dnsstub import DnsStub
 from servers import ServerProcess
 from test_batch import _many_hand_cases, assert_verdicts, run_batch
+
+from referee._gen.remigio.referee.v1 import referee_pb2 as pb
+from referee._gen.remigio.referee.v1 import referee_pb2_grpc
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.skipif(sys.platform != "linux", reason="loopback addresses")]
 
@@ -51,13 +56,15 @@ def c_ares_resolver() -> bool:
     return os.environ.get("GRPC_DNS_RESOLVER", "ares").lower() != "native"
 
 
-def servers_on(*hosts: str) -> list[ServerProcess]:
-    """One server process per host, all on the same (free) port, logging JSON lines."""
+def servers_on(*hosts: str, port: str = "0", options: tuple[str, ...] = ()) -> list[ServerProcess]:
+    """One server process per host, all on the same port (a free one for "0"), logging JSON lines."""
     started: list[ServerProcess] = []
     try:
         for host in hosts:
-            port = started[0].address.rpartition(":")[2] if started else "0"
-            server = ServerProcess("--host", host, "--port", port, "--log-format", "json", "--dispute-jobs", "1")
+            port = started[0].address.rpartition(":")[2] if started else port
+            server = ServerProcess(
+                "--host", host, "--port", port, "--log-format", "json", "--dispute-jobs", "1", *options
+            )
             started.append(server)
             server.listening()
     except BaseException:
@@ -130,3 +137,47 @@ def test_batch_through_a_dns_name_that_does_not_resolve_exits_4(tmp_path: Path) 
         result = run_batch(path, "-o", tmp_path / "out.jsonl", "--target", target, timeout=90)
     assert result.returncode == 4, result.stderr
     assert f"no referee server answers at {target}" in result.stderr
+
+
+def solved(server: ServerProcess) -> int:
+    """The SolveHand calls ``server`` has logged."""
+    return sum(
+        1 for line in list(server.lines) if line.startswith("{") and json.loads(line).get("method") == "SolveHand"
+    )
+
+
+@pytest.mark.skipif(not c_ares_resolver(), reason="GRPC_DNS_RESOLVER=native takes no DNS server in the target")
+@pytest.mark.skipif(not bindable("127.0.0.2"), reason="127.0.0.2 is not a loopback address here")
+@pytest.mark.parametrize("max_age", ["1", None], ids=["max-connection-age-1s", "default-age"])
+def test_a_connection_age_makes_clients_find_a_replica_that_started_after_them(
+    servers: list[ServerProcess], max_age: str | None
+) -> None:
+    options = ("--max-connection-age", max_age, "--max-connection-age-grace", "1") if max_age else ()
+    with DnsStub({NAME: ["127.0.0.1"]}) as dns:
+        servers.extend(servers_on("127.0.0.1", options=options))
+        port = servers[0].address.rpartition(":")[2]
+        channel_options = [
+            ("grpc.lb_policy_name", "round_robin"),
+            ("grpc.dns_min_time_between_resolutions_ms", 200),  # gRPC's default waits 30 s
+        ]
+        with grpc.insecure_channel(f"dns://127.0.0.1:{dns.port}/{NAME}:{port}", options=channel_options) as chan:
+            stub = referee_pb2_grpc.RefereeServiceStub(chan)
+
+            def call() -> None:
+                stub.SolveHand(pb.SolveHandRequest(cards=["AH", "2H", "3H"]), timeout=20, wait_for_ready=True)
+
+            call()
+            # A second replica appears behind the name, after the client has connected.
+            servers.extend(servers_on("127.0.0.2", port=port, options=options))
+            dns.set(NAME, ["127.0.0.1", "127.0.0.2"])
+            deadline = time.monotonic() + (30 if max_age else 4)
+            while solved(servers[1]) == 0 and time.monotonic() < deadline:
+                call()
+                time.sleep(0.05)
+            time.sleep(0.5)  # the last call's log line
+    if max_age:
+        # The first connection aged out, the client asked DNS again and now spreads its calls.
+        assert solved(servers[1]) > 0, "the client never reached the new replica"
+    else:
+        # With the default age (300 s) the client keeps the one connection it has.
+        assert solved(servers[1]) == 0 and solved(servers[0]) > 10
