@@ -120,6 +120,23 @@ class ServerProcess:
         self._reader.join(timeout=5)
 
 
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (workers, dispute job processes and their helpers)."""
+    parents: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in parents.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
 def field_violation(error: grpc.RpcError) -> error_details_pb2.BadRequest.FieldViolation:
     """The one field violation of an INVALID_ARGUMENT error's ``google.rpc.BadRequest`` detail."""
     status = rpc_status.from_call(error)
