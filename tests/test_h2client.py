@@ -9,6 +9,7 @@ import time
 import grpc
 import pytest
 from hpack import Decoder, Encoder
+from protobytes import unknown_field
 
 from bench import h2client
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
@@ -86,7 +87,7 @@ def test_a_request_larger_than_a_frame_is_split_and_answered(
 ) -> None:
     # 40 KB in a field the server does not know (protobuf keeps and ignores it): more than the
     # 16 KiB frame an HTTP/2 peer takes before its SETTINGS say otherwise.
-    request = pb.SolveHandRequest(cards=HANDS[0].split()).SerializeToString() + _unknown_field(40_000)
+    request = pb.SolveHandRequest(cards=HANDS[0].split()).SerializeToString() + unknown_field(40_000)
     assert len(request) > 2 * h2client.DEFAULT_MAX_FRAME
     (client,) = _run(server_address, [request], clients=1, seconds=0.2)
     expected = stub.SolveHand(pb.SolveHandRequest.FromString(request))
@@ -122,18 +123,6 @@ def test_data_frames_follow_the_servers_max_frame_size() -> None:
         assert all(len(payload) <= most for _, payload in data)
         assert [flags for flags, _ in data] == [0] * (len(data) - 1) + [h2client.END_STREAM]
         assert b"".join(payload for _, payload in data) == body
-
-
-def _unknown_field(size: int) -> bytes:
-    """A length-delimited field numbered 1000 of ``size`` bytes, as protobuf encodes it."""
-    key, length = (1000 << 3) | 2, size
-    varint = b""
-    for value in (key, length):
-        while value >= 0x80:
-            varint += bytes((value & 0x7F | 0x80,))
-            value >>= 7
-        varint += bytes((value,))
-    return varint + b"x" * size
 
 
 def _frames(sock: socket.socket) -> list[tuple[int, int, bytes]]:

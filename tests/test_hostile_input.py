@@ -19,8 +19,8 @@ from pathlib import Path
 
 import grpc
 import pytest
-from google.protobuf.message import Message
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from protobytes import padded
 from servers import LISTENING, ROOT, ServerProcess, descendants, field_violation, server_env
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
@@ -41,26 +41,6 @@ def small_deal() -> pb.ScoreDealRequest:
     return pb.ScoreDealRequest(
         deal=pb.Deal(players=[pb.Player(name="ana", cards=CLOSER), pb.Player(name="bob", cards=OTHER)], discard="KH")
     )
-
-
-def unknown_field(size: int, fill: bytes = b"x") -> bytes:
-    """An unknown length-delimited field (number 99) of ``size`` bytes: what a newer client, or an
-    attacker, may add to any message; protobuf keeps it."""
-    header = bytes([0x9A, 0x06])
-    length = size
-    while True:
-        byte, length = length & 0x7F, length >> 7
-        header += bytes([byte | (0x80 if length else 0)])
-        if not length:
-            break
-    return header + (fill * size)[:size]
-
-
-def padded(message: Message, size: int, fill: bytes = b"x") -> bytes:
-    """``message`` serialized with an unknown field, ``size`` bytes in all."""
-    data = message.SerializeToString()
-    pad = size - len(data) - 6
-    return data + unknown_field(pad, fill)
 
 
 def rss_mb(pid: int) -> float:

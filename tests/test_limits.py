@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
+from protobytes import unknown_field
 
 from referee import cards
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
@@ -219,24 +220,12 @@ def test_a_case_id_over_its_limit_is_malformed_and_echoed_cut() -> None:
     assert verdict.ByteSize() < 300
 
 
-def _with_unknown_field(options: pb.RuleOptions, size: int) -> pb.RuleOptions:
-    """The same options with an unknown length-delimited field (number 99) of ``size`` bytes, as a newer client might send."""
-    extra = bytes([0x9A, 0x06])  # field 99, wire type 2
-    length = size
-    while True:
-        byte, length = length & 0x7F, length >> 7
-        extra += bytes([byte | (0x80 if length else 0)])
-        if not length:
-            break
-    return pb.RuleOptions.FromString(options.SerializeToString() + extra + b"x" * size)
-
-
 def test_the_rules_cache_keys_on_the_options_not_on_unknown_bytes() -> None:
     options = pb.RuleOptions(decks=3, joker_points=25)
     rules = convert.rules_from_proto(options)
     cached = convert._rules_of.cache_info().currsize
     for n in range(300):
-        padded = _with_unknown_field(options, 10_000 + n)
+        padded = pb.RuleOptions.FromString(options.SerializeToString() + unknown_field(10_000 + n))
         assert padded.ByteSize() > 10_000
         assert convert.rules_from_proto(padded) is rules
     assert convert._rules_of.cache_info().currsize == cached
