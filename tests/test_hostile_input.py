@@ -321,8 +321,10 @@ def test_batch_writes_the_malformed_verdict_goes_on_and_resumes_past_it(small_li
         pb.CheckDisputesRequest(id="before", hand=pb.HandDispute(cards=OTHER, claimed_points=33)),
         pb.CheckDisputesRequest(id="big", deal=_big_reply_deal()),
         pb.CheckDisputesRequest(id="long id " + "i" * CASE_ID.most, hand=pb.HandDispute(cards=OTHER)),
+        pb.CheckDisputesRequest(id="huge", deal=small_deal()),
         pb.CheckDisputesRequest(id="after", hand=pb.HandDispute(cards=OTHER, claimed_points=30)),
     ]
+    cases[3].deal.deal.players[1].name = "n" * (MIB + 1)  # no server receives a case this large
     source, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
     source.write_text("".join(json.dumps(json_format.MessageToDict(case)) + "\n" for case in cases))
 
@@ -344,12 +346,14 @@ def test_batch_writes_the_malformed_verdict_goes_on_and_resumes_past_it(small_li
         ("before", "DISPUTE_OUTCOME_CONFIRMED"),
         ("big", "DISPUTE_OUTCOME_MALFORMED"),
         ("line:3", "DISPUTE_OUTCOME_MALFORMED"),
+        ("huge", "DISPUTE_OUTCOME_MALFORMED"),
         ("after", "DISPUTE_OUTCOME_WRONG"),
     ]
     assert verdicts[2]["error"]["field"] == "id"
+    assert "the message limit" in verdicts[3]["error"]["message"]
     again = batch("--resume")
     assert again.returncode == 0, again.stderr
-    assert len(out.read_text().splitlines()) == 4  # nothing judged twice
+    assert len(out.read_text().splitlines()) == 5  # nothing judged twice
 
 
 # Short errors ----------------------------------------------------------------------------------
