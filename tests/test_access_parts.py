@@ -348,12 +348,18 @@ class _Echo(referee_pb2_grpc.RefereeServiceServicer):
 
     async def SolveHand(self, request: pb.SolveHandRequest, context: object) -> pb.SolveHandResponse:
         self.names.append(access.current_key_name())
+        try:
+            access.take_call()  # as the referee's servicer does
+        except QuotaExceeded as error:
+            status = quota_status(error)
+            await context.abort(status.code, status.details, status.trailing_metadata)  # type: ignore[attr-defined]
         return pb.SolveHandResponse(linking=pb.Linking(points=len(request.cards)))
 
     async def CheckDisputes(self, requests: object, context: object) -> AsyncIterator[pb.CheckDisputesResponse]:
         self.names.append(access.current_key_name())
         try:
             async for case in requests:  # type: ignore[attr-defined]
+                access.take_call()
                 yield pb.CheckDisputesResponse(id=case.id)
         except QuotaExceeded as error:  # what the servicer's one mapping does with it
             status = quota_status(error)
@@ -371,7 +377,7 @@ def guarded(tmp_path: Path) -> Iterator[tuple[str, _Echo]]:
     quotas = QuotaTable(slots=8)
 
     async def serve() -> None:
-        interceptor = AccessInterceptor(KeyRing(keys), quotas, metered_services=(access_service_name(),))
+        interceptor = AccessInterceptor(KeyRing(keys), quotas)
         server = grpc.aio.server(interceptors=[interceptor])
         referee_pb2_grpc.add_RefereeServiceServicer_to_server(echo, server)
         health_pb2_grpc.add_HealthServicer_to_server(health.aio.HealthServicer(), server)
@@ -390,10 +396,6 @@ def guarded(tmp_path: Path) -> Iterator[tuple[str, _Echo]]:
         stop.set()
         thread.join(10)
         quotas.close()
-
-
-def access_service_name() -> str:
-    return pb.DESCRIPTOR.services_by_name["RefereeService"].full_name
 
 
 def test_the_interceptor_lets_health_through_and_wants_a_key_for_the_rest(guarded: tuple[str, _Echo]) -> None:

@@ -45,13 +45,7 @@ KUBERNETES_VERSIONS = ("1.31.0", kubernetes_validate.latest_version())
 CONTAINER = "referee"
 # Variables and flags of server features that other work is adding; their checks are expected
 # to fail until it lands (xfail, not strict: they pass as soon as the server accepts them).
-PENDING = {
-    "REMIGIO_HEALTH_PORT": "--health-port (issue 14, plain-text health listener)",
-    "REMIGIO_TLS_CERT": "--tls-cert (issue 14, TLS)",
-    "REMIGIO_TLS_KEY": "--tls-key (issue 14, TLS)",
-    "REMIGIO_TLS_CLIENT_CA": "--tls-client-ca (issue 14, mutual TLS)",
-    "REMIGIO_API_KEYS": "--api-keys (issue 14, API keys)",
-}
+PENDING: dict[str, str] = {}
 
 
 # Rendering ------------------------------------------------------------------------------------
@@ -446,7 +440,6 @@ def test_a_server_run_as_the_manifest_says_knows_every_probes_service(
     _check_probes(manifest_server[1]["grpc"])
 
 
-@pytest.mark.xfail(strict=False, reason=f"{PENDING['REMIGIO_HEALTH_PORT']} is not on main yet")
 def test_a_server_run_as_the_manifest_says_answers_the_probes_on_the_health_port(
     manifest_server: tuple[ServerProcess, dict[str, int]],
 ) -> None:

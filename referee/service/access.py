@@ -7,10 +7,11 @@
 - **Quotas.** ``QuotaTable`` holds one token bucket per key name in memory shared by every process
   forked after it was made (the parent makes it before its workers start, and a worker started
   again inherits the same table), so a rate holds for the whole server, not per process.
-- **The interceptor.** ``AccessInterceptor`` lets the health service through, answers every other
-  call without a good key with UNAUTHENTICATED (one message whatever was wrong), and takes a token
-  per call (per case on the CheckDisputes stream) from the key's bucket; an empty bucket is
-  RESOURCE_EXHAUSTED with a ``google.rpc.RetryInfo`` saying when to try again.
+- **The interceptor.** ``AccessInterceptor`` lets the health service through and answers every
+  other call without a good key with UNAUTHENTICATED (one message whatever was wrong). It binds
+  the key's name (``current_key_name``, for the call's log line) and its bucket to the call; the
+  servicer takes a token per call and per CheckDisputes case (``take_call``), and an empty bucket
+  is RESOURCE_EXHAUSTED with a ``google.rpc.RetryInfo`` saying when to try again.
 - **Refusals.** Every authentication failure and quota refusal passes through ``refused``: the
   one function to count them from.
 """
@@ -384,26 +385,29 @@ Behavior = Callable[..., Any]
 
 
 class AccessInterceptor(grpc.aio.ServerInterceptor):
-    """Keys and quotas for every call but the health service's (see the module docstring)."""
+    """Keys for every call but the health service's; each call's key name and meter for the servicer.
+
+    The interceptor only authenticates. The servicer takes the tokens (``take_call``) where the
+    work is, one per unary call and one per CheckDisputes case as it is read, so a quota refusal
+    ends a call in the servicer's one place like any other status.
+    """
 
     def __init__(
         self,
         keys: KeyRing | None,
         quotas: QuotaTable | None = None,
         open_services: Sequence[str] = (health.SERVICE_NAME,),
-        metered_services: Sequence[str] = (),
     ) -> None:
         self.keys = keys
         self.quotas = quotas
         self.open_services = frozenset(open_services)
-        self.metered_services = frozenset(metered_services)  # services whose calls (and cases) take tokens
 
     async def intercept_service(
         self,
         continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
         details: grpc.HandlerCallDetails,
     ) -> grpc.RpcMethodHandler:
-        """The call's handler when its key is good and within its rate; a refusing handler otherwise."""
+        """The call's handler when its key is good; a handler that refuses it otherwise."""
         method = details.method
         service = method.lstrip("/").partition("/")[0]
         if self.keys is None or service in self.open_services:
@@ -412,17 +416,16 @@ class AccessInterceptor(grpc.aio.ServerInterceptor):
         handler = await continuation(details)
         if key is None:
             refused(Refusal.UNAUTHENTICATED, "", method)
-            return _refusing(handler, grpc.StatusCode.UNAUTHENTICATED, UNAUTHENTICATED_MESSAGE, ())
-        _current_key.set(key.name)
-        if handler is None:
-            return handler
-        if self.quotas is None or key.rate is None or service not in self.metered_services:
-            return _with_key(handler, key.name, None)
-        return _with_key(handler, key.name, _Meter(self.quotas, key, method))
+            return _refusing(handler, grpc.StatusCode.UNAUTHENTICATED, UNAUTHENTICATED_MESSAGE)
+        meter = _Meter(self.quotas, key, method) if self.quotas is not None and key.rate is not None else None
+        _bind(key.name, meter)
+        return handler if handler is None else _with_key(handler, key.name, meter)
 
 
 class _Meter:
     """Takes tokens from one key's bucket for one call."""
+
+    __slots__ = ("quotas", "key", "method")
 
     def __init__(self, quotas: QuotaTable, key: ApiKey, method: str) -> None:
         self.quotas = quotas
@@ -438,98 +441,72 @@ class _Meter:
             raise QuotaExceeded(self.key.name, wait)
 
 
-def _handler_kind(handler: grpc.RpcMethodHandler | None) -> tuple[bool, bool]:
+_current_meter: contextvars.ContextVar[_Meter | None] = contextvars.ContextVar("referee_meter", default=None)
+
+
+def _bind(key_name: str, meter: _Meter | None) -> None:
+    _current_key.set(key_name)
+    _current_meter.set(meter)
+
+
+def take_call() -> None:
+    """Count one call (or one CheckDisputes case) against the current call's key: QuotaExceeded
+    when its bucket is empty; nothing when keys, quotas or the key's rate are off."""
+    meter = _current_meter.get()
+    if meter is not None:
+        meter.take()
+
+
+_KINDS = {
+    (False, False): ("unary_unary", grpc.unary_unary_rpc_method_handler),
+    (False, True): ("unary_stream", grpc.unary_stream_rpc_method_handler),
+    (True, False): ("stream_unary", grpc.stream_unary_rpc_method_handler),
+    (True, True): ("stream_stream", grpc.stream_stream_rpc_method_handler),
+}
+
+
+def _kind(handler: grpc.RpcMethodHandler | None) -> tuple[bool, bool]:
     if handler is None:
         return False, False
     return bool(handler.request_streaming), bool(handler.response_streaming)
 
 
-def _refusing(
-    handler: grpc.RpcMethodHandler | None, code: grpc.StatusCode, message: str, trailers: tuple[Any, ...]
-) -> grpc.RpcMethodHandler:
+def _refusing(handler: grpc.RpcMethodHandler | None, code: grpc.StatusCode, message: str) -> grpc.RpcMethodHandler:
     """A handler of the same kind as ``handler`` that ends the call with ``code`` before reading it."""
 
     async def refuse(_request: Any, context: grpc.aio.ServicerContext) -> None:
-        await context.abort(code, message, trailers)
+        await context.abort(code, message)
 
-    streaming = _handler_kind(handler)
-    factory = {
-        (False, False): grpc.unary_unary_rpc_method_handler,
-        (False, True): grpc.unary_stream_rpc_method_handler,
-        (True, False): grpc.stream_unary_rpc_method_handler,
-        (True, True): grpc.stream_stream_rpc_method_handler,
-    }[streaming]
-    return factory(refuse)  # no deserializer: the request is never read
+    return _KINDS[_kind(handler)][1](refuse)  # no deserializer: the request is never read
 
 
 def _with_key(handler: grpc.RpcMethodHandler, key_name: str, meter: _Meter | None) -> grpc.RpcMethodHandler:
-    """``handler`` with the key's name set for the call's log line, and its tokens taken by ``meter``."""
-    streaming = _handler_kind(handler)
-    if streaming == (False, False):
-        inner = handler.unary_unary
+    """``handler`` with the key's name and meter bound inside it, whatever task it runs in."""
+    attribute, factory = _KINDS[_kind(handler)]
+    inner = getattr(handler, attribute)
+    # The aio server tells a generator of replies from a coroutine by the function itself, so the
+    # wrapper is of the same kind as what it wraps; a synchronous handler runs in a thread of its
+    # own and is left as it is.
+    if inspect.isasyncgenfunction(inner):
 
-        async def unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            _current_key.set(key_name)
-            if meter is not None:
-                try:
-                    meter.take()
-                except QuotaExceeded as error:
-                    status = quota_status(error)
-                    await context.abort(status.code, status.details, status.trailing_metadata)
-            reply = inner(request, context)
-            return await reply if inspect.isawaitable(reply) else reply
+        async def replies(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+            _bind(key_name, meter)
+            async for reply in inner(request, context):
+                yield reply
 
-        return grpc.unary_unary_rpc_method_handler(
-            unary, request_deserializer=handler.request_deserializer, response_serializer=handler.response_serializer
-        )
-    if streaming == (True, False):
-        # The referee's unary methods are registered as client streams of one message (the servicer
-        # awaits the request under its receive timeout): the same token per call as a unary call.
-        inner_one = handler.stream_unary
+        behavior: Behavior = replies
+    elif inspect.iscoroutinefunction(inner):
 
-        async def one(requests: AsyncIterator[Any], context: grpc.aio.ServicerContext) -> Any:
-            _current_key.set(key_name)
-            if meter is not None:
-                try:
-                    meter.take()
-                except QuotaExceeded as error:
-                    status = quota_status(error)
-                    await context.abort(status.code, status.details, status.trailing_metadata)
-            return await inner_one(requests, context)
+        async def reply(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            _bind(key_name, meter)
+            return await inner(request, context)
 
-        return grpc.stream_unary_rpc_method_handler(
-            one, request_deserializer=handler.request_deserializer, response_serializer=handler.response_serializer
-        )
-    if streaming == (True, True) and meter is not None:
-        inner_stream = handler.stream_stream
-        # The aio server tells a reader-writer handler (a coroutine) from a generator of replies by
-        # the function itself, so the wrapper is of the same kind as what it wraps.
-        if inspect.iscoroutinefunction(inner_stream):
-
-            async def stream_rw(requests: AsyncIterator[Any], context: grpc.aio.ServicerContext) -> None:
-                _current_key.set(key_name)
-                await inner_stream(_metered(requests, meter), context)
-
-            behavior: Behavior = stream_rw
-        else:
-
-            async def stream_gen(requests: AsyncIterator[Any], context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-                _current_key.set(key_name)
-                async for reply in inner_stream(_metered(requests, meter), context):
-                    yield reply
-
-            behavior = stream_gen
-        return grpc.stream_stream_rpc_method_handler(
-            behavior, request_deserializer=handler.request_deserializer, response_serializer=handler.response_serializer
-        )
-    return handler  # reflection and the like: authenticated, not metered
-
-
-async def _metered(requests: AsyncIterator[Any], meter: _Meter) -> AsyncIterator[Any]:
-    """The stream's requests, each taking a token; QuotaExceeded ends the stream where the rate ran out."""
-    async for request in requests:
-        meter.take()
-        yield request
+        behavior = reply
+    else:
+        return handler
+    return factory(
+        behavior, request_deserializer=handler.request_deserializer, response_serializer=handler.response_serializer
+    )
 
 
 # Safe defaults ------------------------------------------------------------------------------
@@ -597,13 +574,13 @@ class AccessPlan:
         """The port's TLS credentials (following the files as they change), None for plain text."""
         return server_credentials(self.tls) if self.tls is not None else None
 
-    def interceptor(self, quotas: QuotaTable | None, metered_services: Sequence[str]) -> AccessInterceptor | None:
+    def interceptor(self, quotas: QuotaTable | None) -> AccessInterceptor | None:
         """This process's interceptor, its key ring watching the file; None when keys are off."""
         if self.key_file is None:
             return None
         keys = KeyRing(self.key_file)
         keys.watch()
-        return AccessInterceptor(keys, quotas, metered_services=metered_services)
+        return AccessInterceptor(keys, quotas)
 
     def warning(self, host: str, port: int) -> str | None:
         """What the bind leaves open (``exposure_warning``)."""
@@ -623,6 +600,7 @@ __all__ = [
     "bearer_key",
     "check_name",
     "current_key_name",
+    "take_call",
     "digest_of",
     "exposure_warning",
     "is_loopback",

@@ -40,7 +40,7 @@ from grpc_reflection.v1alpha import reflection as grpc_reflection
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.limits import MESSAGE_BYTES
 from referee.linking import load_engines
-from referee.service import metrics, tracing
+from referee.service import access, metrics, tracing
 from referee.service.compute import ComputePool, DisputeJobs
 from referee.service.servicer import (
     DEFAULT_MAX_STREAMS,
@@ -128,6 +128,9 @@ class Referee:
     servicer: RefereeServicer
     _watch: asyncio.Task[None] | None = field(default=None, repr=False)
     draining: bool = False
+    # The plain-text listener of the health service alone (``health_address``), when there is one.
+    health_server: grpc.aio.Server | None = None
+    health_port: int | None = None
 
     async def set_serving(self, serving: bool) -> None:
         """Report SERVING or NOT_SERVING for the whole server and for the referee's service."""
@@ -156,6 +159,8 @@ class Referee:
             self._watch.cancel()
         await self.health.enter_graceful_shutdown()
         await self.server.stop(grace)
+        if self.health_server is not None:
+            await self.health_server.stop(0)
         self.servicer.compute.shutdown()
         self.servicer.jobs.shutdown()
 
@@ -173,8 +178,13 @@ async def create_server(
     dispute_jobs: int = 1,
     interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
     credentials: grpc.ServerCredentials | None = None,
+    health_address: str | None = None,
 ) -> Referee:
-    """Build, bind and start a server in the running event loop; it reports SERVING."""
+    """Build, bind and start a server in the running event loop; it reports SERVING.
+
+    ``health_address`` adds a plain-text listener there serving the health service alone (with the
+    same status), for probes that cannot speak the main port's TLS or present a certificate.
+    """
     load_engines()  # before the first call, so no caller waits for an engine's import
     metrics.ready()
     options = [
@@ -207,9 +217,19 @@ async def create_server(
     if port == 0:
         jobs.shutdown()
         raise OSError(f"cannot bind {address}")
+    health_server, health_port = None, None
+    if health_address is not None:
+        health_server = grpc.aio.server(options=[("grpc.so_reuseport", 1 if reuse_port else 0)])
+        health_pb2_grpc.add_HealthServicer_to_server(health_servicer, health_server)
+        try:
+            health_port = health_server.add_insecure_port(health_address)
+        except RuntimeError as error:
+            jobs.shutdown()
+            raise OSError(f"cannot bind the health port {health_address}: {error}") from None
+        await health_server.start()
     jobs.warm_up()
     await server.start()
-    referee = Referee(server, port, health_servicer, servicer)
+    referee = Referee(server, port, health_servicer, servicer, health_server=health_server, health_port=health_port)
     await referee.set_serving(True)
     referee._watch = asyncio.get_running_loop().create_task(referee._watch_health())
     return referee
@@ -404,6 +424,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "with --workers above 1, a worker silent this long is killed and replaced",
         "SECONDS",
     )
+    option("--tls-cert", str, None, "serve TLS with this PEM certificate chain, read again when it changes", "FILE")
+    option("--tls-key", str, None, "the private key (PEM) of --tls-cert", "FILE")
+    option(
+        "--tls-client-ca", str, None, "mutual TLS: clients must present a certificate signed by this CA (PEM)", "FILE"
+    )
+    option(
+        "--api-keys",
+        str,
+        None,
+        "require an API key from this key file (NAME SHA256HEX [CALLS_PER_SECOND] lines)",
+        "FILE",
+    )
+    option("--health-port", _port, None, "a plain-text listener serving the health service alone", "PORT")
     parser.add_argument(
         "--debug-pid",
         action="store_true",
@@ -424,6 +457,20 @@ def run(args: argparse.Namespace) -> int:
     if args.otlp_endpoint and not tracing.available():
         _say(f"remigio-referee: error: {tracing.MISSING}")
         return 1
+    try:
+        # Checked here, once, so bad files stop the server before any worker starts.
+        args.access = access.AccessPlan.from_flags(
+            args.tls_cert, args.tls_key, args.tls_client_ca, args.api_keys, args.health_port
+        )
+    except ValueError as error:
+        _say(f"remigio-referee: error: {error}")
+        return 1
+    warning = args.access.warning(args.host, args.port)
+    if warning:
+        log.warning("%s", warning)
+    # The buckets are made before the workers are forked, so every worker (and every worker
+    # started in place of one that died) shares them.
+    args.quotas = access.QuotaTable(directory=args.runtime_dir) if args.access.key_file is not None else None
     try:
         stop_metrics = _start_metrics(args)
     except OSError as error:
@@ -476,6 +523,15 @@ async def _serve(args: argparse.Namespace, port: int, reuse_port: bool, heartbea
 
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, on_signal, signum)
+    plan: access.AccessPlan = getattr(args, "access", None) or access.AccessPlan()
+    try:
+        interceptor = plan.interceptor(getattr(args, "quotas", None))
+        credentials = plan.credentials()
+    except ValueError as error:  # the files changed since the parent read them
+        _say(f"remigio-referee: error: {error}")
+        return 1
+    # SIGHUP reads the key file again (a server without keys has nothing to read, and lives on).
+    loop.add_signal_handler(signal.SIGHUP, interceptor.keys.reload if interceptor and interceptor.keys else _no_reload)
     address = _address(args.host, port)
     try:
         referee = await create_server(
@@ -501,6 +557,9 @@ async def _serve(args: argparse.Namespace, port: int, reuse_port: bool, heartbea
             max_message_bytes=args.max_message_bytes,
             reuse_port=reuse_port,
             dispute_jobs=args.dispute_jobs or max(1, (os.cpu_count() or 1) // args.workers),
+            interceptors=[interceptor] if interceptor is not None else [],
+            credentials=credentials,
+            health_address=_address(args.host, plan.health_port) if plan.health_port is not None else None,
         )
     except OSError as error:
         _say(f"remigio-referee: error: {error}")
@@ -511,6 +570,8 @@ async def _serve(args: argparse.Namespace, port: int, reuse_port: bool, heartbea
     _tune_garbage_collector()
     beat = loop.create_task(_heartbeat(heartbeat_fd)) if heartbeat_fd is not None else None
     _say(f"remigio-referee: listening on {_address(args.host, referee.port)} (pid {os.getpid()})")
+    if referee.health_port is not None:
+        _say(f"remigio-referee: health on {_address(args.host, referee.health_port)} (pid {os.getpid()})")
     await stop.wait()
     log.info("%s received: draining for up to %gs", caught[0].name, args.grace)
     await referee.drain(args.grace)
@@ -519,6 +580,10 @@ async def _serve(args: argparse.Namespace, port: int, reuse_port: bool, heartbea
     tracing.shutdown()  # the spans still waiting go to the collector
     _say(f"remigio-referee: stopped (pid {os.getpid()})")
     return 0
+
+
+def _no_reload() -> None:
+    log.info("SIGHUP received: no key file to read again")
 
 
 async def _heartbeat(fd: int) -> None:

@@ -40,10 +40,10 @@ from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.errors import RefereeError
 from referee.limits import MESSAGE_BYTES, check_reply
 from referee.linking import time_budget
-from referee.service import handlers, metrics, tracing
+from referee.service import access, handlers, metrics, tracing
 from referee.service.compute import ComputePool, DisputeJobs, JobLost
 from referee.service.disputes import judge_case_bytes
-from referee.service.status import Busy, DeadlineExceeded, Unavailable, status_for, with_metadata
+from referee.service.status import Busy, DeadlineExceeded, QuotaExceeded, Unavailable, status_for, with_metadata
 
 log = logging.getLogger("referee.service")
 
@@ -83,6 +83,7 @@ class CallEnd:
     peer: str
     items: int | None = None  # cases judged, for a stream
     trace_id: str | None = None  # the call's trace, when tracing is on
+    key: str = ""  # the name of the call's API key ("" when keys are off); never the key
 
 
 call_observers: list[Callable[[CallEnd], None]] = []
@@ -98,19 +99,19 @@ def _log_call(call: CallEnd) -> None:
         "request_id": call.request_id,
         "peer": call.peer,
     }
-    if call.trace_id is None:
-        log.info(
-            "%s %s %.2fms request_id=%s", name, call.code.name, duration_ms, call.request_id, extra={"rpc": fields}
-        )
-        return
-    fields["trace_id"] = call.trace_id
+    if call.key:
+        fields["key"] = call.key
+    extras = f" key={call.key}" if call.key else ""
+    if call.trace_id is not None:
+        fields["trace_id"] = call.trace_id
+        extras += f" trace_id={call.trace_id}"
     log.info(
-        "%s %s %.2fms request_id=%s trace_id=%s",
+        "%s %s %.2fms request_id=%s%s",
         name,
         call.code.name,
         duration_ms,
         call.request_id,
-        call.trace_id,
+        extras,
         extra={"rpc": fields},
     )
 
@@ -133,6 +134,7 @@ class _Call:
     code: grpc.StatusCode = grpc.StatusCode.OK
     items: int | None = None
     span: tracing.CallSpan | None = None
+    key: str = field(default_factory=access.current_key_name)
 
     def end(self, _context: object = None) -> None:
         """Report the call to every observer, with the status the client got."""
@@ -142,7 +144,9 @@ class _Call:
         if self.span is not None:
             trace_id = self.span.trace_id
             self.span.end(code.name)
-        ended = CallEnd(self.method, code, seconds, self.request_id, self.context.peer(), self.items, trace_id)
+        ended = CallEnd(
+            self.method, code, seconds, self.request_id, self.context.peer(), self.items, trace_id, self.key
+        )
         for observer in call_observers:
             try:
                 observer(ended)
@@ -248,6 +252,7 @@ class RefereeServicer:
         budget = self.limits.solve_cap_seconds
         started = call.start
         try:
+            access.take_call()  # the key's quota, before anything is read or computed
             data = await self._receive(context)
             started = time.monotonic()  # the budget counts from the request in hand
             remaining = context.time_remaining()
@@ -333,6 +338,7 @@ class RefereeServicer:
         idle = _Idleness()
         window = asyncio.Semaphore(READ_AHEAD_PER_JOB * self.jobs.jobs)
         verdicts: asyncio.Queue[asyncio.Future[bytes] | None] = asyncio.Queue()
+        over_quota: list[QuotaExceeded] = []
 
         async def read_cases() -> None:
             while True:
@@ -344,6 +350,13 @@ class RefereeServicer:
                     verdicts.put_nowait(None)
                     return
                 assert isinstance(case, bytes)
+                try:
+                    access.take_call()  # each case is a call against the key's quota
+                except QuotaExceeded as refusal:
+                    # The cases read before get their verdicts; the stream then ends with the refusal.
+                    over_quota.append(refusal)
+                    verdicts.put_nowait(None)
+                    return
                 idle.judging += 1
                 verdicts.put_nowait(asyncio.ensure_future(self._judge(case, idle)))
 
@@ -372,6 +385,8 @@ class RefereeServicer:
                     raise DeadlineExceeded(
                         f"the stream was idle for more than {limit:g} s (no case sent, no verdict read)"
                     )
+            if over_quota:
+                raise over_quota[0]
         finally:
             reader.cancel()
             writer.cancel()

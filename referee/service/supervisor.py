@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import errno
 import logging
 import multiprocessing
@@ -88,6 +89,11 @@ class Supervisor:
         slot.process, slot.beats, slot.started = process, read, time.monotonic()
         slot.last_beat = slot.restart_at = None
         metrics.workers_running(self.up())
+
+    def forward(self, signum: int) -> None:
+        """Send ``signum`` to every worker running."""
+        for slot in self.slots:
+            _signal(slot.process, signum)
 
     def stop(self) -> None:
         """Ask every worker to drain (SIGTERM); no worker is started after this."""
@@ -171,11 +177,23 @@ def serve_workers(args: argparse.Namespace) -> int:
         _say(f"remigio-referee: error: cannot bind {_address(args.host, args.port)}: {error.strerror or error}")
         return 1
     # Held open until the workers are gone, so port 0 resolves once and the port stays ours.
-    with reservation:
+    with reservation, contextlib.ExitStack() as held:
         port = reservation.getsockname()[1]
+        plan = getattr(args, "access", None)
+        if plan is not None and plan.health_port is not None:
+            # The health port is shared the same way, and port 0 resolved once for every worker.
+            try:
+                health = held.enter_context(_reserve_port(args.host, plan.health_port))
+            except OSError as error:
+                where = _address(args.host, plan.health_port)
+                _say(f"remigio-referee: error: cannot bind the health port {where}: {error.strerror or error}")
+                return 1
+            args.access = dataclasses.replace(plan, health_port=health.getsockname()[1])
         supervisor = Supervisor(args, port)
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, lambda _signum, _frame: supervisor.stop())
+        # SIGHUP (read the key file again) goes to every worker; the parent itself holds no keys.
+        signal.signal(signal.SIGHUP, lambda _signum, _frame: supervisor.forward(signal.SIGHUP))
         _say(f"remigio-referee: {args.workers} workers on {_address(args.host, port)} (parent pid {os.getpid()})")
         return supervisor.run()
 
@@ -222,6 +240,7 @@ def _worker(args: argparse.Namespace, port: int, heartbeat_fd: int) -> None:
     # The parent's handlers (forward to workers) must not run here; the server sets its own.
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # until the server takes it (its default would kill)
     sys.exit(serve(args, port, reuse_port=True, heartbeat_fd=heartbeat_fd))
 
 
