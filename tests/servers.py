@@ -28,6 +28,9 @@ METRICS = re.compile(r"metrics on (http://\S+/metrics) \(pid (\d+)\)")
 def server_env() -> dict[str, str]:
     """This environment without the server's own variables, so only the test's options count."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    for name in list(env):
+        if name.startswith("REMIGIO_"):  # every serve flag has its twin; only the test's flags count
+            env.pop(name)
     for name in (
         "REMIGIO_HOST",
         "REMIGIO_PORT",

@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,12 +20,14 @@ import pytest
 import trustme
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
-from servers import ROOT, ServerProcess
+from servers import METRICS, ROOT, ServerProcess, server_env
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
 from referee.client import Referee, retry_delay
+from referee.samples import sample_deals
 from referee.service.access import UNAUTHENTICATED_MESSAGE, digest_of
+from referee.service.convert import deal_to_proto
 
 ALICE = "alice-0123456789-abcdefghij"  # no rate
 BOB = "bob-0123456789-abcdefghijkl"  # 5 calls a second
@@ -79,7 +82,7 @@ def tls_server(pki: Pki, key_file: Path) -> Iterator[ServerProcess]:
     """One TLS server with API keys for the tests that change nothing on it."""
     server = _start(
         "--tls-cert", str(pki.path("server.pem")), "--tls-key", str(pki.path("server-key.pem")),
-        "--api-keys", str(key_file),
+        "--api-keys", str(key_file), "--metrics-port", "0",
     )  # fmt: skip
     yield server
     server.terminate()
@@ -166,9 +169,8 @@ def test_the_right_key_opens_every_method_and_the_stream(tls_server: ServerProce
     with Referee(tls_server.address, api_key=ALICE, tls_ca=pki.path("ca.pem")) as referee:
         assert referee.solve_hand(HAND).linking.points >= 0
         assert referee.check_close(HAND, discard="2C").close.reason or True
-        with pytest.raises(grpc.RpcError) as caught:  # the key is good; the deal is not
-            referee.score_deal(pb.ScoreDealRequest())
-        assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        scored = referee.score_deal(deal_to_proto(sample_deals(11, 1)[0]))
+        assert len(scored.players) == 4
         cases = [pb.CheckDisputesRequest(id=f"c{n}", hand=CASE_HAND) for n in range(3)]
         assert [v.id for v in referee.check_disputes(cases)] == ["c0", "c1", "c2"]
 
@@ -203,6 +205,24 @@ def test_logs_name_the_key_and_never_hold_it(tls_server: ServerProcess, pki: Pki
     text = "\n".join(tls_server.lines)
     for secret in (ALICE, BOB, BOB + "x"):
         assert secret not in text
+
+
+def _metric(server: ServerProcess, name: str, key: str) -> float:
+    (url,) = [found.group(1) for line in list(server.lines) if (found := METRICS.search(line))]
+    with urllib.request.urlopen(url, timeout=10) as reply:
+        text = reply.read().decode()
+    found = re.search(rf'^{name}{{key="{re.escape(key)}"}} (\S+)$', text, re.M)
+    return float(found.group(1)) if found else 0.0
+
+
+def test_refusals_are_counted_by_key_name(tls_server: ServerProcess, pki: Pki) -> None:
+    failures = _metric(tls_server, "referee_auth_failures_total", "-")
+    with _secure(tls_server.address, pki) as channel:
+        assert _solve_code(channel, _bearer("nobody's key")) == grpc.StatusCode.UNAUTHENTICATED
+        codes = [_solve_code(channel, _bearer(BOB)) for _ in range(8)]
+    assert grpc.StatusCode.RESOURCE_EXHAUSTED in codes
+    assert _metric(tls_server, "referee_auth_failures_total", "-") == failures + 1
+    assert _metric(tls_server, "referee_quota_refusals_total", "bob") >= codes.count(grpc.StatusCode.RESOURCE_EXHAUSTED)
 
 
 # Mutual TLS and the health port ---------------------------------------------------------------
@@ -436,3 +456,22 @@ def test_batch_through_a_tls_server_with_keys(tls_server: ServerProcess, pki: Pk
     )
     assert by_env.returncode == 0, by_env.stderr
     assert BOB not in done.stderr + refused.stderr and ALICE not in by_env.stderr
+
+
+# Safe defaults --------------------------------------------------------------------------------
+
+
+def test_an_open_bind_without_tls_or_keys_is_warned_about_at_start() -> None:
+    # 192.0.2.1 (TEST-NET-1) is on no interface here: the warning comes first, then the bind fails,
+    # so nothing ever listens beyond loopback.
+    done = subprocess.run(
+        [sys.executable, "-m", "referee.service.server", "--host", "192.0.2.1", "--port", "0"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=server_env(),
+        timeout=120,
+    )
+    assert done.returncode == 1
+    assert "listening on 192.0.2.1:0 without TLS or API keys: anyone who can reach this port" in done.stderr
+    assert "cannot bind" in done.stderr
