@@ -11,12 +11,16 @@ No registry is involved. The steps:
    between runs unless ``--rebuild-base``.
 3. Build the Dockerfile with that base. Its pip steps reach the Python package index with the
    host's pip configuration and CA bundle mounted read-only for the build, when the host has them.
-4. Run the image with a read-only root file system, all capabilities dropped, no new privileges,
-   a tmpfs on /tmp, and the server on a non-default port inside (so the HEALTHCHECK must follow
-   REMIGIO_PORT), published on 127.0.0.1 only.
+4. Run the image as the Kubernetes manifests do: a read-only root file system, all capabilities
+   dropped, no new privileges, a tmpfs on /tmp, TLS and an API key file from read-only mounts
+   (certificates made for the run with trustme, the key with ``remigio-referee keygen``), health
+   on its own plain-text port, the server on a non-default port inside (so the HEALTHCHECK must
+   follow the configuration), and only the gRPC port published, on 127.0.0.1.
 5. Check inside it: the image's own HEALTHCHECK passes; the process runs as the image's
    unprivileged user with no capabilities; the root file system refuses writes. Through the
-   published port: health SERVING, a SolveHand answer, a CheckDisputes stream's verdicts.
+   published port, over TLS: health SERVING, a call without a key refused, and with the key a
+   SolveHand answer and a CheckDisputes stream's verdicts. Then the metrics port (inside): the
+   SolveHand counted, both workers up.
 6. Stop it with SIGTERM: it must drain and exit 0.
 
 Prints one line per step and "image proven" at the end; exits non-zero at the first failure.
@@ -31,6 +35,7 @@ import platform
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -48,6 +53,13 @@ BASE_PACKAGES = ("python3", "python3-venv", "python-is-python3", "ca-certificate
 TOOLS = {"podman": "podman", "runc": "runc", "mmdebstrap": "mmdebstrap"}
 # Inside the container; not the default 50051, so a HEALTHCHECK fixed on 50051 would fail.
 INNER_PORT = 50061
+HEALTH_PORT = 50062
+# Where the Kubernetes manifests mount their Secrets.
+TLS_DIR, KEYS_DIR = "/etc/remigio/tls", "/etc/remigio/api-keys"
+# The image's user, who must be able to read the mounted files.
+IMAGE_UID = 10001
+# Metrics are read from inside the container, so only the gRPC port is published.
+METRICS_PORT = 9464
 # podman asks for the host's hard limits by default, more than this machine lets a container have.
 ULIMITS = ("--ulimit", "nofile=4096:4096", "--ulimit", "nproc=4096:4096")
 HOST_PIP_FILES = ("/etc/pip.conf", "/etc/ssl/certs/ca-certificates.crt")
@@ -65,9 +77,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     make_base(rebuild=args.rebuild_base)
     build_image()
     try:
-        with running(args.port) as address:
+        with secrets_for_the_run() as secrets, running(args.port, secrets) as address:
             check_inside()
-            check_through_port(address)
+            check_through_port(address, secrets)
+            check_metrics()
         say("stop: SIGTERM drained the server and it exited 0")
     finally:
         if not args.keep:
@@ -160,8 +173,47 @@ def build_image() -> None:
     say(f"build: {IMAGE} in {time.monotonic() - started:.0f} s, {int(size) / 1e6:.0f} MB")
 
 
+class Secrets:
+    """A server certificate, its CA and an API key made for one run, in files the image's user can read."""
+
+    def __init__(self, directory: Path) -> None:
+        import trustme
+
+        self.tls = directory / "tls"
+        self.keys = directory / "api-keys"
+        for folder in (self.tls, self.keys):
+            folder.mkdir()
+        ca = trustme.CA()
+        ca.cert_pem.write_to_path(str(self.tls / "ca.crt"))
+        certificate = ca.issue_cert("localhost")
+        certificate.private_key_pem.write_to_path(str(self.tls / "tls.key"))
+        certificate.cert_chain_pems[0].write_to_path(str(self.tls / "tls.crt"))
+        self.ca_pem = ca.cert_pem.bytes()
+        made = subprocess.run(
+            [sys.executable, "-m", "referee.cli", "keygen", "proof"],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=ROOT,
+        )
+        self.api_key = made.stdout.strip()
+        (self.keys / "api-keys").write_text(made.stderr)
+        for path in (directory, *directory.rglob("*")):
+            os.chown(path, IMAGE_UID, IMAGE_UID)
+            path.chmod(0o500 if path.is_dir() else 0o400)
+
+
 @contextlib.contextmanager
-def running(host_port: int) -> Iterator[str]:
+def secrets_for_the_run() -> Iterator[Secrets]:
+    """TLS files and a key file for the run (as root: owned by the image's user), removed after."""
+    with tempfile.TemporaryDirectory(prefix="remigio-proof-", dir="/var/tmp") as directory:
+        secrets = Secrets(Path(directory))
+        say("secrets: a certificate for localhost (trustme) and a key from keygen, to mount read-only")
+        yield secrets
+
+
+@contextlib.contextmanager
+def running(host_port: int, secrets: Secrets) -> Iterator[str]:
     """The image running locked down, published on 127.0.0.1:host_port; stopped with SIGTERM after."""
     podman("rm", "--force", CONTAINER, check=False, quiet=True)
     podman(
@@ -179,16 +231,30 @@ def running(host_port: int) -> Iterator[str]:
         f"REMIGIO_PORT={INNER_PORT}",
         "--env",
         "REMIGIO_WORKERS=2",
+        "--env",
+        f"REMIGIO_METRICS_PORT={METRICS_PORT}",
+        "--env",
+        f"REMIGIO_HEALTH_PORT={HEALTH_PORT}",
+        "--env",
+        "REMIGIO_DISPUTE_JOBS=1",
+        "--env",
+        f"REMIGIO_TLS_CERT={TLS_DIR}/tls.crt",
+        "--env",
+        f"REMIGIO_TLS_KEY={TLS_DIR}/tls.key",
+        "--env",
+        f"REMIGIO_API_KEYS={KEYS_DIR}/api-keys",
+        f"--volume={secrets.tls}:{TLS_DIR}:ro",
+        f"--volume={secrets.keys}:{KEYS_DIR}:ro",
         "--publish",
         f"127.0.0.1:{host_port}:{INNER_PORT}",
         IMAGE,
-        "--dispute-jobs",
-        "1",
     )
     address = f"127.0.0.1:{host_port}"
     try:
         wait_healthy()
-        say(f"run: read-only, no capabilities, serving on {INNER_PORT} inside, {address} outside")
+        say(
+            f"run: read-only, no capabilities, TLS and keys on {INNER_PORT} inside ({address} outside), health on {HEALTH_PORT}"
+        )
         yield address
         podman("stop", "--time", "30", CONTAINER)
         code = podman("inspect", "--format", "{{.State.ExitCode}}", CONTAINER).strip()
@@ -212,7 +278,7 @@ def wait_healthy(timeout: float = 120) -> None:
             text=True,
         )
         if result.returncode == 0:
-            say("health: the image's HEALTHCHECK passes on REMIGIO_PORT")
+            say("health: the image's HEALTHCHECK passes (it asks REMIGIO_HEALTH_PORT)")
             return
         state = podman("inspect", "--format", "{{.State.Status}}", CONTAINER).strip()
         if state != "running" or time.monotonic() > deadline:
@@ -240,34 +306,66 @@ def check_inside() -> None:
     say("inside: uid/gid 10001, CapEff 0, NoNewPrivs 1, root fs read-only, /tmp writable")
 
 
-def check_through_port(address: str) -> None:
-    """Health, SolveHand and CheckDisputes answered through the published port."""
+def check_through_port(address: str, secrets: Secrets) -> None:
+    """Over TLS through the published port: health open, no call without a key, SolveHand and CheckDisputes with it."""
     import grpc
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
     from referee._gen.remigio.referee.v1 import referee_pb2 as pb
     from referee._gen.remigio.referee.v1 import referee_pb2_grpc
 
-    with grpc.insecure_channel(address) as channel:
+    credentials = grpc.ssl_channel_credentials(root_certificates=secrets.ca_pem)
+    options = [("grpc.ssl_target_name_override", "localhost")]
+    key = [("authorization", f"Bearer {secrets.api_key}")]
+    with grpc.secure_channel(address, credentials, options=options) as channel:
         health = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=10)
         if health.status != health_pb2.HealthCheckResponse.SERVING:
             raise SystemExit(f"build_image: health says {health.status}")
         stub = referee_pb2_grpc.RefereeServiceStub(channel)
         hand = "QS KS AS 2S 3S 4S 7H 7D 7C 9D".split()
-        linking = stub.SolveHand(pb.SolveHandRequest(cards=hand), timeout=30).linking
+        try:
+            stub.SolveHand(pb.SolveHandRequest(cards=hand), timeout=30)
+            raise SystemExit("build_image: a call without a key was answered")
+        except grpc.RpcError as error:
+            if error.code() != grpc.StatusCode.UNAUTHENTICATED:
+                raise SystemExit(f"build_image: a call without a key got {error.code().name}") from error
+        linking = stub.SolveHand(pb.SolveHandRequest(cards=hand), timeout=30, metadata=key).linking
         if linking.points != 9 or sorted(linking.unlinked) != ["9D"]:
             raise SystemExit(f"build_image: unexpected SolveHand answer: {linking}")
         cases = [
             pb.CheckDisputesRequest(id="right", hand=pb.HandDispute(cards=hand, claimed_points=9)),
             pb.CheckDisputesRequest(id="wrong", hand=pb.HandDispute(cards=hand, claimed_points=10)),
         ]
-        verdicts = {
-            reply.id: pb.DisputeOutcome.Name(reply.outcome) for reply in stub.CheckDisputes(iter(cases), timeout=30)
-        }
+        replies = stub.CheckDisputes(iter(cases), timeout=30, metadata=key)
+        verdicts = {reply.id: pb.DisputeOutcome.Name(reply.outcome) for reply in replies}
         want = {"right": "DISPUTE_OUTCOME_CONFIRMED", "wrong": "DISPUTE_OUTCOME_WRONG"}
         if verdicts != want:
             raise SystemExit(f"build_image: unexpected CheckDisputes verdicts: {verdicts}")
-    say(f"calls: health SERVING, SolveHand (9 points), CheckDisputes (confirmed, wrong) via {address}")
+    say(
+        f"calls over TLS via {address}: health SERVING; no key UNAUTHENTICATED; with the key SolveHand (9 points), CheckDisputes (confirmed, wrong)"
+    )
+
+
+def check_metrics(timeout: float = 30) -> None:
+    """Prometheus text from inside: the calls above counted, both workers up (files on the runtime's tmpfs)."""
+    script = (
+        "import urllib.request\n"
+        f"print(urllib.request.urlopen('http://127.0.0.1:{METRICS_PORT}/metrics', timeout=10).read().decode())\n"
+    )
+    solve = 'grpc_server_call_started_total{grpc_method="remigio.referee.v1.RefereeService/SolveHand"}'
+    deadline = time.monotonic() + timeout
+    while True:
+        values = {}
+        for line in podman("exec", CONTAINER, "python", "-c", script).splitlines():
+            name, _, value = line.rpartition(" ")
+            values[name] = value
+        counted = float(values.get(solve, "0")) >= 1 and float(values.get("referee_workers_up", "0")) == 2
+        if counted:
+            say(f"metrics: {solve} {values[solve]}, referee_workers_up {values['referee_workers_up']}")
+            return
+        if time.monotonic() > deadline:
+            raise SystemExit(f"build_image: metrics do not show the calls and two workers: {values}")
+        time.sleep(1)
 
 
 def describe_host() -> str:
