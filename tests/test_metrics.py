@@ -284,7 +284,7 @@ def test_a_runtime_dir_that_cannot_be_written_stops_the_start_naming_it(tmp_path
     blocked.write_text("not a directory")
     done = serve_and_fail("--metrics-port", "0", "--runtime-dir", str(blocked))
     assert done.returncode == 1
-    assert f"cannot make the metrics directory under {str(blocked)!r}" in done.stderr
+    assert repr(str(blocked)) in done.stderr and "--runtime-dir" in done.stderr
     assert "Traceback" not in done.stderr
 
 
@@ -356,3 +356,45 @@ def test_with_metrics_off_nothing_observes_the_linkings(monkeypatch: pytest.Monk
     metrics.call_ended(f"{SERVICE}/SolveHand", "OK", 0.01)
     metrics.ready()
     assert dispatch._observer is None
+
+
+def test_auth_failures_and_quota_refusals_are_counted_by_key_name(launch, tmp_path: Path) -> None:
+    from referee.service.access import keygen_lines
+
+    limited, limited_line = keygen_lines("alice", rate=0.01)  # one call, then one per 100 s
+    free, free_line = keygen_lines("bob")
+    keys = tmp_path / "keys"
+    keys.write_text(f"{limited_line}\n{free_line}\n")
+    runtime = tmp_path / "run"
+    server = launch("--port", "0", "--api-keys", str(keys), "--metrics-port", "0", "--runtime-dir", str(runtime))
+    url = server.wait_for(METRICS).group(1)
+    server.listening()
+
+    def code(key: str | None) -> grpc.StatusCode:
+        metadata = (("authorization", f"Bearer {key}"),) if key else ()
+        try:
+            stub.SolveHand(pb.SolveHandRequest(cards=HAND), metadata=metadata, timeout=20)
+        except grpc.RpcError as error:
+            return error.code()
+        return grpc.StatusCode.OK
+
+    with grpc.insecure_channel(server.address) as chan:
+        stub = referee_pb2_grpc.RefereeServiceStub(chan)
+        unknown = [code(None), code(None), code("not-a-key")]
+        alice = [code(limited) for _ in range(4)]
+        bob = [code(free) for _ in range(2)]
+    assert unknown == [grpc.StatusCode.UNAUTHENTICATED] * 3
+    assert alice == [grpc.StatusCode.OK] + [grpc.StatusCode.RESOURCE_EXHAUSTED] * 3
+    assert bob == [grpc.StatusCode.OK] * 2
+
+    solve = f"{SERVICE}/SolveHand"
+    samples = scrape_until(
+        url, lambda s: value(s, "grpc_server_call_duration_seconds_count", grpc_method=solve, grpc_status="OK") == 3
+    )
+    assert value(samples, "referee_auth_failures_total", key="-") == 3  # no key, or a key nobody has
+    assert value(samples, "referee_quota_refusals_total", key="alice") == 3
+    assert value(samples, "referee_quota_refusals_total", key="bob") == 0
+    refused = value(
+        samples, "grpc_server_call_duration_seconds_count", grpc_method=solve, grpc_status="RESOURCE_EXHAUSTED"
+    )
+    assert refused == 3

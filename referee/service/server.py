@@ -470,7 +470,17 @@ def run(args: argparse.Namespace) -> int:
         log.warning("%s", warning)
     # The buckets are made before the workers are forked, so every worker (and every worker
     # started in place of one that died) shares them.
-    args.quotas = access.QuotaTable(directory=args.runtime_dir) if args.access.key_file is not None else None
+    try:
+        if args.runtime_dir:
+            os.makedirs(args.runtime_dir, exist_ok=True)
+        args.quotas = access.QuotaTable(directory=args.runtime_dir) if args.access.key_file is not None else None
+    except OSError as error:
+        where = repr(args.runtime_dir) if args.runtime_dir else "the runtime directory"
+        _say(
+            f"remigio-referee: error: cannot write in {where} ({error.strerror or error}); "
+            "give a writable directory with --runtime-dir or REMIGIO_RUNTIME_DIR"
+        )
+        return 1
     try:
         stop_metrics = _start_metrics(args)
     except OSError as error:
