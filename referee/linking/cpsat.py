@@ -124,7 +124,8 @@ class CpSatEngine:
                 model.minimize(range(len(columns)), [-c for c in coefficients])
                 # The fewest groups are hard to prove by propagation alone when every card must be
                 # linked (hands with many jokers): the LP relaxation bounds them (adversarial hands
-                # about twice as fast; it slows the other solves, so only these get it).
+                # about twice as fast; it slows the other solves, so only these and the designating
+                # solves of such hands get it).
                 solution = self._optimum(model, cards, infeasible_ok=full, relax=full)
                 if solution is None:
                     return None
@@ -172,7 +173,7 @@ class CpSatEngine:
         top = 0 if exact else (sum(counts.values()) // 3 + 1) * size
         model.minimize(range(size), [size - top * column.worth for column in columns])
         model.minimize(flags, choices)
-        solution = self._optimum(model, cards, infeasible_ok=bool(exact))
+        solution = self._optimum(model, cards, infeasible_ok=bool(exact), relax=bool(exact))
         if solution is None:
             return None
         return next(n for flag, n in zip(flags, choices) if solution[flag])
