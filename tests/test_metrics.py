@@ -190,6 +190,24 @@ def test_two_workers_counted_exactly_and_summed(launch, tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
+def socket_holders(port: int) -> set[int]:
+    """The pids of the processes holding an IPv4 socket that listens on ``port``."""
+    inodes = set()
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "0A":  # 0A: LISTEN
+            inodes.add(f"socket:[{fields[9]}]")
+    holders = set()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            links = {os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
+        except OSError:  # gone, or not ours to read
+            continue
+        if links & inodes:
+            holders.add(int(pid))
+    return holders
+
+
 def test_a_restarted_workers_counts_are_neither_lost_nor_doubled(launch, tmp_path: Path) -> None:
     server = launch(
         "--port", "0", "--workers", "2", "--debug-pid", "--metrics-port", "0", "--runtime-dir", str(tmp_path)
@@ -212,6 +230,10 @@ def test_a_restarted_workers_counts_are_neither_lost_nor_doubled(launch, tmp_pat
     assert calls(replaced) == before  # the dead worker's calls are still counted
     assert value(replaced, "grpc_server_call_started_total", grpc_method=solve) == before
     assert value(replaced, "referee_calls_in_flight", grpc_method=solve) == 0
+
+    # Only the parent holds the metrics port: not the first workers, nor the one forked later.
+    holders = socket_holders(int(url.rsplit(":", 1)[1].split("/")[0]))
+    assert holders == {server.proc.pid}, holders
 
     after = sum(solve_on_fresh_connections(address, limit=12).values())
     done = scrape_until(url, lambda s: calls(s) >= before + after)

@@ -370,7 +370,19 @@ def serve(host: str, port: int) -> tuple[int, Callable[[], None]]:
     except OSError as error:
         raise OSError(f"cannot serve metrics on {host}:{port}: {error.strerror or error}") from None
 
+    serving = True
+
+    def close_in_child() -> None:
+        # A forked worker must not hold the parent's listening socket: after the parent is
+        # gone, draining workers would keep the port from the next server.
+        if serving:
+            server.socket.close()
+
+    os.register_at_fork(after_in_child=close_in_child)
+
     def stop() -> None:
+        nonlocal serving
+        serving = False
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
