@@ -496,3 +496,47 @@ def test_the_server_needs_no_writable_temporary_directory(tmp_path: Path) -> Non
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
         process.wait(10)
+
+
+# Health tells the truth ----------------------------------------------------------------------------
+
+
+def test_health_says_not_serving_while_dispute_jobs_cannot_start(tmp_path: Path) -> None:
+    # Every dispute job process dies as it starts (a sitecustomize that exits in spawned children):
+    # the process cannot judge a case, so health says NOT_SERVING and a stream ends UNAVAILABLE.
+    (tmp_path / "sitecustomize.py").write_text(
+        "import os, sys\nif '--multiprocessing-fork' in sys.argv and os.environ.get('REFEREE_TEST_JOBS_DIE'):\n"
+        "    os._exit(3)\n"
+    )
+    env = {**server_env(), "PYTHONPATH": str(tmp_path), "REFEREE_TEST_JOBS_DIE": "1"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "referee.service.server", "--host", "127.0.0.1", "--port", "0", "--dispute-jobs", "2"],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        assert process.stderr is not None
+        while not (found := LISTENING.search(process.stderr.readline() or "exited")):
+            assert process.poll() is None, "the server exited"
+        address = f"127.0.0.1:{found.group(2)}"
+        with grpc.insecure_channel(address) as channel:
+            health = health_pb2_grpc.HealthStub(channel)
+            deadline = time.monotonic() + 20
+            while health.Check(health_pb2.HealthCheckRequest(), timeout=5).status != 2:  # NOT_SERVING
+                assert time.monotonic() < deadline, "health kept saying SERVING"
+                time.sleep(0.1)
+            stub = referee_pb2_grpc.RefereeServiceStub(channel)
+            with pytest.raises(grpc.RpcError) as lost:
+                list(stub.CheckDisputes(_cases(3, 0), timeout=30))
+            assert lost.value.code() == grpc.StatusCode.UNAVAILABLE
+            # The unary calls, which need no job process, are still answered.
+            assert stub.SolveHand(pb.SolveHandRequest(cards=HAND), timeout=10).linking.points == 33
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(10)
