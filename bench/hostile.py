@@ -23,8 +23,10 @@ and the health checks' latency (p50, p99, max) and failures. The attacks:
   heartbeat is missed; until then the connections it holds wait).
 
 A failed SolveHand in ``kill`` and ``stop`` is a call on a connection the kernel had given to the
-worker that went away; health never fails in any row. The exit status is 1 if the server did not
-exit 0 on SIGTERM at the end.
+worker that went away (in ``stop`` such calls hang until the worker is replaced, so the row's
+window runs past ``--duration``); a failed health check there is the prober's own connection on
+that worker. In the other rows nothing may fail. The exit status is 1 if the server did not exit
+0 on SIGTERM at the end.
 """
 
 from __future__ import annotations
