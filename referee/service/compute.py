@@ -144,6 +144,12 @@ class DisputeJobs:
             except BrokenProcessPool:
                 self._replace(index, executor)
                 raise JobLost("a dispute job process died while judging this stream's cases") from None
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if future.cancelled() and task is not None and not task.cancelling():
+                    # Not this stream's cancel: the case was dropped with a broken job's queue.
+                    raise JobLost("a dispute job process died while judging this stream's cases") from None
+                raise
         finally:
             self._load[index] -= 1
 
@@ -151,7 +157,9 @@ class DisputeJobs:
         if self._executors[index] is not broken:
             return  # another stream replaced it already
         log.error("a dispute job process died; starting another")
-        broken.shutdown(wait=False, cancel_futures=True)
+        # Its pending cases fail with BrokenProcessPool (each stream that lost one is told so);
+        # cancelling them here would look like a cancel of the streams themselves.
+        broken.shutdown(wait=False, cancel_futures=False)
         self._executors[index] = self._start()
         self._started[index] = self._executors[index].submit(_job_ready)
         self.replaced += 1

@@ -378,6 +378,8 @@ class RefereeServicer:
             while not writer.done():
                 done, _ = await asyncio.wait(tasks, timeout=min(limit / 4, 1.0), return_when=asyncio.FIRST_EXCEPTION)
                 for task in done:
+                    if task.cancelled():  # only this handler cancels them, in the finally below
+                        raise RuntimeError("a task of the stream was cancelled from outside")
                     if task.exception() is not None:
                         raise task.exception()  # type: ignore[misc]
                 tasks -= done
