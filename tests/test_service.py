@@ -531,7 +531,13 @@ def test_the_server_solve_cap(own_server) -> None:
             stub.SolveHand(heavy_hand(), timeout=30)
         assert caught.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
         assert "time budget" in caught.value.details()
-        assert stub.SolveHand(pb.SolveHandRequest(cards=["AH"]), timeout=10).linking.points == 1
+        # The server still answers. Even one card may overrun a 1 ms cap on a busy machine, and
+        # then the answer says so.
+        try:
+            assert stub.SolveHand(pb.SolveHandRequest(cards=["AH"]), timeout=10).linking.points == 1
+        except grpc.RpcError as error:
+            assert error.code() == grpc.StatusCode.DEADLINE_EXCEEDED, error
+            assert "time budget" in error.details()
 
 
 def test_a_message_over_the_size_limit_is_resource_exhausted(stub) -> None:
