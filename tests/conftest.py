@@ -1,11 +1,13 @@
-"""Shared fixtures: one real referee server on 127.0.0.1 (port 0) for the session, and stubs to it."""
+"""Shared fixtures: one real referee server on 127.0.0.1 (port 0) for the session, and stubs to it;
+server processes a test starts (``launch``)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import grpc
 import pytest
+from servers import ServerProcess
 
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
 from referee.service.server import ServerThread
@@ -37,3 +39,18 @@ def channel(server_address: str) -> Iterator[grpc.Channel]:
 def stub(channel: grpc.Channel) -> referee_pb2_grpc.RefereeServiceStub:
     """A RefereeService stub on the session's channel."""
     return referee_pb2_grpc.RefereeServiceStub(channel)
+
+
+@pytest.fixture
+def launch() -> Iterator[Callable[..., ServerProcess]]:
+    """Start a server process with these arguments (``launch(*args)``); all killed after the test."""
+    started: list[ServerProcess] = []
+
+    def start(*args: str) -> ServerProcess:
+        server = ServerProcess(*args)
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.kill()

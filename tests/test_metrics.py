@@ -20,7 +20,7 @@ from pathlib import Path
 import grpc
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from servers import LISTENING, METRICS, WORKERS, ServerProcess, server_env
+from servers import LISTENING, METRICS, WORKERS, server_env
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
@@ -36,20 +36,6 @@ pytestmark = [pytest.mark.timeout(120), pytest.mark.skipif(sys.platform != "linu
 SERVICE = "remigio.referee.v1.RefereeService"
 HAND = "QS KS AS 2S 3S 4S 7H 7D 7C 9D".split()
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
-
-
-@pytest.fixture
-def launch() -> Iterator[Callable[..., ServerProcess]]:
-    started: list[ServerProcess] = []
-
-    def start(*args: str) -> ServerProcess:
-        server = ServerProcess(*args)
-        started.append(server)
-        return server
-
-    yield start
-    for server in started:
-        server.kill()
 
 
 def scrape(url: str) -> Samples:

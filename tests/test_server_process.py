@@ -18,7 +18,7 @@ from collections.abc import Iterator
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from servers import LISTENING, WORKERS, ServerProcess
+from servers import LISTENING, WORKERS
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
@@ -26,20 +26,6 @@ from referee._gen.remigio.referee.v1 import referee_pb2_grpc
 pytestmark = [pytest.mark.timeout(90), pytest.mark.skipif(sys.platform != "linux", reason="signals and SO_REUSEPORT")]
 
 SERVICE = "remigio.referee.v1.RefereeService"
-
-
-@pytest.fixture
-def launch() -> Iterator:  # type: ignore[type-arg]
-    started: list[ServerProcess] = []
-
-    def start(*args: str) -> ServerProcess:
-        server = ServerProcess(*args)
-        started.append(server)
-        return server
-
-    yield start
-    for server in started:
-        server.kill()
 
 
 SLOW_CASES = 12
