@@ -135,6 +135,12 @@ class _Call:
     items: int | None = None
     span: tracing.CallSpan | None = None
     key: str = field(default_factory=access.current_key_name)
+    # Read while the call lives: context.peer() in the done callback, once the call is gone,
+    # crashed the process now and then (a segmentation fault in gRPC, seen with the cores busy).
+    peer: str = ""
+
+    def __post_init__(self) -> None:
+        self.peer = self.context.peer()
 
     def end(self, _context: object = None) -> None:
         """Report the call to every observer, with the status the client got."""
@@ -144,9 +150,7 @@ class _Call:
         if self.span is not None:
             trace_id = self.span.trace_id
             self.span.end(code.name)
-        ended = CallEnd(
-            self.method, code, seconds, self.request_id, self.context.peer(), self.items, trace_id, self.key
-        )
+        ended = CallEnd(self.method, code, seconds, self.request_id, self.peer, self.items, trace_id, self.key)
         for observer in call_observers:
             try:
                 observer(ended)
