@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, TextIO
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
+from referee.cpus import usable_cpus
 from referee.errors import shorten
 from referee.limits import CASE_ID, MESSAGE_BYTES
 from referee.linking import engine_for
@@ -65,7 +66,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--target",
         help="referee servers, round-robin: host:port[,host:port...], or a gRPC target such as dns:///host:port (every address of the name); none: judge locally",
     )
-    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="local processes, or concurrent streams")
+    parser.add_argument("--jobs", type=int, default=usable_cpus(), help="local processes, or concurrent streams")
     parser.add_argument("--resume", action="store_true", help="skip the cases whose ids the output already holds")
     parser.add_argument("--engine", choices=tuple(Engine), help="engine for cases that name none")
     from referee.client import add_arguments as add_connection_arguments

@@ -38,6 +38,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection as grpc_reflection
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
+from referee.cpus import usable_cpus
 from referee.limits import MESSAGE_BYTES
 from referee.linking import load_engines
 from referee.service import access, metrics, tracing
@@ -336,7 +337,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--dispute-jobs",
         _positive_int,
         None,
-        "processes judging CheckDisputes cases, per server process (default: cores / workers)",
+        "processes judging CheckDisputes cases, per server process (default: usable cores / workers; the cgroup CPU quota counts)",
         "N",
     )
     option("--max-message-bytes", _positive_int, MAX_MESSAGE_BYTES, "largest request or reply", "BYTES")
@@ -566,7 +567,7 @@ async def _serve(args: argparse.Namespace, port: int, reuse_port: bool, heartbea
             reflection=args.reflection,
             max_message_bytes=args.max_message_bytes,
             reuse_port=reuse_port,
-            dispute_jobs=args.dispute_jobs or max(1, (os.cpu_count() or 1) // args.workers),
+            dispute_jobs=args.dispute_jobs or max(1, usable_cpus() // args.workers),
             interceptors=[interceptor] if interceptor is not None else [],
             credentials=credentials,
             health_address=_address(args.host, plan.health_port) if plan.health_port is not None else None,
