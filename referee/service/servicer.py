@@ -431,9 +431,11 @@ class _Idleness:
         self.judging = 0
 
     def touch(self) -> None:
+        """Something happened on the stream now."""
         self.last = time.monotonic()
 
     def seconds(self) -> float:
+        """How long the stream has waited on its client (0 while a case is being judged)."""
         return 0.0 if self.judging else time.monotonic() - self.last
 
 
