@@ -8,8 +8,9 @@ How a call runs:
   timeout: a client that sends HEADERS and never its DATA holds a coroutine, nothing more, and
   is ended after ``receive_timeout`` seconds.
 - Only then does the call ask for a compute slot (``compute.ComputePool``); the request is decoded,
-  handled and its reply encoded there, off the loop, within the call's time budget: the smaller of
-  the client's remaining deadline and the server's solve cap (``referee.linking.time_budget``).
+  handled and its reply encoded there, off the loop, within the call's time budget: the server's
+  solve cap from when the slot takes the call, or less if the client's deadline comes first
+  (``referee.linking.time_budget``).
 - Every call, unary or stream, ends in ``_Call.end`` (a done callback of the call): the status the
   client actually got (CANCELLED when it cancelled) and the time taken. The log line is written
   there, and so is anything else that watches calls: append a function to ``call_observers``
@@ -37,7 +38,7 @@ import grpc.aio
 from google.protobuf.message import DecodeError, Message
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
-from referee.errors import RefereeError
+from referee.errors import RefereeError, SolverError
 from referee.limits import MESSAGE_BYTES, check_reply
 from referee.linking import time_budget
 from referee.service import access, handlers, metrics, tracing
@@ -170,16 +171,36 @@ class Undecodable(RefereeError):
 
 
 def _handled(
-    handler: Callable[[Message], Message], message_type: type[Message], data: bytes, budget: float, max_bytes: int
+    handler: Callable[[Message], Message],
+    message_type: type[Message],
+    data: bytes,
+    cap: float,
+    deadline: float | None,
+    max_bytes: int,
 ) -> bytes:
-    """Decode, handle and encode one request within ``budget`` seconds, as a reply of at most
-    ``max_bytes`` (one over it is the request's error): a compute slot's work."""
+    """Decode, handle and encode one request, as a reply of at most ``max_bytes`` (one over it is
+    the request's error): a compute slot's work.
+
+    Its time budget starts here, when a slot takes the call (decoding counts, waiting for the slot
+    does not): the solve cap, or less if the client's ``deadline`` (monotonic) comes first.
+    """
+    started = time.monotonic()
+    budget = cap if deadline is None else min(cap, deadline - started)
+    if budget <= 0:
+        raise DeadlineExceeded("the deadline passed before the call was solved")
     try:
         request = message_type.FromString(data)
     except DecodeError:  # its text only repeats the type's name
         raise Undecodable(message_type.DESCRIPTOR.full_name, len(data)) from None
-    with time_budget(budget):
-        reply = handler(request).SerializeToString()
+    try:
+        with time_budget(budget - (time.monotonic() - started)):
+            reply = handler(request).SerializeToString()
+    except SolverError as error:
+        if time.monotonic() - started >= budget:
+            raise DeadlineExceeded("the time budget ran out before the solver proved an answer") from error
+        raise
+    if time.monotonic() - started > budget:
+        raise DeadlineExceeded(f"the call overran its time budget of {budget:.3f} s")
     check_reply(len(reply), max_bytes)
     return reply
 
@@ -253,25 +274,18 @@ class RefereeServicer:
         context: grpc.aio.ServicerContext,
     ) -> bytes:
         call = self._begin(method, context)
-        budget = self.limits.solve_cap_seconds
-        started = call.start
         try:
             access.take_call()  # the key's quota, before anything is read or computed
             data = await self._receive(context)
-            started = time.monotonic()  # the budget counts from the request in hand
             remaining = context.time_remaining()
-            if remaining is not None:
-                if remaining <= 0:
-                    raise DeadlineExceeded("the deadline passed before the call was solved")
-                budget = min(budget, remaining)
-            reply = await self.compute.run(_handled, handler, message_type, data, budget, self.max_message_bytes)
-            if time.monotonic() - started > budget:
-                raise DeadlineExceeded(f"the call overran its time budget of {budget:.3f} s")
+            deadline = None if remaining is None else time.monotonic() + remaining
+            cap = self.limits.solve_cap_seconds
+            reply = await self.compute.run(_handled, handler, message_type, data, cap, deadline, self.max_message_bytes)
         except asyncio.CancelledError:  # gRPC cancels the handler when the client cancels or goes away
             call.code = grpc.StatusCode.CANCELLED
             raise
         except Exception as error:  # every failure leaves through the one mapping in status.py
-            status = status_for(error, call.request_id, time_cap_hit=time.monotonic() - started >= budget)
+            status = status_for(error, call.request_id)
             call.code = status.code
             await context.abort_with_status(with_metadata(status, self._metadata(call)))
             raise AssertionError("abort_with_status returned") from None  # pragma: no cover
