@@ -27,6 +27,8 @@ class DnsStub:
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self._sock.bind(("127.0.0.1", 0))
         self.port: int = self._sock.getsockname()[1]
+        self._sock.settimeout(0.1)
+        self._stop = threading.Event()
         self._thread = threading.Thread(target=self._serve, name="dns-stub", daemon=True)
         self._thread.start()
 
@@ -36,9 +38,10 @@ class DnsStub:
             self._names[name.lower().rstrip(".")] = list(addresses)
 
     def close(self) -> None:
-        """Stop answering."""
-        self._sock.close()
+        """Stop answering (and end the thread: closing a socket does not wake a blocked read)."""
+        self._stop.set()
         self._thread.join(timeout=5)
+        self._sock.close()
 
     def __enter__(self) -> DnsStub:
         return self
@@ -47,11 +50,13 @@ class DnsStub:
         self.close()
 
     def _serve(self) -> None:
-        while True:
+        while not self._stop.is_set():
             try:
                 query, client = self._sock.recvfrom(512)
+            except TimeoutError:
+                continue
             except OSError:
-                return  # closed
+                return
             reply = self._answer(query)
             if reply is not None:
                 try:
