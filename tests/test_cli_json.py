@@ -4,28 +4,14 @@ the contract's message, field for field; usage errors exit 2 with one line, neve
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from commands import cli
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def cli(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "referee.cli", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=120,
-    )
 
 
 def parses_back(line: str, message: type[Message]) -> Message:

@@ -46,7 +46,7 @@ from grpc_health.v1 import health
 
 from referee.service import metrics
 from referee.service.status import QuotaExceeded, quota_status
-from referee.service.tls import TlsFiles, server_credentials, tls_files
+from referee.service.tls import TlsFiles, file_stamp, server_credentials, tls_files
 
 log = logging.getLogger("referee.access")
 
@@ -177,22 +177,13 @@ def bearer_key(metadata: Sequence[tuple[str, str | bytes]] | None) -> str | None
     return key
 
 
-def _stamp(path: Path) -> tuple[int, int, int] | None:
-    """What changes when a file is written or replaced (a Kubernetes secret swaps a symlink)."""
-    try:
-        status = path.stat()
-    except OSError:
-        return None
-    return status.st_ino, status.st_size, status.st_mtime_ns
-
-
 class KeyRing:
     """The keys of a key file, read again by ``reload``; a broken file keeps the keys it had."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
-        self._stamp = _stamp(self.path)
+        self._stamp = file_stamp(self.path)
         self._by_digest = self._read()  # a broken file at start is an error for the caller
         self._stop = threading.Event()
         self._watcher: threading.Thread | None = None
@@ -227,7 +218,7 @@ class KeyRing:
     def reload(self) -> bool:
         """Read the file again; True if the keys were replaced, False (and a log line) if it was broken."""
         with self._lock:
-            self._stamp = _stamp(self.path)
+            self._stamp = file_stamp(self.path)
             try:
                 keys = self._read()
             except KeyFileError as error:
@@ -239,7 +230,7 @@ class KeyRing:
 
     def reload_if_changed(self) -> bool:
         """Reload when the file's inode, size or modification time changed since the last read."""
-        if _stamp(self.path) == self._stamp:
+        if file_stamp(self.path) == self._stamp:
             return False
         return self.reload()
 

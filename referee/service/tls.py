@@ -38,7 +38,7 @@ class TlsFiles:
 
     def stamps(self) -> tuple[tuple[int, int, int] | None, ...]:
         """What changes when any of the files is written or replaced."""
-        return tuple(_stamp(path) for path in (self.cert, self.key, self.client_ca) if path is not None)
+        return tuple(file_stamp(path) for path in (self.cert, self.key, self.client_ca) if path is not None)
 
     def load(self) -> grpc.ServerCertificateConfiguration:
         """The files as a gRPC certificate configuration, checked first: TlsFileError if they do not load."""
@@ -62,7 +62,8 @@ class TlsFiles:
         return grpc.ssl_server_certificate_configuration([(key, cert)], root_certificates=client_ca)
 
 
-def _stamp(path: Path) -> tuple[int, int, int] | None:
+def file_stamp(path: Path) -> tuple[int, int, int] | None:
+    """What changes when a file is written or replaced (a Kubernetes secret swaps a symlink); None if absent."""
     try:
         status = path.stat()
     except OSError:
