@@ -382,11 +382,13 @@ class RefereeServicer:
             while (verdict := await verdicts.get()) is not None:
                 reply = await verdict
                 _count_verdict(reply)
+                # Counted as judged before the write: a client that cancels as soon as it has read
+                # the last verdict cancels this task inside the write, and the case was judged.
+                assert call.items is not None
+                call.items += 1
                 await context.write(reply)
                 idle.touch()
                 window.release()
-                assert call.items is not None
-                call.items += 1
 
         reader = asyncio.ensure_future(read_cases())
         writer = asyncio.ensure_future(write_verdicts())
