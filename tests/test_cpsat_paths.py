@@ -77,8 +77,10 @@ def test_a_time_budget_already_spent_is_a_solver_timeout() -> None:
 
 
 def test_a_solve_stopped_by_its_time_cap_is_a_solver_timeout() -> None:
-    # Seven sevens and four jokers: several solves of many candidates, none proven in a microsecond.
-    hand = sort_cards(parse_cards("7C 7C 7D 7D 7H 7H 7S JK JK JK JK".split()))
+    # Seven sevens, a two, a king and four jokers: no linking of them all in one or two groups
+    # (those are found without a solve), so several solves of many candidates, none proven in a
+    # microsecond.
+    hand = sort_cards(parse_cards("7C 7C 7D 7D 7H 7H 7S KD 2C JK JK JK JK".split()))
     with pytest.raises(SolverTimeout, match="within its time"):
         CpSatEngine(wall_cap_seconds=1e-6).best_linking(hand, RuleSet(joker_points=7))
 

@@ -20,7 +20,9 @@ four solves.
 
 Hands with many candidates are nearly always linked in full, so they are first solved with every
 card that scores used exactly (``_canonical``, then ``_group_by_group``): a tighter model, found and proven faster, where
-only the groups holding the lowest card can come first. Every solve must be proven OPTIMAL (or,
+only the groups holding the lowest card can come first. When every held card scores and one or
+two groups can hold them all, that linking is found without a solve (``_one_or_two_groups``):
+proving the fewest groups was what such hands cost the solver most. Every solve must be proven OPTIMAL (or,
 for that attempt, INFEASIBLE); anything else is an error, never a guess.
 """
 
@@ -84,7 +86,9 @@ class CpSatEngine:
             # with every scoring card used exactly the solver finds and proves the answer about
             # twice as fast; when there is no such linking that costs one more solve, so hands
             # unlikely to have one are not tried.
-            groups = self._group_by_group(cards, counts, columns, points, full=True)
+            groups = _one_or_two_groups(counts, columns, points)
+            if groups is None:
+                groups = self._group_by_group(cards, counts, columns, points, full=True)
             if groups is not None:
                 return groups
         groups = self._group_by_group(cards, counts, columns, points, full=False)
@@ -331,6 +335,37 @@ def _may_link_fully(counts: Counter[int], columns: list[_Column], points: Sequen
     """
     lone = _lone_cards(counts, columns, points)
     return lone is not None and lone <= max(0, 2 * counts.get(JOKER_INDEX, 0) - 1)
+
+
+def _one_or_two_groups(counts: Counter[int], columns: list[_Column], points: Sequence[int]) -> list[Candidate] | None:
+    """The canonical full linking when every held card scores and some linking holds them all in
+    one or two groups, found without a solve; None otherwise.
+
+    Every full linking then links the same points, so the fewest groups decide: the hand itself
+    when it is a column, else the lexicographically first pair whose cards are the hand's. The
+    first column (canonical order) whose remainder is a column is the lower one of that pair.
+    This is what proving the fewest groups cost the solver most on (hands with four jokers).
+    """
+    if any(not points[index] for index in +counts):
+        return None
+    hand = tuple(sorted(counts.elements()))
+    size = len(hand)
+    longest = max((len(column.group) for column in columns), default=0)
+    if 2 * longest < size:
+        return None
+    # Columns by card count and index sum: a pair's two must add up to the hand's in both.
+    by_shape: dict[tuple[int, int], list[Candidate]] = {}
+    for column in columns:
+        if column.group == hand:
+            return [hand]
+        by_shape.setdefault((len(column.group), sum(column.group)), []).append(column.group)
+    total = sum(hand)
+    for column in columns:
+        group = column.group
+        for other in by_shape.get((size - len(group), total - sum(group)), ()):
+            if tuple(sorted(group + other)) == hand:
+                return [group, other] if group <= other else [other, group]
+    return None
 
 
 def _lone_cards(counts: Counter[int], columns: list[_Column], points: Sequence[int]) -> int | None:
