@@ -107,7 +107,7 @@ def _load(address: str, clients: int) -> Iterator[list[int]]:
     script = (
         "import sys, threading, grpc\n"
         "from referee._gen.remigio.referee.v1 import referee_pb2 as pb, referee_pb2_grpc as g\n"
-        "hand = '7H 7H 7S 7S 7D 7D 7C JK JK JK JK'.split()\n"
+        "hand = '7H 7H 7S 7S 7D 7D 7C 2C KD JK JK'.split()\n"
         "def loop(n):\n"
         "    stub = g.RefereeServiceStub(grpc.insecure_channel(sys.argv[1], options=[('grpc.use_local_subchannel_pool', 1)]))\n"
         "    k = 0\n"
