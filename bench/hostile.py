@@ -77,10 +77,12 @@ class Row:
 
 
 @contextlib.contextmanager
-def _stalled(server: Server) -> Iterator[None]:
-    stallers = [Staller(server.target) for _ in range(5)]
+def _stalling(server: Server, connections: int, calls: tuple[tuple[str, int], ...]) -> Iterator[None]:
+    """``connections`` raw HTTP/2 connections, each opening ``calls`` (path, how many) and never finishing them."""
+    stallers = [Staller(server.target) for _ in range(connections)]
     for staller in stallers:
-        staller.stall(f"{SERVICE}/SolveHand", 10)
+        for path, count in calls:
+            staller.stall(path, count)
     try:
         yield
     finally:
@@ -88,17 +90,13 @@ def _stalled(server: Server) -> Iterator[None]:
             staller.close()
 
 
-@contextlib.contextmanager
-def _streams(server: Server) -> Iterator[None]:
-    stallers = [Staller(server.target) for _ in range(4)]
-    for staller in stallers:
-        staller.stall(f"{SERVICE}/CheckDisputes", 6)
-        staller.stall("/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", 6)
-    try:
-        yield
-    finally:
-        for staller in stallers:
-            staller.close()
+def _stalled(server: Server) -> contextlib.AbstractContextManager[None]:
+    return _stalling(server, 5, ((f"{SERVICE}/SolveHand", 10),))
+
+
+def _streams(server: Server) -> contextlib.AbstractContextManager[None]:
+    reflection = "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo"
+    return _stalling(server, 4, ((f"{SERVICE}/CheckDisputes", 6), (reflection, 6)))
 
 
 @contextlib.contextmanager
