@@ -44,7 +44,16 @@ from referee.linking import time_budget
 from referee.service import access, handlers, metrics, tracing
 from referee.service.compute import ComputePool, DisputeJobs, JobLost
 from referee.service.disputes import judge_case_bytes
-from referee.service.status import Busy, DeadlineExceeded, QuotaExceeded, Unavailable, status_for, with_metadata
+from referee.service.status import (
+    Busy,
+    DeadlineExceeded,
+    QuotaExceeded,
+    Unavailable,
+    forget,
+    status_for,
+    with_metadata,
+)
+from referee.service.wire import check_counts
 
 log = logging.getLogger("referee.service")
 
@@ -188,6 +197,7 @@ def _handled(
     budget = cap if deadline is None else min(cap, deadline - started)
     if budget <= 0:
         raise DeadlineExceeded("the deadline passed before the call was solved")
+    check_counts(data, message_type.DESCRIPTOR)
     try:
         request = message_type.FromString(data)
     except DecodeError:  # its text only repeats the type's name
@@ -272,25 +282,43 @@ class RefereeServicer:
         handler: Callable[[Message], Message],
         message_type: type[Message],
         context: grpc.aio.ServicerContext,
-    ) -> bytes:
+    ) -> bytes | None:
         call = self._begin(method, context)
         try:
-            access.take_call()  # the key's quota, before anything is read or computed
-            data = await self._receive(context)
-            remaining = context.time_remaining()
-            deadline = None if remaining is None else time.monotonic() + remaining
-            cap = self.limits.solve_cap_seconds
-            reply = await self.compute.run(_handled, handler, message_type, data, cap, deadline, self.max_message_bytes)
+            reply = await self._answer(handler, message_type, context)
         except asyncio.CancelledError:  # gRPC cancels the handler when the client cancels or goes away
             call.code = grpc.StatusCode.CANCELLED
             raise
         except Exception as error:  # every failure leaves through the one mapping in status.py
-            status = status_for(error, call.request_id)
-            call.code = status.code
-            await context.abort_with_status(with_metadata(status, self._metadata(call)))
-            raise AssertionError("abort_with_status returned") from None  # pragma: no cover
+            self._fail(call, context, error)
+            return None
         context.set_trailing_metadata(self._metadata(call))
         return reply
+
+    async def _answer(
+        self, handler: Callable[[Message], Message], message_type: type[Message], context: grpc.aio.ServicerContext
+    ) -> bytes:
+        """The reply to the call's one request: what a unary call does between its start and its end."""
+        access.take_call()  # the key's quota, before anything is read or computed
+        data = await self._receive(context)
+        remaining = context.time_remaining()
+        deadline = None if remaining is None else time.monotonic() + remaining
+        cap = self.limits.solve_cap_seconds
+        return await self.compute.run(_handled, handler, message_type, data, cap, deadline, self.max_message_bytes)
+
+    def _fail(self, call: _Call, context: grpc.aio.ServicerContext, error: Exception) -> None:
+        """End the call with the status of ``error``.
+
+        The status is set on the context rather than raised with ``abort``: an abort is an exception
+        whose traceback holds the handler's frames (and the request in them) in reference cycles
+        that only a full garbage collection frees, and it costs more than a return.
+        """
+        status = with_metadata(status_for(error, call.request_id), self._metadata(call))
+        forget(error)
+        call.code = status.code
+        context.set_trailing_metadata(status.trailing_metadata)
+        context.set_code(status.code)
+        context.set_details(status.details)
 
     async def _receive(self, context: grpc.aio.ServicerContext) -> bytes:
         """The one request message, within the receive timeout."""
@@ -328,9 +356,7 @@ class RefereeServicer:
             call.code = grpc.StatusCode.CANCELLED
             raise
         except Exception as error:
-            status = status_for(error, call.request_id)
-            call.code = status.code
-            await context.abort_with_status(with_metadata(status, self._metadata(call)))
+            self._fail(call, context, error)
         finally:
             if admitted:
                 self._release_stream(client)

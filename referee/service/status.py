@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import math
+import traceback
 from collections.abc import Sequence
 
 import grpc
@@ -86,6 +87,27 @@ def status_for(error: BaseException, request_id: str, *, time_cap_hit: bool = Fa
     return _plain(code_pb2.INTERNAL, f"internal error (request id {request_id})")
 
 
+def forget(error: BaseException) -> None:
+    """Let go of what ``error`` and the errors chained to it hold: their tracebacks' frames.
+
+    Once a call's status is made, its error is of no more use, but its traceback holds the frames
+    it passed through, and they hold the request (its bytes, the decoded message): kept alive in
+    reference cycles until a full garbage collection, which the server runs rarely, every refused
+    request would stay in memory.
+    """
+    seen: set[int] = set()
+    pending: list[BaseException | None] = [error]
+    while pending:
+        current = pending.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        if current.__traceback__ is not None:
+            traceback.clear_frames(current.__traceback__)
+            current.__traceback__ = None
+        pending.extend((current.__cause__, current.__context__))
+
+
 def invalid_argument(error: RefereeError) -> grpc.Status:
     """INVALID_ARGUMENT with a BadRequest field violation naming the field and quoting the value (a short prefix)."""
     violation = error_details_pb2.BadRequest.FieldViolation(
@@ -125,6 +147,7 @@ __all__ = [
     "QuotaExceeded",
     "quota_status",
     "Unavailable",
+    "forget",
     "invalid_argument",
     "status_for",
     "with_metadata",
