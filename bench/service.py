@@ -430,6 +430,9 @@ class Server:
             str(workers),
             # Each reply names its process, so the report can show how connections were spread.
             "--debug-pid",
+            # Every simulated client comes from one address: one client's fair share would cap them all.
+            "--max-calls-per-client",
+            "100000",
         ]
         if threads is not None:
             command += ["--threads", str(threads)]

@@ -62,17 +62,29 @@ def test_a_key_file_gives_names_digests_and_rates() -> None:
     assert parse_keys(alice.line() + "\n" + bob.line()) == (alice, bob)
 
 
+def test_a_key_line_may_cap_the_key_s_calls_at_once_with_or_without_a_rate() -> None:
+    capped = ApiKey("carol", digest_of("k3"), None, 4)
+    both = ApiKey("dave", digest_of("k4"), 2.5, 8)
+    assert capped.line().split()[2:] == ["-", "4"]
+    assert both.line().split()[2:] == ["2.5", "8"]
+    assert parse_keys(capped.line() + "\n" + both.line()) == (capped, both)
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("alice", "line 1: want NAME SHA256HEX [CALLS_PER_SECOND], found 1 fields"),
+        ("alice", "line 1: want NAME SHA256HEX [CALLS_PER_SECOND|- [CONCURRENCY]], found 1 fields"),
         (f"alice {'A' * 64}", "line 1: the second field of 'alice' is not a SHA-256 in 64 lower-case hex digits"),
         (f"alice {'a' * 63}", "(it has 63 characters)"),
         (f"al ice {'a' * 64}", "line 1: the second field of 'al' is not a SHA-256"),
         (f"al/ice {'a' * 64}", "line 1: a key name is 1 to 64 letters"),
-        (f"alice {'a' * 64} 0", "a rate is a finite number above 0, not '0'"),
-        (f"alice {'a' * 64} nan", "a rate is a finite number above 0"),
-        (f"alice {'a' * 64} 1 2", "found 4 fields"),
+        (f"alice {'a' * 64} 0", "a rate is 0.001 to 1e+06 calls per second, not '0'"),
+        (f"alice {'a' * 64} nan", "a rate is 0.001 to 1e+06 calls per second"),
+        (f"alice {'a' * 64} 1e-300", "a rate is 0.001 to 1e+06 calls per second, not '1e-300'"),
+        (f"alice {'a' * 64} inf", "a rate is 0.001 to 1e+06 calls per second"),
+        (f"alice {'a' * 64} 1 0", "a key's concurrency is 1 to 10000 calls, not '0'"),
+        (f"alice {'a' * 64} - 2.5", "a key's concurrency is a whole number of calls, not '2.5'"),
+        (f"alice {'a' * 64} 1 2 3", "found 5 fields"),
         (f"# c\nalice {'a' * 64}\nalice {'b' * 64}", "line 3: the name 'alice' is taken by an earlier line"),
         (f"alice {'a' * 64}\nbob {'a' * 64}", "line 2: the hash of 'bob' is on an earlier line too"),
     ],
@@ -377,7 +389,8 @@ def guarded(tmp_path: Path) -> Iterator[tuple[str, _Echo]]:
     quotas = QuotaTable(slots=8)
 
     async def serve() -> None:
-        interceptor = AccessInterceptor(KeyRing(keys), quotas)
+        # The echo servicer takes its own tokens, as the referee's does.
+        interceptor = AccessInterceptor(KeyRing(keys), quotas, self_metered=("remigio.referee.v1.RefereeService",))
         server = grpc.aio.server(interceptors=[interceptor])
         referee_pb2_grpc.add_RefereeServiceServicer_to_server(echo, server)
         health_pb2_grpc.add_HealthServicer_to_server(health.aio.HealthServicer(), server)

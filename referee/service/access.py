@@ -36,6 +36,7 @@ import struct
 import tempfile
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,8 +45,9 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health
 
+from referee.errors import shorten
 from referee.service import metrics
-from referee.service.status import QuotaExceeded, quota_status
+from referee.service.status import KeyRevoked, QuotaExceeded, quota_status
 from referee.service.tls import TlsFiles, file_stamp, server_credentials, tls_files
 
 log = logging.getLogger("referee.access")
@@ -58,16 +60,13 @@ KEY_BYTES = 32  # 256 random bits per key
 MAX_KEY_CHARS = 512
 AUTHORIZATION = "authorization"
 UNAUTHENTICATED_MESSAGE = "a valid API key is required: send the metadata 'authorization: Bearer KEY'"
-WATCH_SECONDS = 1.0
-
-# The key name of the call in progress, for its log line ("" when keys are off).
-_current_key = contextvars.ContextVar("referee_key_name", default="")
-
-
-def current_key_name() -> str:
-    """The name of the key the current call came with ("" when keys are off or before the check)."""
-    return _current_key.get()
-
+# A removed key's open streams end within about this long (and the stream's own check).
+WATCH_SECONDS = 0.5
+# A rate below this would tell a refused client to wait for hours (or, near 0, for longer than any
+# duration a status can carry); above it a rate limits nothing.
+MIN_RATE = 0.001
+MAX_RATE = 1_000_000.0
+MAX_CONCURRENCY = 10_000
 
 # Keys ---------------------------------------------------------------------------------------
 
@@ -79,6 +78,9 @@ class ApiKey:
     name: str
     digest: bytes
     rate: float | None = None
+    # Calls of this key admitted at once per server process (running or waiting for a compute
+    # slot); None leaves the server's --max-calls-per-client.
+    concurrency: int | None = None
 
     @property
     def burst(self) -> float:
@@ -88,6 +90,8 @@ class ApiKey:
     def line(self) -> str:
         """The key as a line of a key file."""
         rate = "" if self.rate is None else f" {self.rate:g}"
+        if self.concurrency is not None:
+            rate = f"{rate or ' -'} {self.concurrency}"
         return f"{self.name} {self.digest.hex()}{rate}"
 
 
@@ -106,14 +110,25 @@ def new_key() -> str:
 
 
 def parse_rate(text: str) -> float:
-    """A rate in calls per second: a finite number above 0."""
+    """A rate in calls per second, from ``MIN_RATE`` to ``MAX_RATE``."""
     try:
         rate = float(text)
     except ValueError:
         raise ValueError(f"a rate is a number of calls per second, not {text[:20]!r}") from None
-    if not (rate > 0 and math.isfinite(rate)):
-        raise ValueError(f"a rate is a finite number above 0, not {text[:20]!r}")
+    if not (MIN_RATE <= rate <= MAX_RATE):
+        raise ValueError(f"a rate is {MIN_RATE:g} to {MAX_RATE:g} calls per second, not {text[:20]!r}")
     return rate
+
+
+def parse_concurrency(text: str) -> int:
+    """A key's calls at once: a whole number from 1 to ``MAX_CONCURRENCY``."""
+    try:
+        most = int(text)
+    except ValueError:
+        raise ValueError(f"a key's concurrency is a whole number of calls, not {text[:20]!r}") from None
+    if not 1 <= most <= MAX_CONCURRENCY:
+        raise ValueError(f"a key's concurrency is 1 to {MAX_CONCURRENCY} calls, not {text[:20]!r}")
+    return most
 
 
 def check_name(name: str) -> str:
@@ -136,9 +151,11 @@ def parse_keys(text: str, source: str = "key file") -> tuple[ApiKey, ...]:
             continue
         fields = line.split()
         where = f"{source} line {number}"
-        if len(fields) not in (2, 3):
+        if len(fields) not in (2, 3, 4):
             # The fields are not quoted: a key pasted by mistake must not reach the log.
-            raise KeyFileError(f"{where}: want NAME SHA256HEX [CALLS_PER_SECOND], found {len(fields)} fields")
+            raise KeyFileError(
+                f"{where}: want NAME SHA256HEX [CALLS_PER_SECOND|- [CONCURRENCY]], found {len(fields)} fields"
+            )
         try:
             name = check_name(fields[0])
         except ValueError as error:
@@ -148,12 +165,14 @@ def parse_keys(text: str, source: str = "key file") -> tuple[ApiKey, ...]:
                 f"{where}: the second field of {name!r} is not a SHA-256 in 64 lower-case hex digits "
                 f"(it has {len(fields[1])} characters); `remigio-referee keygen` prints a line to copy"
             )
-        rate = None
-        if len(fields) == 3:
-            try:
+        rate, concurrency = None, None
+        try:
+            if len(fields) >= 3 and fields[2] != "-":
                 rate = parse_rate(fields[2])
-            except ValueError as error:
-                raise KeyFileError(f"{where}: {error}") from None
+            if len(fields) == 4:
+                concurrency = parse_concurrency(fields[3])
+        except ValueError as error:
+            raise KeyFileError(f"{where}: {error}") from None
         digest = bytes.fromhex(fields[1])
         if name in names:
             raise KeyFileError(f"{where}: the name {name!r} is taken by an earlier line")
@@ -161,7 +180,7 @@ def parse_keys(text: str, source: str = "key file") -> tuple[ApiKey, ...]:
             raise KeyFileError(f"{where}: the hash of {name!r} is on an earlier line too")
         names.add(name)
         digests.add(digest)
-        keys.append(ApiKey(name, digest, rate))
+        keys.append(ApiKey(name, digest, rate, concurrency))
     return tuple(keys)
 
 
@@ -184,6 +203,7 @@ class KeyRing:
         self.path = Path(path)
         self._lock = threading.Lock()
         self._stamp = file_stamp(self.path)
+        self._text = ""
         self._by_digest = self._read()  # a broken file at start is an error for the caller
         self._stop = threading.Event()
         self._watcher: threading.Thread | None = None
@@ -194,7 +214,9 @@ class KeyRing:
         except (OSError, UnicodeDecodeError) as error:
             reason = getattr(error, "strerror", None) or str(error)
             raise KeyFileError(f"cannot read the key file {str(self.path)!r}: {reason}") from None
-        return {key.digest: key for key in parse_keys(text, repr(str(self.path)))}
+        keys = {key.digest: key for key in parse_keys(text, repr(str(self.path)))}
+        self._text = text
+        return keys
 
     @property
     def keys(self) -> tuple[ApiKey, ...]:
@@ -229,10 +251,23 @@ class KeyRing:
         return True
 
     def reload_if_changed(self) -> bool:
-        """Reload when the file's inode, size or modification time changed since the last read."""
+        """Reload when the file's text changed since the last read.
+
+        The text is compared, not only the file's inode, size and modification time: a rewrite of
+        the same size within the clock's granularity (or one that sets the old time back) keeps
+        the stamp. The file is small, and read once a second.
+        """
         if file_stamp(self.path) == self._stamp:
-            return False
+            try:
+                if self.path.read_text(encoding="utf-8") == self._text:
+                    return False
+            except (OSError, UnicodeDecodeError):
+                pass  # reload() reports it
         return self.reload()
+
+    def holds(self, key: ApiKey) -> bool:
+        """Whether ``key`` is still in force (a stream checks it again before each case)."""
+        return key.digest in self._by_digest
 
     def watch(self, interval: float = WATCH_SECONDS) -> None:
         """Check the file for changes every ``interval`` seconds in a daemon thread, until ``stop``."""
@@ -357,13 +392,65 @@ class Refusal(enum.Enum):
     QUOTA = "quota"
 
 
+# At most this many refusal lines a second (and a burst of REFUSAL_LINES_BURST) reach the log; the
+# rest are counted, and the next line written says how many were left out. A client refused
+# thousands of times a second must not be able to fill the disk or drown the other lines.
+REFUSAL_LINES_PER_SECOND = 10.0
+REFUSAL_LINES_BURST = 50
+
+
+class _LineBudget:
+    """A token bucket for log lines, and the count of the lines it held back."""
+
+    def __init__(self, rate: float, burst: int) -> None:
+        self.rate, self.burst = rate, float(burst)
+        self.tokens, self.last = float(burst), time.monotonic()
+        self.held_back = 0
+        self._lock = threading.Lock()
+
+    def take(self) -> int | None:
+        """None when the line must be left out; else how many lines were left out before it."""
+        with self._lock:
+            now = time.monotonic()
+            self.tokens = min(self.burst, self.tokens + (now - self.last) * self.rate)
+            self.last = now
+            if self.tokens < 1:
+                self.held_back += 1
+                return None
+            self.tokens -= 1
+            held_back, self.held_back = self.held_back, 0
+            return held_back
+
+
+_refusal_lines = _LineBudget(REFUSAL_LINES_PER_SECOND, REFUSAL_LINES_BURST)
+# Method names the log may print as they are; any other path is quoted, cut short and escaped.
+_KNOWN_METHODS: set[str] = set()
+
+
+def know_methods(paths: Sequence[str]) -> None:
+    """Add the full method paths (``/package.Service/Method``) this server serves."""
+    _KNOWN_METHODS.update(paths)
+
+
+def method_label(path: str) -> str:
+    """``path`` for a log line: itself when it is a method this server serves, else a short quote
+    (a client chooses the path: written raw, a newline in it would forge a log line)."""
+    if path in _KNOWN_METHODS:
+        return path
+    return "unknown method " + ascii(shorten(path))
+
+
 def refused(reason: Refusal, key_name: str, method: str) -> None:
     """Record one refused call (``key_name`` is "" when no known key came with it).
 
     Every authentication failure and quota refusal passes here, once per refused call or
-    CheckDisputes case: count them here. Only names are logged, never what a client sent.
+    CheckDisputes case: count them here. Only names are logged, never what a client sent, and
+    no more than ``REFUSAL_LINES_PER_SECOND`` lines a second.
     """
-    log.info("refused %s: %s key=%s", method, reason.value, key_name or "-")
+    held_back = _refusal_lines.take()
+    if held_back is not None:
+        more = f" ({held_back} refusal lines left out before this one)" if held_back else ""
+        log.info("refused %s: %s key=%s%s", method_label(method), reason.value, key_name or "-", more)
     if reason is Refusal.QUOTA:
         metrics.quota_refused(key_name)
     else:
@@ -374,13 +461,42 @@ def refused(reason: Refusal, key_name: str, method: str) -> None:
 
 Behavior = Callable[..., Any]
 
+# Calls without a valid key, per client address: a burst of this many, then this many a second.
+# Beyond it a call is RESOURCE_EXHAUSTED before its key is looked at.
+FAILED_KEYS_BURST = 100
+FAILED_KEYS_PER_SECOND = 10.0
+_FAILED_KEYS_ADDRESSES = 4096  # addresses remembered; the one seen least recently is forgotten
+
+
+class _FailureThrottle:
+    """Token buckets of failed authentications, one per client address, in this process."""
+
+    def __init__(self) -> None:
+        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
+
+    def wait(self, address: str) -> float:
+        """Count one failure of ``address``: 0.0 when it may be answered, else the seconds until it may."""
+        now = time.monotonic()
+        tokens, last = self._buckets.pop(address, (float(FAILED_KEYS_BURST), now))
+        tokens = min(float(FAILED_KEYS_BURST), tokens + (now - last) * FAILED_KEYS_PER_SECOND)
+        wait = 0.0
+        if tokens >= 1:
+            tokens -= 1
+        else:
+            wait = (1 - tokens) / FAILED_KEYS_PER_SECOND
+        self._buckets[address] = (tokens, now)
+        if len(self._buckets) > _FAILED_KEYS_ADDRESSES:
+            self._buckets.popitem(last=False)
+        return wait
+
 
 class AccessInterceptor(grpc.aio.ServerInterceptor):
-    """Keys for every call but the health service's; each call's key name and meter for the servicer.
+    """Keys for every call but the health service's; each call's key and meter for the servicer.
 
-    The interceptor only authenticates. The servicer takes the tokens (``take_call``) where the
-    work is, one per unary call and one per CheckDisputes case as it is read, so a quota refusal
-    ends a call in the servicer's one place like any other status.
+    The interceptor authenticates. The servicer takes the tokens of its own service's calls
+    (``take_call``) where the work is, one per unary call and one per CheckDisputes case as it is
+    read, so a quota refusal ends a call in the servicer's one place like any other status; a call
+    of any other keyed service (reflection) takes its token here, as it starts.
     """
 
     def __init__(
@@ -388,10 +504,13 @@ class AccessInterceptor(grpc.aio.ServerInterceptor):
         keys: KeyRing | None,
         quotas: QuotaTable | None = None,
         open_services: Sequence[str] = (health.SERVICE_NAME,),
+        self_metered: Sequence[str] = (),
     ) -> None:
         self.keys = keys
         self.quotas = quotas
         self.open_services = frozenset(open_services)
+        self.self_metered = frozenset(self_metered)
+        self._failures = _FailureThrottle()
 
     async def intercept_service(
         self,
@@ -406,11 +525,35 @@ class AccessInterceptor(grpc.aio.ServerInterceptor):
         key = self.keys.find(bearer_key(details.invocation_metadata))
         handler = await continuation(details)
         if key is None:
-            refused(Refusal.UNAUTHENTICATED, "", method)
-            return _refusing(handler, grpc.StatusCode.UNAUTHENTICATED, UNAUTHENTICATED_MESSAGE)
+            return _refusing(handler, self._refuse_unauthenticated(method))
         meter = _Meter(self.quotas, key, method) if self.quotas is not None and key.rate is not None else None
-        _bind(key.name, meter)
-        return handler if handler is None else _with_key(handler, key.name, meter)
+        grant = _Grant(key, self.keys, meter, method)
+        _bind(grant)
+        if handler is None:
+            return handler
+        return _with_key(handler, grant, metered_here=service not in self.self_metered)
+
+    def _refuse_unauthenticated(self, method: str) -> Callable[[grpc.aio.ServicerContext], Awaitable[None]]:
+        async def refuse(context: grpc.aio.ServicerContext) -> None:
+            wait = self._failures.wait(client_address(context.peer()))
+            if wait > 0:
+                metrics.auth_failed("-")
+                context.set_trailing_metadata(
+                    quota_status(QuotaExceeded("", wait, FAILED_KEYS_MESSAGE)).trailing_metadata
+                )
+                await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, FAILED_KEYS_MESSAGE)
+            refused(Refusal.UNAUTHENTICATED, "", method)
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED, UNAUTHENTICATED_MESSAGE)
+
+        return refuse
+
+
+FAILED_KEYS_MESSAGE = "too many calls without a valid API key from this address; retry later"
+
+
+def client_address(peer: str) -> str:
+    """The client's address without its port (``ipv4:1.2.3.4:5`` -> ``ipv4:1.2.3.4``)."""
+    return peer.rsplit(":", 1)[0] if peer.startswith(("ipv4:", "ipv6:")) else peer
 
 
 class _Meter:
@@ -432,20 +575,63 @@ class _Meter:
             raise QuotaExceeded(self.key.name, wait)
 
 
-_current_meter: contextvars.ContextVar[_Meter | None] = contextvars.ContextVar("referee_meter", default=None)
+class _Grant:
+    """What a call's key allows: checked again as the call goes on (the key may be removed)."""
+
+    __slots__ = ("key", "ring", "meter", "method")
+
+    def __init__(self, key: ApiKey, ring: KeyRing, meter: _Meter | None, method: str) -> None:
+        self.key = key
+        self.ring = ring
+        self.meter = meter
+        self.method = method
+
+    def check(self) -> None:
+        """KeyRevoked when the key is no longer in the key file."""
+        if not self.ring.holds(self.key):
+            refused(Refusal.UNAUTHENTICATED, self.key.name, self.method)
+            raise KeyRevoked(UNAUTHENTICATED_MESSAGE)
+
+    def take(self) -> None:
+        """The key still in force, and one token of its bucket."""
+        self.check()
+        if self.meter is not None:
+            self.meter.take()
 
 
-def _bind(key_name: str, meter: _Meter | None) -> None:
-    _current_key.set(key_name)
-    _current_meter.set(meter)
+_current_grant: contextvars.ContextVar[_Grant | None] = contextvars.ContextVar("referee_grant", default=None)
+
+
+def _bind(grant: _Grant | None) -> None:
+    _current_grant.set(grant)
+
+
+def current_key() -> ApiKey | None:
+    """The key the current call came with (None when keys are off)."""
+    grant = _current_grant.get()
+    return None if grant is None else grant.key
+
+
+def current_key_name() -> str:
+    """The name of the key the current call came with ("" when keys are off or before the check)."""
+    grant = _current_grant.get()
+    return "" if grant is None else grant.key.name
 
 
 def take_call() -> None:
-    """Count one call (or one CheckDisputes case) against the current call's key: QuotaExceeded
-    when its bucket is empty; nothing when keys, quotas or the key's rate are off."""
-    meter = _current_meter.get()
-    if meter is not None:
-        meter.take()
+    """Count one call (or one CheckDisputes case) against the current call's key: KeyRevoked when
+    the key was removed since the call began, QuotaExceeded when its bucket is empty; nothing when
+    keys are off."""
+    grant = _current_grant.get()
+    if grant is not None:
+        grant.take()
+
+
+def check_key() -> None:
+    """KeyRevoked when the current call's key was removed since the call began."""
+    grant = _current_grant.get()
+    if grant is not None:
+        grant.check()
 
 
 _KINDS = {
@@ -462,26 +648,43 @@ def _kind(handler: grpc.RpcMethodHandler | None) -> tuple[bool, bool]:
     return bool(handler.request_streaming), bool(handler.response_streaming)
 
 
-def _refusing(handler: grpc.RpcMethodHandler | None, code: grpc.StatusCode, message: str) -> grpc.RpcMethodHandler:
-    """A handler of the same kind as ``handler`` that ends the call with ``code`` before reading it."""
+def _refusing(
+    handler: grpc.RpcMethodHandler | None, refuse: Callable[[grpc.aio.ServicerContext], Awaitable[None]]
+) -> grpc.RpcMethodHandler:
+    """A handler of the same kind as ``handler`` that ends the call with ``refuse`` before reading it."""
 
-    async def refuse(_request: Any, context: grpc.aio.ServicerContext) -> None:
-        await context.abort(code, message)
+    async def behavior(_request: Any, context: grpc.aio.ServicerContext) -> None:
+        await refuse(context)
 
-    return _KINDS[_kind(handler)][1](refuse)  # no deserializer: the request is never read
+    return _KINDS[_kind(handler)][1](behavior)  # no deserializer: the request is never read
 
 
-def _with_key(handler: grpc.RpcMethodHandler, key_name: str, meter: _Meter | None) -> grpc.RpcMethodHandler:
-    """``handler`` with the key's name and meter bound inside it, whatever task it runs in."""
+def _with_key(handler: grpc.RpcMethodHandler, grant: _Grant, metered_here: bool) -> grpc.RpcMethodHandler:
+    """``handler`` with the call's grant bound inside it, whatever task it runs in; a token taken
+    as the call starts when ``metered_here`` (a service that does not meter its own calls)."""
     attribute, factory = _KINDS[_kind(handler)]
     inner = getattr(handler, attribute)
+
+    async def admitted(context: grpc.aio.ServicerContext) -> bool:
+        _bind(grant)
+        if metered_here:
+            try:
+                grant.take()
+            except QuotaExceeded as error:
+                status = quota_status(error)
+                context.set_trailing_metadata(status.trailing_metadata)
+                await context.abort(status.code, status.details)
+            except KeyRevoked:
+                await context.abort(grpc.StatusCode.UNAUTHENTICATED, UNAUTHENTICATED_MESSAGE)
+        return True
+
     # The aio server tells a generator of replies from a coroutine by the function itself, so the
     # wrapper is of the same kind as what it wraps; a synchronous handler runs in a thread of its
     # own and is left as it is.
     if inspect.isasyncgenfunction(inner):
 
         async def replies(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-            _bind(key_name, meter)
+            await admitted(context)
             async for reply in inner(request, context):
                 yield reply
 
@@ -489,7 +692,7 @@ def _with_key(handler: grpc.RpcMethodHandler, key_name: str, meter: _Meter | Non
     elif inspect.iscoroutinefunction(inner):
 
         async def reply(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            _bind(key_name, meter)
+            await admitted(context)
             return await inner(request, context)
 
         behavior = reply
@@ -565,13 +768,14 @@ class AccessPlan:
         """The port's TLS credentials (following the files as they change), None for plain text."""
         return server_credentials(self.tls) if self.tls is not None else None
 
-    def interceptor(self, quotas: QuotaTable | None) -> AccessInterceptor | None:
-        """This process's interceptor, its key ring watching the file; None when keys are off."""
+    def interceptor(self, quotas: QuotaTable | None, self_metered: Sequence[str] = ()) -> AccessInterceptor | None:
+        """This process's interceptor, its key ring watching the file; None when keys are off.
+        ``self_metered`` names the services whose servicer takes their calls' tokens itself."""
         if self.key_file is None:
             return None
         keys = KeyRing(self.key_file)
         keys.watch()
-        return AccessInterceptor(keys, quotas)
+        return AccessInterceptor(keys, quotas, self_metered=self_metered)
 
     def warning(self, host: str, port: int) -> str | None:
         """What the bind leaves open (``exposure_warning``)."""
@@ -590,7 +794,13 @@ __all__ = [
     "Refusal",
     "bearer_key",
     "check_name",
+    "check_key",
+    "client_address",
+    "current_key",
     "current_key_name",
+    "know_methods",
+    "method_label",
+    "parse_concurrency",
     "take_call",
     "digest_of",
     "exposure_warning",

@@ -9,10 +9,12 @@ the call with ``Busy`` (RESOURCE_EXHAUSTED) instead of letting it wait without b
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import multiprocessing
 import os
 import time
+from collections import Counter, OrderedDict, deque
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -27,29 +29,110 @@ _T = TypeVar("_T")
 
 
 class ComputePool:
-    """``slots`` threads for the domain work of unary calls, and room for ``queue`` more calls waiting.
+    """``slots`` threads for the domain work of unary calls, shared fairly between clients.
 
     Python runs one thread at a time, so more slots do not add speed; two keep one long solve
-    from holding up every short call behind it. The bound counts calls admitted (running or
-    waiting); a call beyond it is refused before it costs anything.
+    from holding up every short call behind it. Admission is decided at once, before the call
+    costs anything: the pool admits at most ``slots + queue`` calls (running or waiting), and one
+    client at most ``per_client`` of them (or its own cap), so no client can fill the pool.
+    Admitted calls that wait get a slot in turn by client (round robin), not in the order they
+    came: a client with one call waiting goes ahead of another client's hundredth. And one client
+    runs on at most ``slots - 1`` slots at once (when there are two or more), so another client's
+    call finds a slot free at once rather than waiting for a long solve to end: the interpreter
+    runs one thread at a time, so a client loses no speed by it.
+
+    Everything but the work itself runs on the event loop, so the counts need no lock.
     """
 
-    def __init__(self, slots: int, queue: int) -> None:
+    def __init__(self, slots: int, queue: int, per_client: int | None = None) -> None:
         self.slots = slots
         self.limit = slots + queue
+        self.per_client = per_client or self.limit
         self.admitted = 0
+        self.running = 0
+        self.running_per_client = max(1, slots - 1)
+        self._admitted_by: Counter[str] = Counter()
+        self._running_by: Counter[str] = Counter()
+        # Waiting calls by client, in the order the clients get their next turn.
+        self._waiting: OrderedDict[str, deque[asyncio.Future[None]]] = OrderedDict()
         self._executor = ThreadPoolExecutor(max_workers=slots, thread_name_prefix="compute")
 
-    async def run(self, work: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
-        """``work(*args)`` on a compute slot; ``Busy`` at once when the pool and its queue are full."""
+    async def run(
+        self, client: str, cap: int | None, work: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs
+    ) -> _T:
+        """``work(*args)`` on a compute slot, in ``client``'s turn; ``Busy`` at once when the pool is
+        full or the client already has ``cap`` (by default ``per_client``) calls admitted."""
         if self.admitted >= self.limit:
             raise Busy(f"this server process already has {self.admitted} calls running or waiting; retry later")
+        most = min(cap or self.per_client, self.limit)
+        if self._admitted_by[client] >= most:
+            raise Busy(f"this client already has {most} calls running or waiting on this server process; retry later")
         self.admitted += 1
+        self._admitted_by[client] += 1
         try:
-            # A call cancelled while it waits is dropped from the queue by the executor.
-            return await asyncio.get_running_loop().run_in_executor(self._executor, lambda: work(*args, **kwargs))
+            await self._turn(client)
+            try:
+                return await asyncio.get_running_loop().run_in_executor(self._executor, lambda: work(*args, **kwargs))
+            finally:
+                self._release(client)
         finally:
             self.admitted -= 1
+            self._admitted_by[client] -= 1
+            if not self._admitted_by[client]:
+                del self._admitted_by[client]
+
+    async def _turn(self, client: str) -> None:
+        """Wait until a slot is free and it is ``client``'s turn; the slot is then taken."""
+        if self._may_run(client) and client not in self._waiting:
+            self._take(client)
+            return
+        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiting.setdefault(client, deque()).append(turn)
+        try:
+            await turn
+        except asyncio.CancelledError:
+            if turn.done() and not turn.cancelled():  # the slot was given just as the call went away
+                self._release(client)
+            else:
+                self._drop(client, turn)
+            raise
+
+    def _may_run(self, client: str) -> bool:
+        return self.running < self.slots and self._running_by[client] < self.running_per_client
+
+    def _take(self, client: str) -> None:
+        self.running += 1
+        self._running_by[client] += 1
+
+    def _release(self, client: str) -> None:
+        self.running -= 1
+        self._running_by[client] -= 1
+        if not self._running_by[client]:
+            del self._running_by[client]
+        self._pass_on()
+
+    def _drop(self, client: str, turn: asyncio.Future[None]) -> None:
+        waiting = self._waiting.get(client)
+        if waiting is not None:
+            with contextlib.suppress(ValueError):
+                waiting.remove(turn)
+            if not waiting:
+                del self._waiting[client]
+
+    def _pass_on(self) -> None:
+        """Give free slots to the waiting calls, one client after another."""
+        while self.running < self.slots:
+            client = next((name for name in self._waiting if self._may_run(name)), None)
+            if client is None:
+                return
+            waiting = self._waiting.pop(client)
+            turn = waiting.popleft()
+            if waiting:
+                self._waiting[client] = waiting  # its next call waits for the other clients' turns
+            if turn.done():
+                continue
+            self._take(client)
+            turn.set_result(None)
 
     def shutdown(self) -> None:
         """Stop the threads once the work they hold is done."""

@@ -64,6 +64,8 @@ DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 50051
 # use more cores.
 DEFAULT_THREADS = 2
 DEFAULT_MAX_CONCURRENT = 64
+# One client's share of those: no client can keep the others out by keeping calls in flight.
+DEFAULT_MAX_CALLS_PER_CLIENT = 16
 DEFAULT_GRACE_SECONDS = 5.0
 MAX_MESSAGE_BYTES = MESSAGE_BYTES
 # Middle-generation collections per full collection of the garbage collector (CPython: 10).
@@ -171,6 +173,7 @@ async def create_server(
     *,
     threads: int = DEFAULT_THREADS,
     max_concurrent: int = DEFAULT_MAX_CONCURRENT,
+    max_calls_per_client: int | None = DEFAULT_MAX_CALLS_PER_CLIENT,
     limits: ServiceLimits = DEFAULT_LIMITS,
     connections: ConnectionLimits = DEFAULT_CONNECTION_LIMITS,
     reflection: bool = True,
@@ -199,14 +202,19 @@ async def create_server(
     # by the compute pool and the stream caps instead, and waiting calls hold only coroutines.
     server = grpc.aio.server(interceptors=list(interceptors), options=options)
     jobs = DisputeJobs(dispute_jobs)
-    compute = ComputePool(threads, max(0, max_concurrent - threads))
+    compute = ComputePool(threads, max(0, max_concurrent - threads), max_calls_per_client)
     servicer = RefereeServicer(compute, jobs, limits, max_message_bytes=max_message_bytes)
     add_to_server(servicer, server)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    access.know_methods(
+        [f"/{SERVICE_NAME}/{method.name}" for method in pb.DESCRIPTOR.services_by_name["RefereeService"].methods]
+    )
+    access.know_methods([f"/{health.SERVICE_NAME}/Check", f"/{health.SERVICE_NAME}/Watch"])
     if reflection:
         names = (SERVICE_NAME, health.SERVICE_NAME, grpc_reflection.SERVICE_NAME)
         grpc_reflection.enable_server_reflection(names, server)
+        access.know_methods([f"/{grpc_reflection.SERVICE_NAME}/ServerReflectionInfo"])
     try:
         if credentials is None:
             port = server.add_insecure_port(address)
@@ -324,6 +332,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         _positive_int,
         DEFAULT_MAX_CONCURRENT,
         "calls solving or waiting for a compute slot per process; more are refused with RESOURCE_EXHAUSTED",
+        "N",
+    )
+    option(
+        "--max-calls-per-client",
+        _positive_int,
+        DEFAULT_MAX_CALLS_PER_CLIENT,
+        "of those, calls of one client (its API key, or its address without keys); a key file's "
+        "CONCURRENCY field overrides it per key",
         "N",
     )
     option(
@@ -536,7 +552,7 @@ async def _serve(args: argparse.Namespace, port: int, reuse_port: bool, heartbea
         loop.add_signal_handler(signum, on_signal, signum)
     plan: access.AccessPlan = getattr(args, "access", None) or access.AccessPlan()
     try:
-        interceptor = plan.interceptor(getattr(args, "quotas", None))
+        interceptor = plan.interceptor(getattr(args, "quotas", None), self_metered=(SERVICE_NAME,))
         credentials = plan.credentials()
     except ValueError as error:  # the files changed since the parent read them
         _say(f"remigio-referee: error: {error}")
@@ -549,6 +565,7 @@ async def _serve(args: argparse.Namespace, port: int, reuse_port: bool, heartbea
             address,
             threads=args.threads,
             max_concurrent=args.max_concurrent,
+            max_calls_per_client=args.max_calls_per_client,
             limits=ServiceLimits(
                 solve_cap_seconds=args.solve_cap,
                 receive_timeout_seconds=args.receive_timeout,

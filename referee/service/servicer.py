@@ -304,7 +304,13 @@ class RefereeServicer:
         remaining = context.time_remaining()
         deadline = None if remaining is None else time.monotonic() + remaining
         cap = self.limits.solve_cap_seconds
-        return await self.compute.run(_handled, handler, message_type, data, cap, deadline, self.max_message_bytes)
+        key = access.current_key()
+        # A client is its key, or its address when keys are off: its calls share its fair share.
+        client = key.name if key is not None else access.client_address(context.peer())
+        concurrency = key.concurrency if key is not None else None
+        return await self.compute.run(
+            client, concurrency, _handled, handler, message_type, data, cap, deadline, self.max_message_bytes
+        )
 
     def _fail(self, call: _Call, context: grpc.aio.ServicerContext, error: Exception) -> None:
         """End the call with the status of ``error``.
@@ -345,7 +351,7 @@ class RefereeServicer:
         """
         call = self._begin("CheckDisputes", context)
         call.items = 0
-        client = _client_address(context.peer())
+        client = access.client_address(context.peer())
         admitted = False
         try:
             context.set_trailing_metadata(self._metadata(call))
@@ -422,13 +428,16 @@ class RefereeServicer:
         try:
             limit = self.limits.stream_idle_seconds
             while not writer.done():
-                done, _ = await asyncio.wait(tasks, timeout=min(limit / 4, 1.0), return_when=asyncio.FIRST_EXCEPTION)
+                done, _ = await asyncio.wait(
+                    tasks, timeout=min(limit / 4, _STREAM_CHECK_SECONDS), return_when=asyncio.FIRST_EXCEPTION
+                )
                 for task in done:
                     if task.cancelled():  # only this handler cancels them, in the finally below
                         raise RuntimeError("a task of the stream was cancelled from outside")
                     if task.exception() is not None:
                         raise task.exception()  # type: ignore[misc]
                 tasks -= done
+                access.check_key()  # a key removed from the key file ends its open streams
                 if idle.seconds() > limit:
                     raise DeadlineExceeded(
                         f"the stream was idle for more than {limit:g} s (no case sent, no verdict read)"
@@ -452,6 +461,9 @@ class RefereeServicer:
             idle.judging -= 1
             idle.touch()
 
+
+# A stream checks its idleness and its key at least this often.
+_STREAM_CHECK_SECONDS = 0.25
 
 # A client that cancels is first seen as the end of its messages (EOF), and gRPC cancels the
 # handler a moment later (measured: well under a millisecond): waiting this long after an EOF lets
@@ -486,11 +498,6 @@ def _count_verdict(verdict: bytes) -> None:
     if metrics.enabled():
         outcome = pb.CheckDisputesResponse.FromString(verdict).outcome
         metrics.dispute_judged(pb.DisputeOutcome.Name(outcome).removeprefix("DISPUTE_OUTCOME_"))
-
-
-def _client_address(peer: str) -> str:
-    """The client's address without its port (``ipv4:1.2.3.4:5`` -> ``ipv4:1.2.3.4``)."""
-    return peer.rsplit(":", 1)[0] if peer.startswith(("ipv4:", "ipv6:")) else peer
 
 
 def _request_id(context: grpc.aio.ServicerContext) -> str:

@@ -47,10 +47,14 @@ class Busy(Exception):
 class QuotaExceeded(Exception):
     """A key's calls went over its rate; ``retry_after`` seconds from now its bucket holds a call."""
 
-    def __init__(self, key_name: str, retry_after: float) -> None:
-        super().__init__(f"the key {key_name!r} is over its rate; retry in {retry_after:.3f} s")
+    def __init__(self, key_name: str, retry_after: float, message: str = "") -> None:
+        super().__init__(message or f"the key {key_name!r} is over its rate; retry in {retry_after:.3f} s")
         self.key_name = key_name
         self.retry_after = retry_after
+
+
+class KeyRevoked(Exception):
+    """The call's API key was removed from the key file while the call went on."""
 
 
 class Unavailable(Exception):
@@ -67,7 +71,18 @@ class _Status(grpc.Status):
 
 
 def status_for(error: BaseException, request_id: str, *, time_cap_hit: bool = False) -> grpc.Status:
-    """The status to end a call with for ``error``; ``time_cap_hit`` says the call's time ran out."""
+    """The status to end a call with for ``error``; ``time_cap_hit`` says the call's time ran out.
+
+    It never raises: a fault in making a status is itself INTERNAL, logged under the request id.
+    """
+    try:
+        return _status_for(error, request_id, time_cap_hit)
+    except Exception:
+        log.exception("no status for an error (request id %s)", request_id)
+        return _plain(code_pb2.INTERNAL, f"internal error (request id {request_id})")
+
+
+def _status_for(error: BaseException, request_id: str, time_cap_hit: bool) -> grpc.Status:
     if isinstance(error, RefereeError):
         return invalid_argument(error)
     if isinstance(error, DeadlineExceeded):
@@ -78,6 +93,8 @@ def status_for(error: BaseException, request_id: str, *, time_cap_hit: bool = Fa
         return quota_status(error)
     if isinstance(error, Unavailable):
         return _plain(code_pb2.UNAVAILABLE, str(error))
+    if isinstance(error, KeyRevoked):
+        return _plain(code_pb2.UNAUTHENTICATED, str(error))
     if isinstance(error, SolverError):
         if time_cap_hit or isinstance(error, SolverTimeout):
             return _plain(code_pb2.DEADLINE_EXCEEDED, "the time budget ran out before the solver proved an answer")
@@ -118,16 +135,22 @@ def invalid_argument(error: RefereeError) -> grpc.Status:
     return rpc_status.to_status(status_pb2.Status(code=code_pb2.INVALID_ARGUMENT, message=str(error), details=[detail]))
 
 
+# No client is told to wait longer than a day (a rate's bucket refills sooner; and a Duration
+# holds at most 10,000 years).
+_LONGEST_RETRY_SECONDS = 86_400.0
+
+
 def quota_status(error: QuotaExceeded) -> grpc.Status:
     """RESOURCE_EXHAUSTED with a RetryInfo detail, and gRPC's own retry pushback in the trailers."""
+    retry_after = min(error.retry_after, _LONGEST_RETRY_SECONDS)
     delay = duration_pb2.Duration()
-    delay.FromNanoseconds(max(1_000_000, math.ceil(error.retry_after * 1e9)))
+    delay.FromNanoseconds(max(1_000_000, math.ceil(retry_after * 1e9)))
     detail = any_pb2.Any()
     detail.Pack(error_details_pb2.RetryInfo(retry_delay=delay))
     status = rpc_status.to_status(
         status_pb2.Status(code=code_pb2.RESOURCE_EXHAUSTED, message=str(error), details=[detail])
     )
-    pushback = ((RETRY_PUSHBACK_KEY, str(max(1, math.ceil(error.retry_after * 1000)))),)
+    pushback = ((RETRY_PUSHBACK_KEY, str(max(1, math.ceil(retry_after * 1000)))),)
     return with_metadata(status, pushback)
 
 
@@ -143,6 +166,7 @@ def with_metadata(status: grpc.Status, metadata: Metadata) -> grpc.Status:
 __all__ = [
     "RETRY_PUSHBACK_KEY",
     "Busy",
+    "KeyRevoked",
     "DeadlineExceeded",
     "QuotaExceeded",
     "quota_status",
