@@ -10,7 +10,7 @@ FROM ${BASE_IMAGE} AS build
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_NO_CACHE_DIR=1
 WORKDIR /src
-COPY pyproject.toml ./
+COPY pyproject.toml README.md LICENSE NOTICE ./
 COPY referee ./referee
 RUN python -m venv /opt/build \
     && /opt/build/bin/python -m pip wheel --no-deps --wheel-dir /wheels .
