@@ -15,8 +15,10 @@ import multiprocessing
 import os
 import queue
 import re
+import shutil
 import socket
 import sys
+import tempfile
 import time
 from collections import Counter, deque
 from collections.abc import Iterable, Iterator
@@ -89,9 +91,17 @@ def run(args: argparse.Namespace) -> int:
             return 2
     # A file that cannot be opened is bad usage: one line and status 2, before any work.
     try:
-        source = sys.stdin if args.input == "-" else open(args.input, encoding="utf-8")
+        source = _spooled_stdin() if args.input == "-" else open(args.input, encoding="utf-8")
     except OSError as error:
         print(f"remigio-referee batch: cannot read {args.input}: {error.strerror}", file=sys.stderr)
+        return 2
+    # So is a file whose ids repeat (--resume could not tell its cases apart): refused before
+    # any case is judged and before the output is touched.
+    try:
+        total = _scan(source, "stdin" if args.input == "-" else args.input)
+    except ValueError as error:
+        source.close()
+        print(f"remigio-referee batch: {error}", file=sys.stderr)
         return 2
     try:
         done = _resume_ids(args.output) if args.resume else set()
@@ -99,17 +109,15 @@ def run(args: argparse.Namespace) -> int:
             sys.stdout if args.output == "-" else open(args.output, "a" if args.resume else "w", encoding="utf-8")
         )
     except OSError as error:
-        if source is not sys.stdin:
-            source.close()
+        source.close()
         print(f"remigio-referee batch: cannot write {args.output}: {error.strerror}", file=sys.stderr)
         return 2
-    total = _count_lines(args.input)
     lines = (
         line
         for line in (Line(n, text) for n, text in enumerate(source, start=1))
         if line.text.strip() and not (done and _line_id(line) in done)
     )
-    progress = Progress(total - len(done) if total is not None else None, enabled=sys.stderr.isatty())
+    progress = Progress(total - len(done), enabled=sys.stderr.isatty())
     counts: Counter[str] = Counter()
     status = EXIT_OK
     try:
@@ -126,8 +134,7 @@ def run(args: argparse.Namespace) -> int:
         progress.close()
         if sink is not sys.stdout:
             sink.close()
-        if source is not sys.stdin:
-            source.close()
+        source.close()
     _summary(counts, progress.elapsed, skipped=len(done))
     if status == EXIT_OK and counts["MALFORMED"]:
         status = EXIT_MALFORMED
@@ -148,6 +155,37 @@ def _line_id(line: Line) -> str:
     if isinstance(case_id, str) and 0 < len(case_id) <= CASE_ID.most:
         return case_id
     return f"line:{line.number}"
+
+
+def _spooled_stdin() -> TextIO:
+    """Standard input copied to a temporary file, so it can be read twice (the id check, then the
+    cases) with memory bounded whatever its size."""
+    spool = tempfile.TemporaryFile()
+    shutil.copyfileobj(sys.stdin.buffer, spool)
+    spool.seek(0)
+    return io.TextIOWrapper(spool, encoding="utf-8")
+
+
+def _scan(source: TextIO, name: str) -> int:
+    """The number of cases (non-blank lines) of ``source``, rewound for reading; ValueError naming
+    both lines when two cases have the same id, or when the text is not UTF-8."""
+    seen: dict[str, int] = {}
+    count = 0
+    try:
+        for line in (Line(n, text) for n, text in enumerate(source, start=1)):
+            if not line.text.strip():
+                continue
+            count += 1
+            case_id = _line_id(line)
+            first = seen.setdefault(case_id, line.number)
+            if first != line.number:
+                raise ValueError(
+                    f"{name}: lines {first} and {line.number} both have the id {case_id!r} (ids must be unique in a batch)"
+                )
+    except UnicodeDecodeError:
+        raise ValueError(f"{name}: not UTF-8 text") from None
+    source.seek(0)
+    return count
 
 
 def judge_line(line: Line, engine: str | None = None) -> str:
@@ -389,13 +427,6 @@ def _resume_ids(path: str) -> set[str]:
         except (ValueError, KeyError, TypeError):
             continue
     return ids
-
-
-def _count_lines(path: str) -> int | None:
-    if path == "-":
-        return None
-    with open(path, "rb") as handle:
-        return sum(1 for raw in handle if raw.strip())
 
 
 class Progress:

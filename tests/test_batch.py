@@ -293,6 +293,65 @@ def test_an_unknown_host_exits_4(mixed: tuple[Path, dict[str, cases.Expected]], 
     assert "no-such-host.invalid" in result.stderr
 
 
+# Repeated ids ----------------------------------------------------------------------------------
+
+HAND_CASE = {"hand": {"cards": "AH 2H 3H 5C 5D 5S KS KD 9C JK".split(), "claimed_points": 9}}
+
+
+def _seven_cases(ids: list[str]) -> str:
+    assert len(ids) == 7
+    return "".join(json.dumps({"id": case_id, **HAND_CASE}) + "\n" for case_id in ids)
+
+
+# Seven cases, two with the id h1 (lines 2 and 6).
+REPEATED = ["h0", "h1", "h2", "h3", "h4", "h1", "h6"]
+
+
+def _assert_refused(result: subprocess.CompletedProcess[str], name: str) -> None:
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.count("\n") == 1, f"not one line:\n{result.stderr}"
+    assert result.stderr == (
+        f"remigio-referee batch: {name}: lines 2 and 6 both have the id 'h1' (ids must be unique in a batch)\n"
+    )
+    assert result.stdout == ""
+
+
+def test_a_file_whose_ids_repeat_is_refused_before_any_case_is_judged(tmp_path: Path) -> None:
+    path = tmp_path / "cases.jsonl"
+    path.write_text(_seven_cases(REPEATED), encoding="utf-8")
+    out = tmp_path / "verdicts.jsonl"
+    _assert_refused(run_batch(path, "-o", out, "--jobs", "2"), str(path))
+    assert not out.exists(), "the output was touched"
+    _assert_refused(run_batch("-", "-o", "-", "--jobs", "1", input=path.read_text(encoding="utf-8")), "stdin")
+    # A case without an id is known by its line: an explicit id of that form repeats it too.
+    path.write_text(json.dumps({"id": "line:2", **HAND_CASE}) + "\n" + json.dumps(HAND_CASE) + "\n")
+    result = run_batch(path, "-o", out)
+    assert result.returncode == 2 and "lines 1 and 2 both have the id 'line:2'" in result.stderr
+
+
+def test_resume_refuses_a_file_whose_ids_repeat_and_loses_no_case_once_they_are_unique(tmp_path: Path) -> None:
+    path = tmp_path / "cases.jsonl"
+    unique = ["h0", "h1", "h2", "h3", "h4", "h5", "h6"]
+    # A first run judged three cases before it stopped.
+    path.write_text("".join(_seven_cases(unique).splitlines(keepends=True)[:3]), encoding="utf-8")
+    out = tmp_path / "verdicts.jsonl"
+    assert run_batch(path, "-o", out, "--jobs", "1").returncode == 0
+    before = out.read_bytes()
+    assert before.count(b"\n") == 3
+
+    path.write_text(_seven_cases(REPEATED), encoding="utf-8")
+    _assert_refused(run_batch(path, "-o", out, "--jobs", "1", "--resume"), str(path))
+    assert out.read_bytes() == before, "a refused resume changed the output"
+
+    path.write_text(_seven_cases(unique), encoding="utf-8")
+    result = run_batch(path, "-o", out, "--jobs", "1", "--resume")
+    assert result.returncode == 0, result.stderr
+    assert [v["id"] for v in read_verdicts(out)] == unique
+    assert all(v["outcome"] == "DISPUTE_OUTCOME_CONFIRMED" for v in read_verdicts(out))
+    assert summary_counts(result.stderr)["total"] == 4
+    assert re.search(r"^resumed\s+3\b", result.stderr, re.MULTILINE), result.stderr
+
+
 # Resume ----------------------------------------------------------------------------------------
 
 RESUME_CASES = 2000  # 4-player deals; with --jobs 1 and the search engine a run takes a few seconds
