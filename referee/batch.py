@@ -366,13 +366,23 @@ def _remote(lines: Iterable[Line], args: argparse.Namespace) -> Iterator[str]:
         def send(chunk: list[Line]) -> list[str]:
             parsed = [_sendable(parse_case(line, args.engine)) for line in chunk]
             cases = [case for case in parsed if not isinstance(case, str)]
+            if not cases:
+                return [case for case in parsed if isinstance(case, str)]
             referee = idle.get()  # a connection no other call is using
             try:
                 # A server that turns the stream away (busy, or the key over its rate) is asked
                 # again after the wait it names, with the cases it has not answered.
                 answers = referee.check_disputes(cases, patience=BUSY_GIVE_UP)
                 # Lines that could not be read keep their place among the server's verdicts.
-                return [case if isinstance(case, str) else verdict_json(next(answers)) for case in parsed]
+                verdicts = [case if isinstance(case, str) else verdict_json(next(answers)) for case in parsed]
+                # The stream is read to its end, its final status: an error the server sends after
+                # the last verdict is seen (as an RpcError), and the call ends OK for the server,
+                # not cancelled by a client that stopped reading.
+                for _ in answers:
+                    raise _Unreachable("the server sent more verdicts than cases")
+                return verdicts
+            except RuntimeError as error:  # the stream ended OK before every case had its verdict
+                raise _Unreachable(f"the server failed: {error}") from None
             finally:
                 idle.put(referee)
 
@@ -388,9 +398,11 @@ def _remote(lines: Iterable[Line], args: argparse.Namespace) -> Iterator[str]:
                         yield from pending.popleft().result()
                 while pending:
                     yield from pending.popleft().result()
-            except grpc.RpcError as error:
+            except (grpc.RpcError, _Unreachable) as error:
                 for future in pending:
                     future.cancel()
+                if isinstance(error, _Unreachable):
+                    raise
                 raise _Unreachable(f"the server failed: {error.code().name}: {error.details()}") from None
 
 

@@ -15,13 +15,19 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from collections import Counter
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import cases
+import grpc
 import pytest
-from servers import ServerProcess, server_env
+from prometheus_client.parser import text_string_to_metric_families
+from servers import METRICS, ServerProcess, server_env
+
+from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.skipif(sys.platform != "linux", reason="signals, ptys")]
 
@@ -257,6 +263,82 @@ def test_streams_a_busy_server_turns_away_are_sent_again(tmp_path: Path) -> None
         assert refused, "no stream was refused: the test did not exercise the retry"
     finally:
         server.terminate()
+
+
+def _check_disputes_ends(server: ServerProcess) -> list[str]:
+    """The final status of each CheckDisputes call the server has logged (JSON log lines)."""
+    lines = [json.loads(line) for line in list(server.lines) if line.startswith("{")]
+    return [line["code"] for line in lines if str(line.get("method", "")).startswith("CheckDisputes")]
+
+
+def test_each_stream_is_read_to_its_final_status_so_the_server_ends_it_ok(tmp_path: Path) -> None:
+    server = ServerProcess(
+        "--port", "0", "--log-format", "json", "--dispute-jobs", "1",
+        "--metrics-port", "0", "--runtime-dir", str(tmp_path / "run"),
+    )  # fmt: skip
+    try:
+        metrics_url = server.wait_for(METRICS).group(1)
+        server.listening()
+        path = tmp_path / "cases.jsonl"
+        expected = _many_hand_cases(path, seed=7, copies=12)
+        streams = -(-len(expected) // 128)  # one CheckDisputes call per chunk of 128 cases
+        assert streams >= 3
+        out = tmp_path / "verdicts.jsonl"
+        result = run_batch(path, "-o", out, "--target", server.address, "--jobs", "2")
+        assert result.returncode == 0, result.stderr
+        assert_verdicts(out, expected)
+        deadline = time.monotonic() + 10
+        while len(_check_disputes_ends(server)) < streams and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _check_disputes_ends(server) == ["OK"] * streams, "the server saw streams end other than OK"
+        # Its metrics say the same: every CheckDisputes call ended OK, none CANCELLED.
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        with opener.open(metrics_url, timeout=10) as reply:
+            text = reply.read().decode()
+        ended = {
+            sample.labels["grpc_status"]: sample.value
+            for family in text_string_to_metric_families(text)
+            for sample in family.samples
+            if sample.name == "grpc_server_call_duration_seconds_count"
+            and sample.labels.get("grpc_method", "").endswith("/CheckDisputes")
+        }
+        assert ended == {"OK": streams}, ended
+    finally:
+        server.terminate()
+
+
+class _ErrorAfterTheLastVerdict(grpc.GenericRpcHandler):
+    """A CheckDisputes server that answers every case, then ends the stream with INTERNAL."""
+
+    def service(self, handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
+        if not handler_call_details.method.endswith("/CheckDisputes"):  # type: ignore[attr-defined]
+            return None
+        return grpc.stream_stream_rpc_method_handler(
+            self._stream,
+            request_deserializer=pb.CheckDisputesRequest.FromString,
+            response_serializer=pb.CheckDisputesResponse.SerializeToString,
+        )
+
+    def _stream(
+        self, cases: Iterator[pb.CheckDisputesRequest], context: grpc.ServicerContext
+    ) -> Iterator[pb.CheckDisputesResponse]:
+        for case in cases:
+            yield pb.CheckDisputesResponse(id=case.id, outcome=pb.DISPUTE_OUTCOME_NO_CLAIM)
+        context.abort(grpc.StatusCode.INTERNAL, "the verdicts could not be stored")
+
+
+def test_an_error_after_the_last_verdict_is_reported(tmp_path: Path) -> None:
+    server = grpc.server(ThreadPoolExecutor(max_workers=4), handlers=[_ErrorAfterTheLastVerdict()])
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        path = tmp_path / "cases.jsonl"
+        path.write_text("".join(json.dumps({"id": f"c{n}", "hand": {"cards": ["AH"]}}) + "\n" for n in range(5)))
+        result = run_batch(path, "-o", tmp_path / "out.jsonl", "--target", f"127.0.0.1:{port}", "--jobs", "1")
+    finally:
+        server.stop(grace=None)
+    assert result.returncode == 4, result.stderr
+    assert "the server failed: INTERNAL: the verdicts could not be stored" in result.stderr
 
 
 def _closed_port() -> int:
