@@ -26,7 +26,9 @@ from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
 
 README = ROOT / "README.md"
-DOCUMENTS = sorted([README, ROOT / "CONTRIBUTING.md", *(ROOT / "docs").glob("*.md")])
+DOCUMENTS = sorted(
+    [README, ROOT / "CONTRIBUTING.md", ROOT / "CHANGELOG.md", ROOT / "SECURITY.md", *(ROOT / "docs").glob("*.md")]
+)
 # The address the README's examples use; the tests put their server's address in its place.
 EXAMPLE_ADDRESS = "127.0.0.1:50051"
 
@@ -181,7 +183,7 @@ def test_every_flag_the_readme_gives_a_command_is_in_its_help() -> None:
 
 def test_every_flag_and_variable_the_readme_names_is_in_the_help() -> None:
     prose = _prose(README.read_text(encoding="utf-8"))
-    helps = " ".join(_help(command) for command in _subcommands())
+    helps = " ".join([_help(), *(_help(command) for command in _subcommands())])  # --version is the top's
     known = set(FLAG.findall(helps))
     named = set()
     for span in INLINE_CODE.findall(prose):
