@@ -334,4 +334,6 @@ def access_from(args: Any) -> dict[str, Any]:
     }
 
 
-__all__ = ["Referee", "access_from", "add_arguments", "retry_delay"]
+# ``pb``: the contract's messages (``pb.ScoreDealRequest``, ``pb.CheckDisputesRequest``, ...), for
+# requests built by hand or parsed from protobuf JSON.
+__all__ = ["Referee", "access_from", "add_arguments", "pb", "retry_delay"]
