@@ -10,13 +10,21 @@ FROM ${BASE_IMAGE} AS build
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_NO_CACHE_DIR=1
 WORKDIR /src
-COPY pyproject.toml ./
+COPY pyproject.toml README.md LICENSE NOTICE ./
 COPY referee ./referee
 RUN python -m venv /opt/build \
     && /opt/build/bin/python -m pip wheel --no-deps --wheel-dir /wheels .
 
 # Runtime stage: the wheel and its dependencies in a venv, run by an unprivileged user.
 FROM ${BASE_IMAGE} AS runtime
+# Which build this is: `make docker` and `make release` pass the package's version and the commit.
+ARG VERSION=unversioned
+ARG REVISION=unknown
+LABEL org.opencontainers.image.title="remigio-referee" \
+      org.opencontainers.image.description="A gRPC referee for the card game Remigio: best linkings, closes and deal scoring." \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.licenses="Apache-2.0"
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_NO_CACHE_DIR=1 \
     PYTHONDONTWRITEBYTECODE=1 \

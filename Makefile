@@ -15,11 +15,14 @@ TOOLS_STAMP := $(TOOLS)/.installed-buf-$(BUF_VERSION)-grpc-js-$(GRPC_JS)-proto-l
 HOST        ?= 127.0.0.1
 PORT        ?= 50051
 IMAGE       ?= remigio-referee:latest
+# The package's version (referee/__init__.py) and the commit, for the image's OCI labels.
+VERSION     := $(shell sed -n 's/^__version__ = "\(.*\)"$$/\1/p' referee/__init__.py)
+REVISION    := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
 
-.PHONY: help venv .venv buf serve test lint format protos bench docker image-proof clean distclean
+.PHONY: help venv .venv buf serve test lint format protos bench docker release image-proof clean distclean
 
 help: ## list the targets
 	@grep -E '^[a-z][a-z .-]*:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
@@ -68,7 +71,10 @@ bench: $(VENV_STAMP) ## run the benchmarks (linking engines, service, dispute ba
 	$(BIN)/python -m bench.batch
 
 docker: ## build the container image (needs a Docker engine)
-	docker build -t $(IMAGE) .
+	docker build --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) -t $(IMAGE) .
+
+release: $(VENV_STAMP) ## build the sdist, wheel and image of this version into dist/ and check them
+	$(BIN)/python scripts/release.py
 
 image-proof: $(VENV_STAMP) ## build the image with podman from Debian's packages and prove it serves locked down (root)
 	$(BIN)/python scripts/build_image.py

@@ -15,8 +15,10 @@ import multiprocessing
 import os
 import queue
 import re
+import shutil
 import socket
 import sys
+import tempfile
 import time
 from collections import Counter, deque
 from collections.abc import Iterable, Iterator
@@ -89,9 +91,17 @@ def run(args: argparse.Namespace) -> int:
             return 2
     # A file that cannot be opened is bad usage: one line and status 2, before any work.
     try:
-        source = sys.stdin if args.input == "-" else open(args.input, encoding="utf-8")
+        source = _spooled_stdin() if args.input == "-" else open(args.input, encoding="utf-8")
     except OSError as error:
         print(f"remigio-referee batch: cannot read {args.input}: {error.strerror}", file=sys.stderr)
+        return 2
+    # So is a file whose ids repeat (--resume could not tell its cases apart): refused before
+    # any case is judged and before the output is touched.
+    try:
+        total = _scan(source, "stdin" if args.input == "-" else args.input)
+    except ValueError as error:
+        source.close()
+        print(f"remigio-referee batch: {error}", file=sys.stderr)
         return 2
     try:
         done = _resume_ids(args.output) if args.resume else set()
@@ -99,17 +109,15 @@ def run(args: argparse.Namespace) -> int:
             sys.stdout if args.output == "-" else open(args.output, "a" if args.resume else "w", encoding="utf-8")
         )
     except OSError as error:
-        if source is not sys.stdin:
-            source.close()
+        source.close()
         print(f"remigio-referee batch: cannot write {args.output}: {error.strerror}", file=sys.stderr)
         return 2
-    total = _count_lines(args.input)
     lines = (
         line
         for line in (Line(n, text) for n, text in enumerate(source, start=1))
         if line.text.strip() and not (done and _line_id(line) in done)
     )
-    progress = Progress(total - len(done) if total is not None else None, enabled=sys.stderr.isatty())
+    progress = Progress(total - len(done), enabled=sys.stderr.isatty())
     counts: Counter[str] = Counter()
     status = EXIT_OK
     try:
@@ -126,8 +134,7 @@ def run(args: argparse.Namespace) -> int:
         progress.close()
         if sink is not sys.stdout:
             sink.close()
-        if source is not sys.stdin:
-            source.close()
+        source.close()
     _summary(counts, progress.elapsed, skipped=len(done))
     if status == EXIT_OK and counts["MALFORMED"]:
         status = EXIT_MALFORMED
@@ -148,6 +155,37 @@ def _line_id(line: Line) -> str:
     if isinstance(case_id, str) and 0 < len(case_id) <= CASE_ID.most:
         return case_id
     return f"line:{line.number}"
+
+
+def _spooled_stdin() -> TextIO:
+    """Standard input copied to a temporary file, so it can be read twice (the id check, then the
+    cases) with memory bounded whatever its size."""
+    spool = tempfile.TemporaryFile()
+    shutil.copyfileobj(sys.stdin.buffer, spool)
+    spool.seek(0)
+    return io.TextIOWrapper(spool, encoding="utf-8")
+
+
+def _scan(source: TextIO, name: str) -> int:
+    """The number of cases (non-blank lines) of ``source``, rewound for reading; ValueError naming
+    both lines when two cases have the same id, or when the text is not UTF-8."""
+    seen: dict[str, int] = {}
+    count = 0
+    try:
+        for line in (Line(n, text) for n, text in enumerate(source, start=1)):
+            if not line.text.strip():
+                continue
+            count += 1
+            case_id = _line_id(line)
+            first = seen.setdefault(case_id, line.number)
+            if first != line.number:
+                raise ValueError(
+                    f"{name}: lines {first} and {line.number} both have the id {case_id!r} (ids must be unique in a batch)"
+                )
+    except UnicodeDecodeError:
+        raise ValueError(f"{name}: not UTF-8 text") from None
+    source.seek(0)
+    return count
 
 
 def judge_line(line: Line, engine: str | None = None) -> str:
@@ -328,13 +366,23 @@ def _remote(lines: Iterable[Line], args: argparse.Namespace) -> Iterator[str]:
         def send(chunk: list[Line]) -> list[str]:
             parsed = [_sendable(parse_case(line, args.engine)) for line in chunk]
             cases = [case for case in parsed if not isinstance(case, str)]
+            if not cases:
+                return [case for case in parsed if isinstance(case, str)]
             referee = idle.get()  # a connection no other call is using
             try:
                 # A server that turns the stream away (busy, or the key over its rate) is asked
                 # again after the wait it names, with the cases it has not answered.
                 answers = referee.check_disputes(cases, patience=BUSY_GIVE_UP)
                 # Lines that could not be read keep their place among the server's verdicts.
-                return [case if isinstance(case, str) else verdict_json(next(answers)) for case in parsed]
+                verdicts = [case if isinstance(case, str) else verdict_json(next(answers)) for case in parsed]
+                # The stream is read to its end, its final status: an error the server sends after
+                # the last verdict is seen (as an RpcError), and the call ends OK for the server,
+                # not cancelled by a client that stopped reading.
+                for _ in answers:
+                    raise _Unreachable("the server sent more verdicts than cases")
+                return verdicts
+            except RuntimeError as error:  # the stream ended OK before every case had its verdict
+                raise _Unreachable(f"the server failed: {error}") from None
             finally:
                 idle.put(referee)
 
@@ -350,9 +398,11 @@ def _remote(lines: Iterable[Line], args: argparse.Namespace) -> Iterator[str]:
                         yield from pending.popleft().result()
                 while pending:
                     yield from pending.popleft().result()
-            except grpc.RpcError as error:
+            except (grpc.RpcError, _Unreachable) as error:
                 for future in pending:
                     future.cancel()
+                if isinstance(error, _Unreachable):
+                    raise
                 raise _Unreachable(f"the server failed: {error.code().name}: {error.details()}") from None
 
 
@@ -389,13 +439,6 @@ def _resume_ids(path: str) -> set[str]:
         except (ValueError, KeyError, TypeError):
             continue
     return ids
-
-
-def _count_lines(path: str) -> int | None:
-    if path == "-":
-        return None
-    with open(path, "rb") as handle:
-        return sum(1 for raw in handle if raw.strip())
 
 
 class Progress:

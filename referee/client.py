@@ -87,7 +87,8 @@ def _cards(cards: str | Iterable[str]) -> list[str]:
 class Referee:
     """A connection to a referee server (one gRPC channel); close it, or use it as a context manager.
 
-    ``api_key`` is sent as ``authorization: Bearer KEY`` with every call. TLS is on when any of
+    ``api_key`` is sent as ``authorization: Bearer KEY`` with every call (surrounding whitespace,
+    such as a key file's newline, is dropped). TLS is on when any of
     ``tls_ca`` (the CA that signed the server's certificate; None with ``tls=True``: the system's
     CAs), ``tls_cert`` and ``tls_key`` (the client's certificate and key, for mutual TLS) is given,
     each as PEM bytes or a file name. ``timeout`` is each call's deadline in seconds.
@@ -108,6 +109,9 @@ class Referee:
     ) -> None:
         if (tls_cert is None) != (tls_key is None):
             raise ValueError("tls_cert and tls_key go together (the client's certificate and its private key)")
+        if api_key is not None:
+            # A key read from a file comes with its newline (`keygen` prints one): read(), as is, works.
+            api_key = api_key.strip()
         if api_key is not None and (
             not api_key or not api_key.isascii() or not api_key.isprintable() or " " in api_key
         ):
@@ -330,4 +334,6 @@ def access_from(args: Any) -> dict[str, Any]:
     }
 
 
-__all__ = ["Referee", "access_from", "add_arguments", "retry_delay"]
+# ``pb``: the contract's messages (``pb.ScoreDealRequest``, ``pb.CheckDisputesRequest``, ...), for
+# requests built by hand or parsed from protobuf JSON.
+__all__ = ["Referee", "access_from", "add_arguments", "pb", "retry_delay"]

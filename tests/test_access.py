@@ -175,6 +175,31 @@ def test_the_right_key_opens_every_method_and_the_stream(tls_server: ServerProce
         assert [v.id for v in referee.check_disputes(cases)] == ["c0", "c1", "c2"]
 
 
+def test_a_key_read_from_a_file_as_it_is_works_in_the_client_and_in_batch(
+    tls_server: ServerProcess, pki: Pki, tmp_path: Path
+) -> None:
+    # keygen prints the key with a newline; an editor may add a carriage return or spaces.
+    for text in (ALICE + "\n", f"  {ALICE}\r\n"):
+        key_path = tmp_path / "partner.key"
+        key_path.write_text(text, newline="")
+        with Referee(tls_server.address, api_key=open(key_path).read(), tls_ca=pki.path("ca.pem")) as referee:
+            assert referee.solve_hand(HAND).linking.points == 9
+        cases = tmp_path / "cases.jsonl"
+        cases.write_text(json.dumps({"id": "c0", "hand": {"cards": HAND, "claimed_points": 9}}) + "\n")
+        out = tmp_path / "out.jsonl"
+        command = [sys.executable, "-m", "referee.cli", "batch", str(cases), "-o", str(out), "--jobs", "1"]
+        command += ["--target", tls_server.address, "--tls-ca", str(pki.path("ca.pem"))]
+        command += ["--api-key-file", str(key_path)]
+        env = {name: value for name, value in server_env().items() if name != "REMIGIO_API_KEY"}
+        done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(out.read_text())["outcome"] == "DISPUTE_OUTCOME_CONFIRMED"
+        by_env = subprocess.run(
+            command[:-2], capture_output=True, text=True, cwd=ROOT, env={**env, "REMIGIO_API_KEY": text}, timeout=120
+        )
+        assert by_env.returncode == 0, by_env.stderr
+
+
 def test_health_is_open_and_reflection_needs_a_key(tls_server: ServerProcess, pki: Pki) -> None:
     with _secure(tls_server.address, pki) as channel:
         reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=10)

@@ -15,13 +15,19 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from collections import Counter
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import cases
+import grpc
 import pytest
-from servers import ServerProcess, server_env
+from prometheus_client.parser import text_string_to_metric_families
+from servers import METRICS, ServerProcess, server_env
+
+from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.skipif(sys.platform != "linux", reason="signals, ptys")]
 
@@ -259,6 +265,82 @@ def test_streams_a_busy_server_turns_away_are_sent_again(tmp_path: Path) -> None
         server.terminate()
 
 
+def _check_disputes_ends(server: ServerProcess) -> list[str]:
+    """The final status of each CheckDisputes call the server has logged (JSON log lines)."""
+    lines = [json.loads(line) for line in list(server.lines) if line.startswith("{")]
+    return [line["code"] for line in lines if str(line.get("method", "")).startswith("CheckDisputes")]
+
+
+def test_each_stream_is_read_to_its_final_status_so_the_server_ends_it_ok(tmp_path: Path) -> None:
+    server = ServerProcess(
+        "--port", "0", "--log-format", "json", "--dispute-jobs", "1",
+        "--metrics-port", "0", "--runtime-dir", str(tmp_path / "run"),
+    )  # fmt: skip
+    try:
+        metrics_url = server.wait_for(METRICS).group(1)
+        server.listening()
+        path = tmp_path / "cases.jsonl"
+        expected = _many_hand_cases(path, seed=7, copies=12)
+        streams = -(-len(expected) // 128)  # one CheckDisputes call per chunk of 128 cases
+        assert streams >= 3
+        out = tmp_path / "verdicts.jsonl"
+        result = run_batch(path, "-o", out, "--target", server.address, "--jobs", "2")
+        assert result.returncode == 0, result.stderr
+        assert_verdicts(out, expected)
+        deadline = time.monotonic() + 10
+        while len(_check_disputes_ends(server)) < streams and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _check_disputes_ends(server) == ["OK"] * streams, "the server saw streams end other than OK"
+        # Its metrics say the same: every CheckDisputes call ended OK, none CANCELLED.
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        with opener.open(metrics_url, timeout=10) as reply:
+            text = reply.read().decode()
+        ended = {
+            sample.labels["grpc_status"]: sample.value
+            for family in text_string_to_metric_families(text)
+            for sample in family.samples
+            if sample.name == "grpc_server_call_duration_seconds_count"
+            and sample.labels.get("grpc_method", "").endswith("/CheckDisputes")
+        }
+        assert ended == {"OK": streams}, ended
+    finally:
+        server.terminate()
+
+
+class _ErrorAfterTheLastVerdict(grpc.GenericRpcHandler):
+    """A CheckDisputes server that answers every case, then ends the stream with INTERNAL."""
+
+    def service(self, handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
+        if not handler_call_details.method.endswith("/CheckDisputes"):  # type: ignore[attr-defined]
+            return None
+        return grpc.stream_stream_rpc_method_handler(
+            self._stream,
+            request_deserializer=pb.CheckDisputesRequest.FromString,
+            response_serializer=pb.CheckDisputesResponse.SerializeToString,
+        )
+
+    def _stream(
+        self, cases: Iterator[pb.CheckDisputesRequest], context: grpc.ServicerContext
+    ) -> Iterator[pb.CheckDisputesResponse]:
+        for case in cases:
+            yield pb.CheckDisputesResponse(id=case.id, outcome=pb.DISPUTE_OUTCOME_NO_CLAIM)
+        context.abort(grpc.StatusCode.INTERNAL, "the verdicts could not be stored")
+
+
+def test_an_error_after_the_last_verdict_is_reported(tmp_path: Path) -> None:
+    server = grpc.server(ThreadPoolExecutor(max_workers=4), handlers=[_ErrorAfterTheLastVerdict()])
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        path = tmp_path / "cases.jsonl"
+        path.write_text("".join(json.dumps({"id": f"c{n}", "hand": {"cards": ["AH"]}}) + "\n" for n in range(5)))
+        result = run_batch(path, "-o", tmp_path / "out.jsonl", "--target", f"127.0.0.1:{port}", "--jobs", "1")
+    finally:
+        server.stop(grace=None)
+    assert result.returncode == 4, result.stderr
+    assert "the server failed: INTERNAL: the verdicts could not be stored" in result.stderr
+
+
 def _closed_port() -> int:
     """A port on 127.0.0.1 that nothing listens on (bound, then released)."""
     with socket.socket() as sock:
@@ -291,6 +373,65 @@ def test_an_unknown_host_exits_4(mixed: tuple[Path, dict[str, cases.Expected]], 
     result = run_batch(path, "-o", tmp_path / "out.jsonl", "--target", "no-such-host.invalid:50051", timeout=60)
     assert result.returncode == 4, result.stderr
     assert "no-such-host.invalid" in result.stderr
+
+
+# Repeated ids ----------------------------------------------------------------------------------
+
+HAND_CASE = {"hand": {"cards": "AH 2H 3H 5C 5D 5S KS KD 9C JK".split(), "claimed_points": 9}}
+
+
+def _seven_cases(ids: list[str]) -> str:
+    assert len(ids) == 7
+    return "".join(json.dumps({"id": case_id, **HAND_CASE}) + "\n" for case_id in ids)
+
+
+# Seven cases, two with the id h1 (lines 2 and 6).
+REPEATED = ["h0", "h1", "h2", "h3", "h4", "h1", "h6"]
+
+
+def _assert_refused(result: subprocess.CompletedProcess[str], name: str) -> None:
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.count("\n") == 1, f"not one line:\n{result.stderr}"
+    assert result.stderr == (
+        f"remigio-referee batch: {name}: lines 2 and 6 both have the id 'h1' (ids must be unique in a batch)\n"
+    )
+    assert result.stdout == ""
+
+
+def test_a_file_whose_ids_repeat_is_refused_before_any_case_is_judged(tmp_path: Path) -> None:
+    path = tmp_path / "cases.jsonl"
+    path.write_text(_seven_cases(REPEATED), encoding="utf-8")
+    out = tmp_path / "verdicts.jsonl"
+    _assert_refused(run_batch(path, "-o", out, "--jobs", "2"), str(path))
+    assert not out.exists(), "the output was touched"
+    _assert_refused(run_batch("-", "-o", "-", "--jobs", "1", input=path.read_text(encoding="utf-8")), "stdin")
+    # A case without an id is known by its line: an explicit id of that form repeats it too.
+    path.write_text(json.dumps({"id": "line:2", **HAND_CASE}) + "\n" + json.dumps(HAND_CASE) + "\n")
+    result = run_batch(path, "-o", out)
+    assert result.returncode == 2 and "lines 1 and 2 both have the id 'line:2'" in result.stderr
+
+
+def test_resume_refuses_a_file_whose_ids_repeat_and_loses_no_case_once_they_are_unique(tmp_path: Path) -> None:
+    path = tmp_path / "cases.jsonl"
+    unique = ["h0", "h1", "h2", "h3", "h4", "h5", "h6"]
+    # A first run judged three cases before it stopped.
+    path.write_text("".join(_seven_cases(unique).splitlines(keepends=True)[:3]), encoding="utf-8")
+    out = tmp_path / "verdicts.jsonl"
+    assert run_batch(path, "-o", out, "--jobs", "1").returncode == 0
+    before = out.read_bytes()
+    assert before.count(b"\n") == 3
+
+    path.write_text(_seven_cases(REPEATED), encoding="utf-8")
+    _assert_refused(run_batch(path, "-o", out, "--jobs", "1", "--resume"), str(path))
+    assert out.read_bytes() == before, "a refused resume changed the output"
+
+    path.write_text(_seven_cases(unique), encoding="utf-8")
+    result = run_batch(path, "-o", out, "--jobs", "1", "--resume")
+    assert result.returncode == 0, result.stderr
+    assert [v["id"] for v in read_verdicts(out)] == unique
+    assert all(v["outcome"] == "DISPUTE_OUTCOME_CONFIRMED" for v in read_verdicts(out))
+    assert summary_counts(result.stderr)["total"] == 4
+    assert re.search(r"^resumed\s+3\b", result.stderr, re.MULTILINE), result.stderr
 
 
 # Resume ----------------------------------------------------------------------------------------

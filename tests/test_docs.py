@@ -1,6 +1,7 @@
 """The documents hold: every relative link points at a file (and a heading) that exists, every
 ``remigio-referee`` flag and ``REMIGIO_*`` variable the README names is in the command's --help,
-and the README's grpcurl, Python and Node.js examples run against a real server process and
+and the README's grpcurl, Python and Node.js examples (the secured ones over TLS with a key from
+``keygen``) and each example of ``examples/`` run as written against a real server process and
 print what the README says they print."""
 
 from __future__ import annotations
@@ -19,16 +20,20 @@ from pathlib import Path
 
 import grpc
 import pytest
+import trustme
 from google.protobuf import json_format
-from servers import ROOT, ServerProcess
+from servers import ROOT, ServerProcess, server_env
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
 
 README = ROOT / "README.md"
-DOCUMENTS = sorted([README, ROOT / "CONTRIBUTING.md", *(ROOT / "docs").glob("*.md")])
+DOCUMENTS = sorted(
+    [README, ROOT / "CONTRIBUTING.md", ROOT / "CHANGELOG.md", ROOT / "SECURITY.md", *(ROOT / "docs").glob("*.md")]
+)
 # The address the README's examples use; the tests put their server's address in its place.
 EXAMPLE_ADDRESS = "127.0.0.1:50051"
+SECURED_ADDRESS = "referee.example.com:50051"  # the securing examples' server, over TLS
 
 FENCE = re.compile(r"^```([\w-]*)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 INLINE_CODE = re.compile(r"`[^`\n]+`")
@@ -181,7 +186,7 @@ def test_every_flag_the_readme_gives_a_command_is_in_its_help() -> None:
 
 def test_every_flag_and_variable_the_readme_names_is_in_the_help() -> None:
     prose = _prose(README.read_text(encoding="utf-8"))
-    helps = " ".join(_help(command) for command in _subcommands())
+    helps = " ".join([_help(), *(_help(command) for command in _subcommands())])  # --version is the top's
     known = set(FLAG.findall(helps))
     named = set()
     for span in INLINE_CODE.findall(prose):
@@ -280,24 +285,134 @@ def test_the_readme_python_example_prints_what_it_says(server: ServerProcess) ->
     assert _in_order(expected, printed), f"expected, in order: {expected}; printed: {printed}"
 
 
-def test_the_readme_node_example_prints_what_it_says(server: ServerProcess) -> None:
-    (example,) = _blocks(_section(README.read_text(encoding="utf-8"), "From Node.js"), "js")
-    node = shutil.which("node")
-    modules = ROOT / ".tools" / "node_modules"
-    if node is None or not (modules / "@grpc" / "grpc-js").is_dir():
-        pytest.skip("Node.js or @grpc/grpc-js is not installed (make buf installs it into .tools)")
-    done = subprocess.run(
-        [node, "-e", example.replace(EXAMPLE_ADDRESS, server.address)],
-        cwd=ROOT,
-        env={**os.environ, "NODE_PATH": str(modules)},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    expected = [found.group(1) for line in example.splitlines() if (found := re.search(r"//\s*(\S.*)$", line))]
-    assert expected and _in_order(expected, done.stdout.splitlines()), (expected, done.stdout)
+def test_the_readme_node_snippet_is_the_node_example_and_says_what_it_prints() -> None:
+    text = README.read_text(encoding="utf-8")
+    (snippet,) = _blocks(_section(text, "From Node.js"), "js")
+    # The snippet runs as written because it is the example the Examples section runs.
+    assert snippet == (ROOT / "examples" / "node" / "client.js").read_text(encoding="utf-8")
+    said = [found.group(1) for line in snippet.splitlines() if (found := re.search(r"//\s*(\S.*)$", line))]
+    (printed,) = _blocks(_section(text, "A Node.js client"), "text")
+    assert said[-2:] == printed.splitlines(), "the snippet's comments and the example's output differ"
+
+
+def test_the_readme_secured_examples_run_with_the_key_file_keygen_writes(tmp_path: Path) -> None:
+    text = _section(README.read_text(encoding="utf-8"), "Securing the service")
+    commands = [command for block in _blocks(text, "sh") for command in _commands(block)]
+    (keygen,) = [command for command in commands if command.startswith("remigio-referee keygen ")]
+    env = {**server_env(), "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])}
+    # The README's own command, through a shell for its redirections: the key file ends with a newline.
+    made = subprocess.run(["sh", "-c", keygen], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert made.returncode == 0, made.stderr
+    assert (tmp_path / "partner-a.key").read_text().endswith("\n")
+    ca = trustme.CA()
+    ca.cert_pem.write_to_path(tmp_path / "ca.pem")
+    leaf = ca.issue_cert("localhost", "127.0.0.1")
+    leaf.private_key_pem.write_to_path(tmp_path / "server-key.pem")
+    (tmp_path / "server.pem").write_bytes(b"".join(blob.bytes() for blob in leaf.cert_chain_pems))
+    served = ServerProcess(
+        "--port", "0", "--tls-cert", str(tmp_path / "server.pem"), "--tls-key", str(tmp_path / "server-key.pem"),
+        "--api-keys", str(tmp_path / "keys.txt"),
+    ).listening()  # fmt: skip
+    try:
+        (example,) = [block for block in _blocks(text, "python") if "api_key=" in block]
+        assert SECURED_ADDRESS in example and "key = open(" in example
+        done = subprocess.run(
+            [sys.executable, "-c", example.replace(SECURED_ADDRESS, served.address)],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        assert _expected_lines(example) == ["9"] and done.stdout.splitlines() == ["9"], done.stdout
+        (grpcurl,) = [command for command in commands if command.startswith("grpcurl ")]
+        assert SECURED_ADDRESS in grpcurl
+        env["PATH"] = os.pathsep.join([str(Path(_grpcurl()).parent), env["PATH"]])
+        asked = subprocess.run(
+            ["sh", "-c", grpcurl.replace(SECURED_ADDRESS, served.address)],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert asked.returncode == 0, asked.stderr
+        assert json.loads(asked.stdout)["linking"]["points"] == 9
+    finally:
+        served.terminate()
+
+
+# The examples folder, run as the README's Examples section shows ---------------------------------
+
+EXAMPLES = _section(README.read_text(encoding="utf-8"), "Examples")
+EXAMPLE_TITLES = re.findall(r"^### (.+)$", EXAMPLES, re.MULTILINE)
+
+
+def test_every_example_file_has_its_section_in_the_readme() -> None:
+    files = {
+        path.relative_to(ROOT).as_posix()
+        for path in (ROOT / "examples").rglob("*")
+        if path.is_file() and "node_modules" not in path.parts and path.name not in (".npmrc", "package-lock.json")
+    }
+    linked = {target for target in _links(README) if target.startswith("examples/")}
+    assert files <= linked, f"example files the README never links: {sorted(files - linked)}"
+    assert len(EXAMPLE_TITLES) >= 4
+
+
+def test_the_node_example_pins_the_packages_the_makefile_pins() -> None:
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    pins = dict(re.findall(r"^(GRPC_JS|PROTO_LOADER)\s*:=\s*(\S+)$", makefile, re.MULTILINE))
+    package = json.loads((ROOT / "examples" / "node" / "package.json").read_text(encoding="utf-8"))
+    assert package["dependencies"] == {"@grpc/grpc-js": pins["GRPC_JS"], "@grpc/proto-loader": pins["PROTO_LOADER"]}
+
+
+def _verdict_ids(path: Path) -> list[str]:
+    return [json.loads(line)["id"] for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("title", EXAMPLE_TITLES)
+def test_each_example_runs_as_the_readme_shows(title: str, server: ServerProcess, tmp_path: Path) -> None:
+    """Each command of the example, as written, from the root of a copy of the examples and the
+    protos (with this environment's commands first on PATH), against a real server; the output
+    the README shows is what the last command printed (stdout; stderr when it prints nothing)."""
+    section = _section(EXAMPLES, title)
+    commands = [command for block in _blocks(section, "sh") for command in _commands(block)]
+    (shown,) = _blocks(section, "text")
+    assert commands, f"the example {title!r} shows no command"
+    for folder in ("examples", "protos"):
+        shutil.copytree(
+            ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("node_modules", "package-lock*")
+        )
+    env = {**server_env(), "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])}
+    for command in commands:
+        words = [server.address if word == EXAMPLE_ADDRESS else word for word in shlex.split(command)]
+        if words[0] in ("npm", "node") and shutil.which(words[0]) is None:
+            pytest.skip(f"{words[0]} is not installed")
+        if words[0] == "npm":
+            # The pinned packages from npm's cache, as `make buf` left it; without them there, the
+            # copies `make buf` installed into .tools serve instead.
+            installed = subprocess.run(
+                [*words, "--offline", "--no-audit", "--no-fund", "--loglevel=error"],
+                cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180,
+            )  # fmt: skip
+            if installed.returncode != 0:
+                modules = ROOT / ".tools" / "node_modules"
+                if not (modules / "@grpc" / "grpc-js").is_dir():
+                    pytest.skip(f"npm could not install offline and .tools has no @grpc/grpc-js:\n{installed.stderr}")
+                env["NODE_PATH"] = str(modules)
+            continue
+        done = subprocess.run(words, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, f"{command}\n{done.stderr}"
+        if words[:2] == ["remigio-referee", "batch"]:
+            source, out = Path(words[2]), Path(words[words.index("-o") + 1])
+            assert _verdict_ids(tmp_path / out) == _verdict_ids(tmp_path / source), command
+    printed = done.stdout or done.stderr
+    want = shown.splitlines()
+    assert printed.splitlines()[: len(want)] == want, f"{commands[-1]} printed:\n{printed}"
+    if not done.stdout:  # a summary: the time taken follows it
+        assert len(printed.splitlines()) == len(want) + 1 and printed.startswith(shown)
 
 
 def test_the_expected_output_check_can_fail() -> None:
