@@ -108,6 +108,7 @@ class _Instruments:
     worker_restarts: Any
     auth_failures: Any
     quota_refusals: Any
+    connections_refused: Any
 
 
 # (pid, directory, metrics): a forked child, or a test's second ``enable``, makes its own.
@@ -196,6 +197,12 @@ def _make() -> _Instruments:
         quota_refusals=Counter(
             "referee_quota_refusals", "Calls refused over a key's quota, by API key name.", ["key"], registry=registry
         ),
+        connections_refused=Counter(
+            "referee_connections_refused",
+            "Connections shut down by the server, by reason (per_peer: over a client address's cap).",
+            ["reason"],
+            registry=registry,
+        ),
     )
 
 
@@ -245,6 +252,13 @@ def quota_refused(key: str) -> None:
     made = _instruments()
     if made is not None:
         made.quota_refusals.labels(key).inc()
+
+
+def connection_refused(reason: str) -> None:
+    """The server shut down a connection for ``reason`` (``per_peer``)."""
+    made = _instruments()
+    if made is not None:
+        made.connections_refused.labels(reason).inc()
 
 
 def workers_running(count: int) -> None:

@@ -23,6 +23,7 @@ import gc
 import json
 import logging
 import os
+import resource
 import signal
 import sys
 import threading
@@ -53,6 +54,7 @@ from referee.service.servicer import (
     ServiceLimits,
     add_to_server,
 )
+from referee.service.warden import DEFAULT_MAX_CONNECTIONS_PER_PEER, ConnectionWarden
 
 log = logging.getLogger("referee.service")
 
@@ -84,14 +86,19 @@ class ConnectionLimits:
     """HTTP/2 and connection limits, enforced by gRPC's core for every connection (docs/operations.md)."""
 
     max_streams_per_connection: int = 100
-    max_connections: int = 1000
+    # High, because one address is held to max_connections_per_peer by the warden: this cap is
+    # for the server's memory, and a flood must not reach it between two of the warden's sweeps.
+    max_connections: int = 10_000
     max_connection_idle_seconds: float = 60.0
     max_connection_age_seconds: float = 300.0
     max_connection_age_grace_seconds: float = 10.0
     keepalive_seconds: float = 60.0
     keepalive_timeout_seconds: float = 20.0
     min_client_ping_seconds: float = 10.0
-    handshake_timeout_seconds: float = 10.0
+    # A connection that has not finished its handshake by then is closed: a client sends its
+    # HTTP/2 preface (after TLS) at once, and silent connections count against max_connections.
+    handshake_timeout_seconds: float = 5.0
+    max_connections_per_peer: int = DEFAULT_MAX_CONNECTIONS_PER_PEER
 
     def options(self) -> list[tuple[str, int]]:
         """These limits as gRPC channel arguments."""
@@ -133,6 +140,7 @@ class Referee:
     draining: bool = False
     # The plain-text listener of the health service alone (``health_address``), when there is one.
     health_server: grpc.aio.Server | None = None
+    warden: ConnectionWarden | None = None
     health_port: int | None = None
 
     async def set_serving(self, serving: bool) -> None:
@@ -166,6 +174,8 @@ class Referee:
             await self.health_server.stop(0)
         self.servicer.compute.shutdown()
         self.servicer.jobs.shutdown()
+        if self.warden is not None:
+            self.warden.stop()
 
 
 async def create_server(
@@ -238,7 +248,15 @@ async def create_server(
         await health_server.start()
     jobs.warm_up()
     await server.start()
-    referee = Referee(server, port, health_servicer, servicer, health_server=health_server, health_port=health_port)
+    warden = ConnectionWarden(
+        {port} | ({health_port} if health_port else set()),
+        connections.max_connections_per_peer,
+        metrics.connection_refused,
+    )
+    warden.start()
+    referee = Referee(
+        server, port, health_servicer, servicer, health_server=health_server, health_port=health_port, warden=warden
+    )
     await referee.set_serving(True)
     referee._watch = asyncio.get_running_loop().create_task(referee._watch_health())
     return referee
@@ -414,6 +432,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     option("--max-connections", _positive_int, connection.max_connections, "open connections per process", "N")
     option(
+        "--max-connections-per-peer",
+        _positive_int,
+        connection.max_connections_per_peer,
+        "open connections per client address per process; the newest beyond it are shut down (silent ones first)",
+        "N",
+    )
+    option(
+        "--handshake-timeout",
+        _positive_float,
+        connection.handshake_timeout_seconds,
+        "a connection that has not finished its TLS and HTTP/2 handshake by then is closed",
+        "SECONDS",
+    )
+    option(
         "--max-connection-idle",
         _positive_float,
         connection.max_connection_idle_seconds,
@@ -534,6 +566,35 @@ def _start_metrics(args: argparse.Namespace) -> Callable[[], None]:
     return stop_all
 
 
+# Descriptors kept for what is not a connection: files, pipes, the dispute job processes, logs.
+_SPARE_DESCRIPTORS = 256
+
+
+def descriptor_room(max_connections: int) -> int:
+    """Raise this process's descriptor limit to its hard limit; the connections that fit in it.
+
+    gRPC's core takes a descriptor per connection: a connection cap above the limit would end in
+    EMFILE (failed accepts, failed file opens) instead of a clean refusal.
+    """
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or hard > soft:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+    if soft == resource.RLIM_INFINITY:
+        return max_connections
+    room = max(1, soft - _SPARE_DESCRIPTORS)
+    if max_connections > room:
+        log.warning(
+            "--max-connections %d is more than the descriptor limit allows: %d connections (limit %d)",
+            max_connections,
+            room,
+            soft,
+        )
+        return room
+    return max_connections
+
+
 def serve(args: argparse.Namespace, port: int, reuse_port: bool = False, heartbeat_fd: int | None = None) -> int:
     """Run one server in this process until a signal, then drain it; the exit status."""
     return asyncio.run(_serve(args, port, reuse_port, heartbeat_fd))
@@ -576,10 +637,12 @@ async def _serve(args: argparse.Namespace, port: int, reuse_port: bool, heartbea
             ),
             connections=ConnectionLimits(
                 max_streams_per_connection=args.max_streams_per_connection,
-                max_connections=args.max_connections,
+                max_connections=descriptor_room(args.max_connections),
                 max_connection_idle_seconds=args.max_connection_idle,
                 max_connection_age_seconds=args.max_connection_age,
                 max_connection_age_grace_seconds=args.max_connection_age_grace,
+                handshake_timeout_seconds=args.handshake_timeout,
+                max_connections_per_peer=args.max_connections_per_peer,
             ),
             reflection=args.reflection,
             max_message_bytes=args.max_message_bytes,
