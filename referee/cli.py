@@ -85,6 +85,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     keygen.add_argument("name", type=_key_name, metavar="NAME", help="the key's name in logs and metrics")
     keygen.add_argument("--rate", type=_rate, metavar="N", help="calls per second the key may make (default: no limit)")
+    keygen.add_argument(
+        "--concurrency",
+        type=_concurrency,
+        metavar="N",
+        help="calls the key may have admitted at once per server process (default: the server's --max-calls-per-client)",
+    )
     keygen.set_defaults(run=_run_keygen)
 
     from referee.batch import add_arguments as add_batch_arguments
@@ -145,10 +151,19 @@ def _rate(text: str) -> float:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
+def _concurrency(text: str) -> int:
+    from referee.service.access import parse_concurrency
+
+    try:
+        return parse_concurrency(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def _run_keygen(args: argparse.Namespace) -> int:
     from referee.service.access import keygen_lines
 
-    key, line = keygen_lines(args.name, args.rate)
+    key, line = keygen_lines(args.name, args.rate, args.concurrency)
     # The key goes to stdout alone, so `KEY=$(remigio-referee keygen NAME)` keeps it out of sight;
     # the line for the server's key file, which holds no secret, goes to stderr.
     print(key, flush=True)

@@ -289,10 +289,10 @@ class KeyRing:
         self._stop.set()
 
 
-def keygen_lines(name: str, rate: float | None = None) -> tuple[str, str]:
+def keygen_lines(name: str, rate: float | None = None, concurrency: int | None = None) -> tuple[str, str]:
     """A fresh key and the key-file line that admits it, as ``(key, line)``."""
     key = new_key()
-    return key, ApiKey(check_name(name), digest_of(key), rate).line()
+    return key, ApiKey(check_name(name), digest_of(key), rate, concurrency).line()
 
 
 # Quotas -------------------------------------------------------------------------------------
