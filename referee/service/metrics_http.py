@@ -220,12 +220,13 @@ class MetricsServer:
     def _admit(self, sock: socket.socket, now: float) -> None:
         if len(self._connections) >= self.max_connections:
             waiting = next((c for c in self._connections.values() if c.reply is None), None)
+            # Counted before the close, so whoever sees the close can read the count.
             if waiting is None:
-                _reset(sock)
                 self._dropped("full")
+                _reset(sock)
                 return
-            self._close(waiting, reset=True)
             self._dropped("evicted")
+            self._close(waiting, reset=True)
         try:
             sock.setblocking(False)
             connection = _Connection(sock, now + self.timeout)
@@ -330,8 +331,8 @@ class MetricsServer:
             oldest = next(iter(self._connections.values()))
             if oldest.deadline > now:
                 return
-            self._close(oldest, reset=True)
             self._dropped("timeout")
+            self._close(oldest, reset=True)
 
     def _close(self, connection: _Connection, reset: bool) -> None:
         self._connections.pop(connection.fd, None)
