@@ -21,12 +21,13 @@ The names (``docs/operations.md`` lists them for operators):
 - ``referee_solve_duration_seconds{engine}``, ``referee_linking_cache_hits_total``,
   ``referee_linking_cache_misses_total``, ``referee_dispute_cases_total{outcome}``,
   ``referee_calls_in_flight{grpc_method}``, ``referee_workers_up``,
-  ``referee_worker_restarts_total``, ``referee_auth_failures_total{key}`` and
-  ``referee_quota_refusals_total{key}``.
+  ``referee_worker_restarts_total``, ``referee_auth_failures_total{key}``,
+  ``referee_quota_refusals_total{key}`` and ``referee_metrics_connections_dropped_total{reason}``.
 """
 
 from __future__ import annotations
 
+import gzip
 import os
 import shutil
 import sys
@@ -37,12 +38,20 @@ from pathlib import Path
 from typing import Any
 
 from referee.linking import observe_linkings
+from referee.service.metrics_http import DROP_REASONS, MetricsServer
 
 # prometheus_client's own switch: a process with it in its environment writes to that directory.
 DIRECTORY_ENV = "PROMETHEUS_MULTIPROC_DIR"
 # The directory's name under the runtime directory; the pid is the parent's, so a directory
 # left by a parent that is gone can be told from one in use.
 DIRECTORY_PREFIX = "remigio-metrics-"
+
+# The metrics port: loopback unless told otherwise (the metrics name API keys, see
+# docs/operations.md); a few connections at once, each exchange within a few seconds. Prometheus
+# opens one connection per scrape and sends its request at once.
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_MAX_CONNECTIONS = 16
+DEFAULT_TIMEOUT_SECONDS = 5.0
 
 # gRFC A66's buckets for call durations, in seconds (10 µs to 100 s).
 CALL_BUCKETS = (
@@ -109,6 +118,7 @@ class _Instruments:
     auth_failures: Any
     quota_refusals: Any
     connections_refused: Any
+    metrics_dropped: Any
 
 
 # (pid, directory, metrics): a forked child, or a test's second ``enable``, makes its own.
@@ -203,6 +213,12 @@ def _make() -> _Instruments:
             ["reason"],
             registry=registry,
         ),
+        metrics_dropped=Counter(
+            "referee_metrics_connections_dropped",
+            "Connections to the metrics port closed unanswered: full, evicted or timeout.",
+            ["reason"],
+            registry=registry,
+        ),
     )
 
 
@@ -275,13 +291,18 @@ def worker_restarted() -> None:
         made.worker_restarts.inc()
 
 
-def process_died(pid: int) -> None:
-    """Drop the live gauges of a process that is gone (its counts stay)."""
+def process_died(pid: int) -> bool:
+    """Drop the live gauges of a process that is gone (its counts stay); False when the directory
+    could not be read now (no descriptor left, say), so the caller tries again later."""
     directory = os.environ.get(DIRECTORY_ENV)
     if directory:
         from prometheus_client import multiprocess
 
-        multiprocess.mark_process_dead(pid, directory)
+        try:
+            multiprocess.mark_process_dead(pid, directory)
+        except OSError:
+            return False
+    return True
 
 
 class _LinkingMetrics:
@@ -369,43 +390,61 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def serve(host: str, port: int) -> tuple[int, Callable[[], None]]:
+def serve(
+    host: str,
+    port: int,
+    max_connections: int = DEFAULT_MAX_CONNECTIONS,
+    timeout: float = DEFAULT_TIMEOUT_SECONDS,
+) -> tuple[int, Callable[[], None]]:
     """Serve ``/metrics`` (the sum over every process's files) on ``host:port`` from a thread of
-    this process; return the bound port and a function that stops it."""
-    from prometheus_client import CollectorRegistry, multiprocess, start_http_server
+    this process, at most ``max_connections`` at once, each exchange within ``timeout`` seconds
+    (``metrics_http``); return the bound port and a function that stops it."""
+    from prometheus_client import CollectorRegistry, multiprocess
+    from prometheus_client.exposition import choose_encoder
 
     directory = os.environ.get(DIRECTORY_ENV)
     if not directory:
         raise RuntimeError("metrics.serve before metrics.enable")
     registry = CollectorRegistry()
     multiprocess.MultiProcessCollector(registry, path=directory)
+
+    def render(accept: str, accept_encoding: str) -> tuple[bytes, list[tuple[str, str]]]:
+        encoder, content_type = choose_encoder(accept)
+        body = encoder(registry)
+        headers = [("Content-Type", content_type)]
+        if _gzip_accepted(accept_encoding):
+            body = gzip.compress(body, compresslevel=6)
+            headers.append(("Content-Encoding", "gzip"))
+        return body, headers
+
+    made = _instruments()
+    if made is not None:
+        for reason in DROP_REASONS:  # every reason shows from the start, at 0
+            made.metrics_dropped.labels(reason)
     try:
-        server, thread = start_http_server(port, addr=host, registry=registry)
+        server = MetricsServer(
+            host, port, render, max_connections=max_connections, timeout=timeout, on_drop=_metrics_connection_dropped
+        )
     except OSError as error:
         raise OSError(f"cannot serve metrics on {host}:{port}: {error.strerror or error}") from None
+    return server.port, server.stop
 
-    serving = True
 
-    def close_in_child() -> None:
-        # A forked worker must not hold the parent's listening socket: after the parent is
-        # gone, draining workers would keep the port from the next server.
-        if serving:
-            server.socket.close()
+def _gzip_accepted(accept_encoding: str) -> bool:
+    return any(part.split(";", 1)[0].strip().lower() == "gzip" for part in accept_encoding.split(","))
 
-    os.register_at_fork(after_in_child=close_in_child)
 
-    def stop() -> None:
-        nonlocal serving
-        serving = False
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
-
-    return int(server.server_port), stop
+def _metrics_connection_dropped(reason: str) -> None:
+    made = _instruments()
+    if made is not None:
+        made.metrics_dropped.labels(reason).inc()
 
 
 __all__ = [
     "CALL_BUCKETS",
+    "DEFAULT_HOST",
+    "DEFAULT_MAX_CONNECTIONS",
+    "DEFAULT_TIMEOUT_SECONDS",
     "DIRECTORY_ENV",
     "auth_failed",
     "call_ended",

@@ -382,6 +382,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PORT",
         help="serve Prometheus metrics at http://HOST:PORT/metrics, summed over the workers (env REMIGIO_METRICS_PORT; default off)",
     )
+    option(
+        "--metrics-host",
+        str,
+        metrics.DEFAULT_HOST,
+        "address the metrics port binds; the metrics name API keys, so open it only to the scraper",
+        "HOST",
+    )
+    option(
+        "--metrics-max-connections",
+        _positive_int,
+        metrics.DEFAULT_MAX_CONNECTIONS,
+        "connections open at once to the metrics port; a new one beyond them replaces the oldest that has not sent its request, or is closed",
+        "N",
+    )
+    option(
+        "--metrics-timeout",
+        _positive_float,
+        metrics.DEFAULT_TIMEOUT_SECONDS,
+        "a metrics connection must send its request and take its reply within this long",
+        "SECONDS",
+    )
     parser.add_argument(
         "--runtime-dir",
         default=env("REMIGIO_RUNTIME_DIR") or None,
@@ -553,11 +574,13 @@ def _start_metrics(args: argparse.Namespace) -> Callable[[], None]:
         return lambda: None
     metrics.enable(args.runtime_dir or metrics.default_runtime_dir())
     try:
-        port, stop = metrics.serve(args.host, args.metrics_port)
+        port, stop = metrics.serve(
+            args.metrics_host, args.metrics_port, args.metrics_max_connections, args.metrics_timeout
+        )
     except OSError:
         metrics.disable()
         raise
-    _say(f"remigio-referee: metrics on http://{_address(args.host, port)}/metrics (pid {os.getpid()})")
+    _say(f"remigio-referee: metrics on http://{_address(args.metrics_host, port)}/metrics (pid {os.getpid()})")
 
     def stop_all() -> None:
         stop()

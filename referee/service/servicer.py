@@ -257,7 +257,9 @@ class RefereeServicer:
         handler = _HANDLERS[name]
         message_type = getattr(pb, f"{name}Request")
 
-        async def call(requests: AsyncIterator[bytes], context: grpc.aio.ServicerContext) -> bytes:
+        async def call(
+            requests: AsyncIterator[bytes], context: grpc.aio.ServicerContext
+        ) -> bytes | None:  # None: the status set on the context ends the call
             return await self._unary(name, handler, message_type, context)
 
         call.__name__ = name

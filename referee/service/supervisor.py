@@ -11,6 +11,10 @@
   and replaced.
 - A second instance on a port already in use refuses to start (``port_in_use``): SO_REUSEPORT
   would otherwise let it share the port silently.
+- A worker that cannot be started (no descriptor left for its pipes, ``EMFILE``/``ENFILE``, or
+  no memory or process for the fork) is logged and tried again after a wait
+  (``START_RETRY_BACKOFF``); a failed start closes whatever it opened, and the parent never
+  dies of it.
 - SIGTERM and SIGINT are forwarded to the workers, which drain; the parent exits 0 when all of
   them did.
 
@@ -24,7 +28,6 @@ import contextlib
 import dataclasses
 import errno
 import logging
-import multiprocessing
 import os
 import select
 import signal
@@ -32,7 +35,10 @@ import socket
 import sys
 import time
 from dataclasses import dataclass, field
+from multiprocessing import popen_fork, util
+from multiprocessing.context import ForkProcess
 from multiprocessing.process import BaseProcess
+from typing import Any
 
 from referee.service import metrics
 from referee.service.server import HEARTBEAT_EVERY_SECONDS, _address, _say, serve
@@ -45,6 +51,8 @@ START_TIMEOUT_SECONDS = 30.0
 STABLE_SECONDS = 10.0
 # Waits before forking again a worker that keeps dying: 0 s, then 0.5 s, 1 s, 2 s, ... 10 s.
 RESTART_BACKOFF = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 10.0)
+# Waits before trying again to start a worker whose start failed (no descriptor, no memory).
+START_RETRY_BACKOFF = (0.5, 1.0, 2.0, 5.0)
 
 
 @dataclass(eq=False)
@@ -57,6 +65,8 @@ class _Slot:
     started: float = 0.0
     last_beat: float | None = None
     quick_deaths: int = 0
+    failed_starts: int = 0
+    ever_started: bool = False
     restart_at: float | None = None
     history: list[int] = field(default_factory=list)
 
@@ -71,24 +81,43 @@ class Supervisor:
         self.slots = [_Slot(n) for n in range(args.workers)]
         self.restarts = 0
         self.stopping = False
-        # Fork, not spawn: each child starts from this process, which holds no gRPC object.
-        self._context = multiprocessing.get_context("fork")
+        # Dead workers whose live gauges are still to be dropped (the directory could not be read).
+        self._unmarked: list[int] = []
 
     def up(self) -> int:
         """Workers running now."""
         return sum(1 for slot in self.slots if slot.process is not None and slot.process.exitcode is None)
 
-    def _start(self, slot: _Slot) -> None:
-        read, write = os.pipe()
-        process = self._context.Process(
-            target=_worker, args=(self.args, self.port, write), name=f"referee-worker-{slot.number}", daemon=False
-        )
-        process.start()
+    def _start(self, slot: _Slot, now: float) -> bool:
+        """Fork a worker into ``slot``. When that fails, close what was opened, log, and set
+        when to try again; False then."""
+        pipe: tuple[int, ...] = ()
+        try:
+            pipe = os.pipe()
+            # Fork, not spawn: each child starts from this process, which holds no gRPC object.
+            process = _WorkerProcess(
+                target=_worker, args=(self.args, self.port, pipe[1]), name=f"referee-worker-{slot.number}", daemon=False
+            )
+            process.start()
+        except OSError as error:
+            _close_fds(*pipe)
+            wait = START_RETRY_BACKOFF[min(slot.failed_starts, len(START_RETRY_BACKOFF) - 1)]
+            slot.failed_starts += 1
+            slot.restart_at = now + wait
+            log.error("cannot start worker %d (%s); trying again in %gs", slot.number, error.strerror or error, wait)
+            return False
+        read, write = pipe
         os.close(write)
         os.set_blocking(read, False)
         slot.process, slot.beats, slot.started = process, read, time.monotonic()
         slot.last_beat = slot.restart_at = None
+        if slot.failed_starts:
+            log.warning(
+                "worker %d started (pid %s) after %d failed starts", slot.number, process.pid, slot.failed_starts
+            )
+        slot.failed_starts, slot.ever_started = 0, True
         metrics.workers_running(self.up())
+        return True
 
     def forward(self, signum: int) -> None:
         """Send ``signum`` to every worker running."""
@@ -104,11 +133,13 @@ class Supervisor:
     def run(self) -> int:
         """Start the workers and keep them up until ``stop``; 0 if every worker drained cleanly."""
         for slot in self.slots:
-            self._start(slot)
+            self._start(slot, time.monotonic())
         clean = True
         while True:
             self._read_beats(0.2)
             now = time.monotonic()
+            if self._unmarked:
+                self._unmarked = [pid for pid in self._unmarked if not metrics.process_died(pid)]
             for slot in self.slots:
                 process = slot.process
                 if process is not None and process.exitcode is not None:
@@ -116,29 +147,31 @@ class Supervisor:
                 elif process is not None and not self.stopping:
                     self._check_heartbeat(slot, process, now)
                 elif process is None and not self.stopping and slot.restart_at is not None and now >= slot.restart_at:
-                    self.restarts += 1
-                    metrics.worker_restarted()
-                    self._start(slot)
+                    replacing = slot.ever_started
+                    if self._start(slot, now) and replacing:
+                        self.restarts += 1
+                        metrics.worker_restarted()
             if self.stopping and all(slot.process is None for slot in self.slots):
                 return 0 if clean else 1
 
     def _ended(self, slot: _Slot, process: BaseProcess, now: float) -> bool:
         """Forget a worker that exited; schedule its replacement unless stopping. Was it clean?"""
         process.join()
-        if process.pid is not None:
-            metrics.process_died(process.pid)
-        metrics.workers_running(self.up())
+        pid, exitcode = process.pid, process.exitcode
+        if pid is not None and not metrics.process_died(pid):
+            self._unmarked.append(pid)
+        process.close()  # its pipes to the parent, now rather than when collected
         if slot.beats is not None:
             os.close(slot.beats)
         slot.process, slot.beats = None, None
-        how = _how_it_ended(process.exitcode)
+        metrics.workers_running(self.up())
         if self.stopping:
-            return process.exitcode == 0
+            return exitcode == 0
         lived = now - slot.started
         slot.quick_deaths = slot.quick_deaths + 1 if lived < STABLE_SECONDS else 0
         wait = RESTART_BACKOFF[min(max(slot.quick_deaths - 1, 0), len(RESTART_BACKOFF) - 1)]
         slot.restart_at = now + wait
-        log.error("worker pid %s %s after %.1fs; starting another in %gs", process.pid, how, lived, wait)
+        log.error("worker pid %s %s after %.1fs; starting another in %gs", pid, _how_it_ended(exitcode), lived, wait)
         return True
 
     def _check_heartbeat(self, slot: _Slot, process: BaseProcess, now: float) -> None:
@@ -156,17 +189,65 @@ class Supervisor:
         if not pipes:
             time.sleep(timeout)
             return
+        # poll(2): no descriptor of its own and no limit on descriptor numbers (select has 1024).
+        poller = select.poll()
+        for fd in pipes:
+            poller.register(fd, select.POLLIN)
         try:
-            ready, _, _ = select.select(list(pipes), [], [], timeout)
+            ready = poller.poll(timeout * 1000)
         except InterruptedError:
             return
-        for fd in ready:
+        for fd, _ in ready:
             try:
                 data = os.read(fd, 4096)
             except BlockingIOError:
                 continue
             if data:
                 pipes[fd].last_beat = time.monotonic()
+
+
+class _Popen(popen_fork.Popen):
+    """multiprocessing's fork start, except that a start that fails (no descriptor for a pipe, no
+    memory or process for the fork) closes the pipes it opened; the stock one leaves them open."""
+
+    def _launch(self, process_obj: Any) -> None:
+        opened: list[int] = []
+        try:
+            parent_r, child_w = os.pipe()
+            opened += (parent_r, child_w)
+            child_r, parent_w = os.pipe()
+            opened += (child_r, parent_w)
+            pid = os.fork()
+        except BaseException:
+            _close_fds(*opened)
+            raise
+        self.pid = pid
+        if pid == 0:  # the child, as in popen_fork
+            code = 1
+            try:
+                os.close(parent_r)
+                os.close(parent_w)
+                code = process_obj._bootstrap(parent_sentinel=child_r)
+            finally:
+                os._exit(code)
+        os.close(child_w)
+        os.close(child_r)
+        self.finalizer = util.Finalize(self, _close_fds, (parent_r, parent_w))
+        self.sentinel = parent_r
+
+
+def _close_fds(*fds: int) -> None:
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
+class _WorkerProcess(ForkProcess):
+    """A worker process forked by ``_Popen``."""
+
+    @staticmethod
+    def _Popen(process_obj: Any) -> Any:  # noqa: N802 (multiprocessing's name)
+        return _Popen(process_obj)
 
 
 def serve_workers(args: argparse.Namespace) -> int:
