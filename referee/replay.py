@@ -19,6 +19,7 @@ import enum
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import compress
 
 from referee.cards import CARD_BY_INDEX, CARD_KINDS, Card, format_cards, sort_cards
 from referee.closing import Close, check_close
@@ -65,6 +66,8 @@ class Replay:
     hands: tuple[PlayerHand, ...]
     discard_pile: tuple[Card, ...]  # oldest first, the face-up card last
     stock: tuple[Card, ...]  # top first
+    # The seat to play next; None once the deal is closed, or when nothing was dealt.
+    to_play: int | None = None
     closer: int | None = None
     discard: Card | None = None  # the close's face-down card
     close: Close | None = None  # the verdict on the close, when the deal was closed
@@ -129,63 +132,83 @@ class _Table:
         self.deal()
         seats = len(self.hands)
         forbidden = record.rules.discard_taken is DiscardTaken.FORBIDDEN
-        hands, pile = self.hands, self.pile
+        # The hot loop reads locals; the stock and the pile stay the same list objects, and the
+        # seat to play is written back before any check that reads the table.
+        hands, pile, stock = self.hands, self.pile, self.stock
+        stock_draw = _STOCK
+        to_play = self.to_play
+        closed = False
+        played = 0
+        violation: Violation | None = None
         for number, turn in enumerate(record.turns, 1):
-            if self.closer is not None:
-                return self.answer(number - 1, self.after_close(number, turn))
-            to_play = self.to_play
+            if closed:
+                violation = self.after_close(number, turn)
+                break
+            self.to_play = to_play
             seat = turn.seat
             if seat is not None and seat != to_play:
-                return self.answer(number - 1, self.not_your_turn(number, seat))
+                violation = self.not_your_turn(number, seat)
+                break
             restock = turn.restock
+            from_stock = turn.draw is stock_draw
             new_stock: Sequence[Card] | None = None
-            if turn.draw is _STOCK:
-                if self.stock:
-                    if restock is not None:
-                        return self.answer(number - 1, self.restock_not_due(number, turn))
-                    card = self.stock[-1]
-                else:
-                    found = self.restocked(restock)
-                    if isinstance(found, Violation):
-                        return self.answer(number - 1, self.located(number, found))
-                    new_stock = found
-                    card = found[0]
+            if from_stock and stock:
+                if restock is not None:
+                    violation = self.restock_not_due(number, turn)
+                    break
+                card = stock[-1]
+            elif from_stock:
+                found = self.restocked(restock)
+                if isinstance(found, Violation):
+                    violation = self.located(number, found)
+                    break
+                new_stock = found
+                card = found[0]
             else:
                 if restock is not None:
-                    return self.answer(number - 1, self.restock_not_due(number, turn))
+                    violation = self.restock_not_due(number, turn)
+                    break
                 card = pile[-1]
             drawn = turn.drawn
             if drawn is not None and drawn.index != card.index:
-                return self.answer(number - 1, self.drawn_mismatch(number, turn, card))
+                violation = self.drawn_mismatch(number, turn, card)
+                break
             hand = hands[to_play]
             thrown = turn.discard
             index = thrown.index
             if not hand[index] and index != card.index:
-                return self.answer(number - 1, self.not_in_hand(number, turn, card))
-            if turn.close:
+                violation = self.not_in_hand(number, turn, card)
+                break
+            close = turn.close
+            if close:
                 verdict = self.closed(card, thrown)
                 if not verdict.valid:
-                    return self.answer(number - 1, self.false_close(number, thrown, verdict))
-            elif forbidden and index == card.index and turn.draw is _DISCARD:
-                return self.answer(number - 1, self.discard_taken(number, thrown))
+                    violation = self.false_close(number, thrown, verdict)
+                    break
+            elif forbidden and index == card.index and not from_stock:
+                violation = self.discard_taken(number, thrown)
+                break
             # The turn is legal: apply it.
             if new_stock is not None:
                 self.reshuffles += 1
                 del pile[:-1]
-                self.stock = list(new_stock)
-                self.stock.reverse()
-            if turn.draw is _STOCK:
-                self.stock.pop()
+                stock[:] = new_stock
+                stock.reverse()
+            if from_stock:
+                stock.pop()
             else:
                 pile.pop()
             hand[card.index] += 1
             hand[index] -= 1
-            if turn.close:
+            played = number
+            if close:
                 self.closer, self.close, self.discard = to_play, verdict, thrown
+                closed = True
             else:
                 pile.append(thrown)
-                self.to_play = (to_play + 1) % seats
-        return self.answer(len(record.turns), None)
+                to_play = (to_play + 1) % seats
+        self.to_play = to_play
+        return self.answer(played, violation)
 
     # The checks that need more than a glance ---------------------------------------------------
 
@@ -260,6 +283,7 @@ class _Table:
             hands=hands,
             discard_pile=pile,
             stock=stock,
+            to_play=self.to_play if self.closer is None and self.pile else None,
             closer=self.closer,
             discard=self.discard,
             close=self.close,
@@ -366,6 +390,10 @@ class _Table:
 
 def _cards_of(counts: Sequence[int]) -> tuple[Card, ...]:
     """The cards a count per card kind stands for, in canonical order."""
+    # Most hands hold no card twice: then one pass in C gives them.
+    cards = tuple(compress(CARD_BY_INDEX, counts))
+    if len(cards) == sum(counts):
+        return cards
     return tuple(CARD_BY_INDEX[index] for index, count in enumerate(counts) if count for _ in range(count))
 
 

@@ -12,8 +12,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+from itertools import count
+from operator import ge, mod
 from typing import TypeVar
 
 from referee.cards import Card, deck
@@ -93,64 +96,95 @@ def commitment(server_seed: str) -> str:
     return hashlib.sha256(bytes.fromhex(_hex_field(server_seed, "server_seed", "a server seed"))).hexdigest()
 
 
-class _Words:
+@lru_cache(maxsize=64)
+def _padded_key(seed: bytes) -> tuple[hashlib._Hash, hashlib._Hash]:
+    """The SHA-256 states after HMAC's inner and outer padded keys (RFC 2104) for ``seed``.
+
+    HMAC-SHA256(key, m) = SHA-256(key ⊕ opad ‖ SHA-256(key ⊕ ipad ‖ m)); a shuffle hashes up to 27
+    blocks with one key, and setting the key up once instead of per block (as ``hmac.digest`` does)
+    makes the stream three times faster. The tests check it against ``hmac``.
+    """
+    block = seed.ljust(64, b"\0")  # SHA-256's block is 64 bytes; a 32-byte key is padded with zeros
+    return hashlib.sha256(bytes(b ^ 0x36 for b in block)), hashlib.sha256(bytes(b ^ 0x5C for b in block))
+
+
+def _blocks(shuffle: Shuffle, k: int, first: int, count: int) -> bytes:
+    """Blocks ``first`` to ``first + count - 1`` of the byte stream of shuffle number ``k``:
+    HMAC-SHA256 keyed by the seed over ``client_seed:nonce:k:r``."""
+    inner, outer = _padded_key(shuffle.seed)
+    prefixed = inner.copy()
+    prefixed.update(f"{shuffle.client_seed}:{shuffle.nonce}:{k}:".encode())
+    out = []
+    for r in range(first, first + count):
+        h = prefixed.copy()
+        h.update(b"%d" % r)
+        o = outer.copy()
+        o.update(h.digest())
+        out.append(o.digest())
+    return b"".join(out)
+
+
+def words(shuffle: Shuffle, k: int) -> Iterator[int]:
     """The byte stream of shuffle number ``k``, read as big-endian 4-byte words.
 
-    A 32-byte block holds exactly eight words, so no word straddles two blocks. The blocks a
-    shuffle of ``count`` swaps needs are made in one go (a rejected word is rare: at most one in
-    2^25 for a deck), and more only when a rejection runs past them.
+    A 32-byte block holds exactly eight words, so no word straddles two blocks.
     """
-
-    __slots__ = ("key", "prefix", "words", "blocks")
-
-    def __init__(self, shuffle: Shuffle, k: int, count: int) -> None:
-        self.key = shuffle.seed
-        self.prefix = f"{shuffle.client_seed}:{shuffle.nonce}:{k}:"
-        self.words: list[int] = []
-        self.blocks = 0
-        self.more((count + 7) // 8)
-
-    def more(self, blocks: int = 1) -> None:
-        """Append the next ``blocks`` blocks of the stream."""
-        key, prefix, first = self.key, self.prefix, self.blocks
-        for r in range(first, first + blocks):
-            self.words.extend(_EIGHT_WORDS.unpack(hmac.digest(key, f"{prefix}{r}".encode(), "sha256")))
-        self.blocks = first + blocks
+    for r in count():
+        yield from _EIGHT_WORDS.unpack(_blocks(shuffle, k, r, 1))
 
 
-# The largest multiple of n that fits in a word, by n: a word at or above it would bias x mod n.
-_BOUNDS = tuple(_WORD - _WORD % n if n else 0 for n in range(4 * 54 + 1))
-
-
-def _fisher_yates(items: list[T], shuffle: Shuffle, k: int) -> list[T]:
-    """Shuffle ``items`` in place from the last index down, each swap partner uniform below i + 1
-    by rejection sampling on the stream of shuffle number ``k``."""
-    last = len(items) - 1
-    stream = _Words(shuffle, k, last)
-    words = stream.words
-    w = 0
-    for i in range(last, 0, -1):
+def permute(items: list[T], stream: Iterator[int]) -> list[T]:
+    """Fisher-Yates on ``items`` in place: for i from the last index down to 1, swap item i with
+    item j, j uniform below i + 1 by rejection sampling on the words of ``stream``."""
+    for i in range(len(items) - 1, 0, -1):
         n = i + 1
-        bound = _BOUNDS[n] if n < len(_BOUNDS) else _WORD - _WORD % n
-        x = words[w]
-        w += 1
-        if x >= bound:
-            while x >= bound:
-                if w == len(words):
-                    stream.more()
-                x = words[w]
-                w += 1
-            # Every later swap still reads one word each: keep that many in hand.
-            if len(words) - w < i - 1:
-                stream.more((i - 1 - (len(words) - w) + 7) // 8)
+        # The largest multiple of n that fits in a word: a word at or above it would bias x mod n.
+        bound = _WORD - _WORD % n
+        x = next(stream)
+        while x >= bound:
+            x = next(stream)
         j = x % n
         items[i], items[j] = items[j], items[i]
     return items
 
 
+@lru_cache(maxsize=64)
+def _bounds(last: int) -> tuple[tuple[int, ...], range]:
+    """For a shuffle of ``last + 1`` items: each swap's rejection bound and the size it draws below."""
+    sizes = range(last + 1, 1, -1)
+    return tuple(_WORD - _WORD % n for n in sizes), sizes
+
+
+def _fisher_yates(items: list[T], shuffle: Shuffle, k: int) -> list[T]:
+    """``permute`` on the stream of shuffle number ``k``, the common case in bulk.
+
+    A word is rejected at most once in 2^25 draws for a deck of 216 cards, so the words the swaps
+    need are made at once, checked against their bounds in one pass, and only a shuffle that
+    rejects one goes word by word.
+    """
+    last = len(items) - 1
+    if last < 1:
+        return items
+    blocks = (last + 7) // 8
+    drawn = struct.unpack(f">{8 * blocks}I", _blocks(shuffle, k, 0, blocks))
+    bounds, sizes = _bounds(last)
+    if any(map(ge, drawn, bounds)):
+        return permute(items, words(shuffle, k))
+    for i, j in zip(range(last, 0, -1), map(mod, drawn, sizes)):
+        items[i], items[j] = items[j], items[i]
+    return items
+
+
+@lru_cache(maxsize=8)
+def _canonical(decks: int) -> tuple[Card, ...]:
+    """The canonical deck: for each suit C D H S, each rank A 2 ... K, that card ``decks`` times;
+    then the jokers (``referee.cards.deck`` lists it in that order)."""
+    return deck(decks)
+
+
 def dealt_deck(shuffle: Shuffle, decks: int) -> tuple[Card, ...]:
     """The deck of a deal, top first: the canonical deck of ``decks`` decks under shuffle number 0."""
-    return tuple(_fisher_yates(list(deck(decks)), shuffle, 0))
+    return tuple(_fisher_yates(list(_canonical(decks)), shuffle, 0))
 
 
 def reshuffled(shuffle: Shuffle, k: int, cards: Sequence[Card]) -> tuple[Card, ...]:
