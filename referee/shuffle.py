@@ -195,4 +195,14 @@ def reshuffled(shuffle: Shuffle, k: int, cards: Sequence[Card]) -> tuple[Card, .
     return tuple(_fisher_yates(list(cards), shuffle, k))
 
 
-__all__ = ["ALGORITHM", "CLIENT_SEED_BYTES", "SEED_BYTES", "Shuffle", "commitment", "dealt_deck", "reshuffled"]
+__all__ = [
+    "ALGORITHM",
+    "CLIENT_SEED_BYTES",
+    "SEED_BYTES",
+    "Shuffle",
+    "commitment",
+    "dealt_deck",
+    "permute",
+    "reshuffled",
+    "words",
+]
