@@ -24,7 +24,7 @@ from referee.cards import (
     deck,
     points_by_index,
 )
-from referee.closing import best_close, check_close
+from referee.closing import best_close, check_close, discard_allowed
 from referee.deal import HAND, most_players
 from referee.groups import judge_group
 from referee.linking import best_linking, links_fully
@@ -32,9 +32,10 @@ from referee.record import DrawSource, Record, Seat, Turn
 from referee.rules import DiscardTaken, RuleSet, ScoringMode
 from referee.shuffle import Shuffle, commitment, dealt_deck, reshuffled
 
+# One name for each of the most players four decks deal to.
 NAMES = (
-    "ana", "beto", "carla", "dani", "eva", "fede", "gala", "hugo",
-    "ines", "juan", "kike", "lola", "mario", "nuria", "oscar", "paula",
+    "ana", "beto", "carla", "dani", "eva", "fede", "gala", "hugo", "ines", "juan", "kike",
+    "lola", "mario", "nuria", "oscar", "paula", "quique", "rosa", "sara", "teo", "ursula",
 )  # fmt: skip
 _CLIENT_SEEDS = ("", "table 7", "lucky", "mesa-3:ronda 2", "ñandú")
 _CLOSE_SHAPES = ("REMIGIO", "RUN", "COLOR", "LINKED")
@@ -71,7 +72,7 @@ def simulate(
         )
         if rng.random() < 0.5:
             shuffle = Shuffle(shuffle.server_seed, shuffle.client_seed, shuffle.nonce, commitment(shuffle.server_seed))
-        order = dealt_deck(shuffle, rules.decks)
+        order = list(dealt_deck(shuffle, rules.decks))
     else:
         order = list(deck(rules.decks))
         rng.shuffle(order)
@@ -189,13 +190,9 @@ class _Bots:
         rank, and the ranks up to two away in its suit (the ace next to both the 2 and the K)."""
         if index == JOKER_INDEX:
             return 99
-        offset = index % RANKS_PER_SUIT  # the rank less one
-        ace = index - offset
+        offset = index % RANKS_PER_SUIT
         same = hand[offset] + hand[offset + 13] + hand[offset + 26] + hand[offset + 39] - (hand[index] > 0)
-        # Ranks on the A 2 ... K A scale as offsets 0 ... 13, the high ace at 13.
-        positions = (0, 13) if offset == 0 else (offset,)
-        near = {p for q in positions for p in (q - 2, q - 1, q + 1, q + 2) if 0 <= p <= 13 and p % 13 != offset}
-        return same + sum(hand[ace + p % 13] > 0 for p in near)
+        return same + sum(hand[near] > 0 for near in _NEIGHBOURS[index])
 
     def closes(self, hand: list[int], extra: Card | None) -> Card | None:
         """The discard of a valid close of the hand (with ``extra`` drawn), or None."""
@@ -210,17 +207,24 @@ class _Bots:
             return None
         cards = [CARD_BY_INDEX[i] for i, n in enumerate(held) if n for _ in range(n)]
         if not color:
-            # Trying every discard (best_close) is costly: first rule the hand out more cheaply.
-            candidates: list[int] | None = forced
+            # Trying every discard (best_close) is costly: a linked close is looked for among the
+            # few discards that can give one, and the first found is the bot's.
+            candidates: list[int] | None = forced  # None: best_close decides
             if not forced:
                 # 10 of the 11 cards link in full only if some linking leaves one card c out, and
                 # then the best linking leaves at most c's points: only such cards may be the
-                # discard. A linking that leaves one card or none shows a close at once.
+                # discard. A linking that leaves one card out shows the close at once.
                 linking = best_linking(cards, self.rules)
+                if len(linking.unlinked) == 1 and discard_allowed(linking.unlinked[0], self.rules):
+                    return linking.unlinked[0]
                 candidates = [i for i, n in enumerate(held) if n and self.points[i] >= linking.points]
-                if len(linking.unlinked) <= 1:
-                    candidates = None
-            if candidates is not None and not any(links_fully(_without(cards, i), self.rules) for i in candidates):
+                if not linking.unlinked:
+                    candidates = None  # 11 cards linked in full: which one to lay down?
+            if candidates is not None:
+                for i in candidates:
+                    card = CARD_BY_INDEX[i]
+                    if discard_allowed(card, self.rules) and links_fully(_without(cards, i), self.rules):
+                        return card
                 return None
         verdict = best_close(cards, self.rules)
         return verdict.discard if verdict.valid else None
@@ -234,6 +238,19 @@ class _Bots:
         if self.rng.random() < 0.1:
             return CARD_BY_INDEX[self.rng.choice(choices)]
         return CARD_BY_INDEX[min(choices, key=lambda i: (self.partners(hand, i), -self.points[i], self.rng.random()))]
+
+
+def _neighbours(index: int) -> tuple[int, ...]:
+    """The cards of the suit of natural card ``index`` up to two ranks away on the A 2 ... K A scale."""
+    offset = index % RANKS_PER_SUIT
+    ace = index - offset
+    # Offsets 0 ... 13 on the scale, the high ace at 13.
+    positions = (0, 13) if offset == 0 else (offset,)
+    near = {p % 13 for q in positions for p in (q - 2, q - 1, q + 1, q + 2) if 0 <= p <= 13 and p % 13 != offset}
+    return tuple(ace + p for p in sorted(near))
+
+
+_NEIGHBOURS = tuple(_neighbours(index) for index in range(JOKER_INDEX))
 
 
 def _without(cards: Sequence[Card], index: int) -> list[Card]:

@@ -161,7 +161,9 @@ def _encodable(text: str) -> bool:
 
 @settings(max_examples=100, deadline=None, derandomize=True, database=None)
 @given(SEEDS, CLIENT_SEEDS.filter(_encodable), NONCES, st.integers(min_value=1, max_value=4))
-def test_the_dealt_deck_agrees_with_the_independent_reading(seed: str, client_seed: str, nonce: int, decks: int) -> None:
+def test_the_dealt_deck_agrees_with_the_independent_reading(
+    seed: str, client_seed: str, nonce: int, decks: int
+) -> None:
     shuffle = Shuffle(seed, client_seed, nonce)
     assert codes(dealt_deck(shuffle, decks)) == independent_deck(seed, client_seed, nonce, decks)
 
