@@ -161,8 +161,8 @@ def _check_order(record: Record) -> None:
         # The common case, the whole deck, in one sort in C; the reason is found only for an error.
         if sorted(map(_INDEX, cards)) == _deck_indices(decks):
             return
-    except AttributeError:
-        pass
+    except (AttributeError, TypeError):
+        pass  # not all cards: found below
     _check_cards(cards, "deck")
     check_copies(cards, decks, lambda i: f"deck[{i}]")
     # With no card beyond its copies, the right count means every card is there.

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from itertools import compress
 
 from referee.cards import (
     CARD_BY_INDEX,
@@ -235,9 +236,10 @@ class _Bots:
         choices = [
             i for i in range(JOKER_INDEX) if hand[i] and not (forbidden and taken is not None and i == taken.index)
         ] or [JOKER_INDEX]
-        if self.rng.random() < 0.1:
-            return CARD_BY_INDEX[self.rng.choice(choices)]
-        return CARD_BY_INDEX[min(choices, key=lambda i: (self.partners(hand, i), -self.points[i], self.rng.random()))]
+        rng, points = self.rng, self.points
+        if rng.random() < 0.1:
+            return CARD_BY_INDEX[rng.choice(choices)]
+        return CARD_BY_INDEX[min([(self.partners(hand, i), -points[i], rng.random(), i) for i in choices])[3]]
 
 
 def _neighbours(index: int) -> tuple[int, ...]:
@@ -292,18 +294,15 @@ def _linked_discards(held: Sequence[int], wrap: bool) -> list[int] | None:
     the discard.
     """
     jokers = held[JOKER_INDEX]
-    by_rank = [0] * (RANKS_PER_SUIT + 1)
-    for index in range(JOKER_INDEX):
-        by_rank[index % RANKS_PER_SUIT + 1] += held[index]
+    # By rank (1-13; 0 unused), how many are held.
+    by_rank = [0, *map(sum, zip(held[0:13], held[13:26], held[26:39], held[39:52]))]
     # Per suit, whether each place of the scale is held: place p + 1 for p = -1 ... 16, where 1 to
     # 13 are the ranks and 14 the high ace; the places beyond wrap round only with wrap_runs.
-    rows = [[1 if held[i] else 0 for i in places] for places in _PLACES[wrap]]
+    rows = [list(map(bool, map(held.__getitem__, places))) for places in _PLACES[wrap]]
     loose: list[int] = []
     needy: list[tuple[int, int, int, int]] = []  # (jokers its group needs at least, index, rank, suit)
-    for index in range(JOKER_INDEX):
+    for index in compress(range(JOKER_INDEX), held):
         count = held[index]
-        if not count:
-            continue
         rank, suit = index % RANKS_PER_SUIT + 1, index // RANKS_PER_SUIT
         same = by_rank[rank]
         row = rows[suit]
