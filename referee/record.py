@@ -77,7 +77,8 @@ class Turn:
     close: bool = False
     seat: int | None = None
     drawn: Card | None = None
-    # With an explicit deck, the new stock (top first) of the reshuffle this turn's draw needs.
+    # The new stock (top first) of the reshuffle a draw from the empty stock needs: an explicit
+    # deck's record gives it; a seeded one need not (it is derived, and checked when given).
     restock: tuple[Card, ...] | None = None
 
 
@@ -182,10 +183,12 @@ _INDEX = attrgetter("index")
 
 @lru_cache(maxsize=8)
 def _deck_indices(decks: int) -> list[int]:
+    """The card indices of the whole deck, sorted."""
     return sorted(card.index for card in deck(decks))
 
 
 def _check_cards(cards: Sequence[object], field: str) -> None:
+    """Raise naming ``field[i]`` for the first item that is not a card."""
     for i, card in enumerate(cards):
         if not isinstance(card, Card):
             raise InvalidCardError(f"{field}[{i}]", card, "not a card")

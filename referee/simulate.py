@@ -3,9 +3,12 @@
 The same seed, player count and rules give the same record on every machine and version of
 Python (``random.Random``). The bots are plain: each keeps the cards that have partners (cards of
 its rank, neighbours in its suit), takes the face-up card when it would close with it or it has
-partners, throws the card with the fewest partners (the most points on a tie), and closes as soon
-as the best close of its 11 cards is valid. Long deals run the stock out, so records reshuffle.
-A stacked deck deals the first player a hand that closes on the very first turn.
+two partners, throws the card with the fewest partners (the most points on a tie; now and then
+a card at random), and closes as soon as its 11 cards hold a valid close, that is when their best
+close is valid (laying down the first discard found that leaves 10 linked cards, or else the best
+close's). Long deals run the stock out, so records reshuffle. A stacked deck deals the first
+player a hand that closes on the very first turn. Some turns state their seat and the card drawn,
+as a record may.
 """
 
 from __future__ import annotations
@@ -147,8 +150,14 @@ class _Bots:
         top = self.pile[-1]
         partners = self.partners(hand, top.index)
         # A hand of 10 that could close has closed already, except the hand dealt: the face-up
-        # card can only help a close by joining a group.
+        # card can only help a close by joining a group (a natural partner near it, or two
+        # jokers) or by making 10 of a suit.
         worth_a_look = partners or hand[JOKER_INDEX] >= 2 or seat in self.fresh
+        if not top.is_joker and not worth_a_look:
+            suit = top.index // RANKS_PER_SUIT
+            worth_a_look = (
+                sum(hand[suit * RANKS_PER_SUIT : (suit + 1) * RANKS_PER_SUIT]) + hand[JOKER_INDEX] >= HAND - 1
+            )
         looked = worth_a_look and partners < 2
         with_top = self.closes(hand, top) if looked else None
         take = partners >= 2 or with_top is not None

@@ -29,7 +29,7 @@ from referee.rules import (
 )
 from referee.simulate import simulate
 
-CORPUS = 2000
+CORPUS = 1600
 
 
 @dataclass(frozen=True, slots=True)

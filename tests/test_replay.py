@@ -12,7 +12,7 @@ import pytest
 from played import Played, before, corpus, drawn_by
 
 from referee.cards import Card, deck, format_cards
-from referee.closing import check_close
+from referee.closing import best_close, check_close
 from referee.deal import HAND
 from referee.record import DrawSource, Record, Seat, Turn
 from referee.replay import Replay, ViolationCode, replay
@@ -285,6 +285,28 @@ def test_simulated_records_replay_legal_and_their_end_states_score() -> None:
     wanted = ["reshuffled seeded", "reshuffled explicit", "unfinished", "first-turn closes", "discard draws"]
     assert all(seen[name] >= 10 for name in wanted), seen
     assert all(seen[repr(option)] for option in (*JokerDiscard, *DiscardTaken, *JokerLimit)), seen
+
+
+def test_the_bots_close_as_soon_as_their_best_close_is_valid() -> None:
+    checked = 0
+    for played in corpus()[:30]:
+        record = played.record
+        if not record.turns or not record.turns[-1].close or len(record.turns) > 30:
+            continue
+        for number, turn in enumerate(record.turns, 1):
+            state = before(record, number)
+            drawn = drawn_by(record, number) or (turn.restock or reshuffle_of(record, state))[0]
+            assert state.to_play is not None
+            held = [*state.hands[state.to_play].cards, drawn]
+            assert best_close(held, record.rules).valid == turn.close, (played.index, number)
+        checked += 1
+    assert checked >= 12
+
+
+def reshuffle_of(record: Record, state: Replay) -> tuple[Card, ...]:
+    """The new stock a seeded record's next draw from the empty stock gets."""
+    assert record.shuffle is not None
+    return reshuffled(record.shuffle, state.reshuffles + 1, state.discard_pile[:-1])
 
 
 def test_simulation_is_deterministic() -> None:
