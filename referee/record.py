@@ -173,8 +173,8 @@ def _check_order(record: Record) -> None:
         raise InvalidRecordError(
             "deck",
             len(cards),
-            f"the deck of {decks} decks holds {deck_size(decks)} cards, each once; {sum(missing.values())} "
-            f"are missing, among them {first}",
+            f"the deck of {decks} decks holds {deck_size(decks)} cards, each once; "
+            f"missing: {sum(missing.values())} (the first {first})",
         )
 
 

@@ -123,7 +123,7 @@ def test_a_missing_card_is_named() -> None:
     assert caught.value.field == "deck[107]" and "jokers" in caught.value.message
     with pytest.raises(InvalidRecordError) as missing:
         check_record(good(deck=tuple(c for c in deck(2) if c != card("QS"))))
-    assert "2 are missing, among them QS" in missing.value.message
+    assert "missing: 2 (the first QS)" in missing.value.message
 
 
 # The notation ----------------------------------------------------------------------------------
