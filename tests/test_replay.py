@@ -9,6 +9,8 @@ from collections.abc import Callable
 from dataclasses import replace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from played import Played, before, corpus, drawn_by
 
 from referee.cards import Card, deck, format_cards
@@ -527,3 +529,38 @@ def test_only_the_first_of_two_violations_is_reported() -> None:
         if checked == 50:
             break
     assert checked == 50
+
+
+# Any well-formed record gets an answer ---------------------------------------------------------
+
+CARDS = st.sampled_from(list(deck(1)))
+TURNS = st.builds(
+    Turn,
+    draw=st.sampled_from([S, D]),
+    discard=CARDS,
+    close=st.booleans(),
+    seat=st.none() | st.integers(min_value=0, max_value=2),
+    drawn=st.none() | CARDS,
+    restock=st.none() | st.lists(CARDS, max_size=6).map(tuple),
+)
+
+
+@settings(max_examples=200, deadline=None, derandomize=True, database=None)
+@given(st.lists(TURNS, max_size=12), st.booleans(), st.integers(min_value=0, max_value=2))
+def test_any_well_formed_record_gets_an_answer(turns: list[Turn], seeded: bool, dealer: int) -> None:
+    record = Record(
+        seats=seats("ana", "beto", "carla"),
+        dealer=dealer,
+        deck=None if seeded else ORDER,
+        shuffle=Shuffle("3c" * 32) if seeded else None,
+        turns=tuple(turns),
+        rules=RuleSet(engine=Engine.SEARCH, discard_taken=DiscardTaken.FORBIDDEN),
+    )
+    result = replay(record)
+    assert result.turns_played <= len(turns)
+    assert conserved(result, record)
+    if result.violation is not None:
+        assert result.violation.turn == result.turns_played + 1
+        assert result.violation.message.startswith(f"turn {result.violation.turn}, ")
+    else:
+        assert result.turns_played == len(turns)
