@@ -259,7 +259,12 @@ _TAGS = {*_ONCE, "Seat", "Eliminated", "Multiplier"}
 
 
 def _quote(text: str) -> str:
-    return json.dumps(text, ensure_ascii=False)
+    """``text`` as a JSON string, with the characters some readers take for a line break escaped."""
+    return json.dumps(text, ensure_ascii=False).translate(_LINE_BREAKS)
+
+
+# JSON escapes the control characters but leaves these, which str.splitlines and editors break on.
+_LINE_BREAKS = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
 
 
 def _tag(name: str, *values: object) -> str:
@@ -366,7 +371,8 @@ def parse_notation(text: str) -> Record:
         raise InvalidNotationError("line 1", text, "a record in the notation is text")
     reader = _Reader()
     tokens: list[tuple[int, str]] = []
-    for number, raw in enumerate(text.splitlines(), 1):
+    # Lines end at a newline only: a quoted name may hold any other character.
+    for number, raw in enumerate(text.split("\n"), 1):
         line = raw.strip()
         if line.startswith("["):
             if tokens:

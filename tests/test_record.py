@@ -182,16 +182,17 @@ def test_every_rule_option_round_trips() -> None:
 
 
 def test_names_and_seeds_of_any_characters_round_trip() -> None:
-    names = ("juan carlos", 'o"brien', "ñandú", "a;b", "(x)", "#1", "@me", "back\\slash", "")
+    names = ("juan carlos", 'o"brien', "ñandú", "a;b", "(x)", "", "@me", "back\\slash", "a\u2028b", "c\x85d\re")
     record = Record(
         seats=tuple(Seat(name) for name in names),
         dealer=4,
-        shuffle=Shuffle("ab" * 32, 'say "hi"\nthen: 1', 2**64 - 1),
+        shuffle=Shuffle("ab" * 32, 'say "hi"\nthen:\u2029 1', 2**64 - 1),
         turns=tuple(Turn(S, card("AH"), seat=i) for i in range(len(names))),
     )
     text = format_notation(record)
     assert parse_notation(text) == record
     assert '@"juan carlos"' in text and "@ñandú" in text
+    assert text.splitlines() == text[:-1].split("\n")  # every line break is a newline
 
 
 def test_reading_is_lenient_where_nothing_is_lost() -> None:
