@@ -141,7 +141,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"python {platform.python_version()} ({platform.python_implementation()}), "
         f"cpu count {os.cpu_count()}, {platform.machine()} {platform.system()}"
     )
-    print(f"{reshuffled} records reshuffle at least once; {len(closed)} of {count} simulated deals closed")
+    print(f"records that reshuffle at least once: {reshuffled}; simulated deals closed: {len(closed)} of {count}")
     print(f"simulation: {3 * count / made:,.0f} records/s ({made / (3 * count) * 1e3:.2f} ms CPU per record)")
     print()
     print(f"{'ms per record':<44} {'median':>9} {'p99':>9} {'min':>9}")
