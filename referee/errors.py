@@ -75,6 +75,18 @@ class InvalidDealError(RefereeError):
     """An end-of-deal state that breaks the deal's counts or the deck."""
 
 
+class InvalidShuffleError(RefereeError):
+    """A shuffle of a deal record that cannot be replayed: an unknown algorithm, a seed that is not 32 bytes in hex."""
+
+
+class InvalidRecordError(RefereeError):
+    """A deal record that is not one a deal could leave: seats, dealer, deck or a turn out of shape."""
+
+
+class InvalidNotationError(RefereeError):
+    """Text that is not a deal record in the notation of ``docs/records.md``; the field names the line."""
+
+
 class LimitError(RefereeError):
     """A request field over its size limit (``referee.limits``): too many elements or characters."""
 

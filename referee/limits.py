@@ -97,6 +97,22 @@ CLAIMED_GROUPS = Limit(
 )
 CLAIMED_GROUP_CARDS = Limit(11, "cards", ("ClaimedGroup.cards",), "a group holds at most the 11 cards of a hand")
 MULTIPLIERS = Limit(7, "rows", ("RuleOptions.multipliers",), "one row per close kind")
+# A deal record (RULES §9). Not yet in LIMITS: the table's test checks that every field it names is
+# a field of the contract, and the contract gains the record with its RPC.
+TURNS = Limit(
+    1000,
+    "turns",
+    ("DealRecord.turns",),
+    "a long deal: two players who never close go round a two-deck stock of 87 cards in 87 turns; "
+    "1000 turns are eleven times round it",
+)
+RESTOCK_CARDS = Limit(
+    TURNS.most + 1,
+    "cards",
+    ("Turn.restock",),
+    "all the restocks of a record together: every card restocked was thrown on a turn since the "
+    "last restock, or is the first face-up card",
+)
 CASE_ID = Limit(128, "characters", ("CheckDisputesRequest.id",), "a dispute case's id, echoed in its verdict")
 
 LIMITS: tuple[Limit, ...] = (
@@ -129,6 +145,8 @@ __all__ = [
     "PILE_CARDS",
     "PLAYERS",
     "PLAYER_CARDS",
+    "RESTOCK_CARDS",
+    "TURNS",
     "Limit",
     "check_reply",
 ]

@@ -34,6 +34,13 @@ class JokerDiscard(enum.Enum):
     FORBIDDEN = "FORBIDDEN"  # a joker may not be the discard
 
 
+class DiscardTaken(enum.Enum):
+    """Whether a card taken from the discard pile may be thrown back face up on the same turn (RULES §9.2)."""
+
+    ALLOWED = "ALLOWED"
+    FORBIDDEN = "FORBIDDEN"  # laying it face down to close is allowed either way
+
+
 class CloseKind(enum.Enum):
     """The kinds of close, from the highest default multiplier down (RULES §4)."""
 
@@ -121,6 +128,7 @@ class RuleSet:
     wrap_runs: bool = False
     joker_limit: JokerLimit = JokerLimit.UNLIMITED
     joker_discard: JokerDiscard = JokerDiscard.CLEAN
+    discard_taken: DiscardTaken = DiscardTaken.ALLOWED
     multipliers: Mapping[CloseKind, int] = field(default_factory=lambda: DEFAULT_MULTIPLIERS)
     scoring: ScoringRules = ScoringRules()
     engine: Engine = Engine.CPSAT
@@ -153,6 +161,7 @@ class RuleSet:
             self.wrap_runs,
             self.joker_limit,
             self.joker_discard,
+            self.discard_taken,
             tuple(table.items()),
             self.scoring,
             self.engine,
