@@ -35,7 +35,7 @@ from typing import Any, TypeVar
 
 import grpc
 import grpc.aio
-from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_health.v1 import health_pb2
 from grpc_reflection.v1alpha import reflection as grpc_reflection
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
@@ -44,6 +44,8 @@ from referee.limits import MESSAGE_BYTES
 from referee.linking import load_engines
 from referee.service import access, metrics, tracing
 from referee.service.compute import ComputePool, DisputeJobs
+from referee.service.health import SERVICE_NAME as HEALTH_SERVICE_NAME
+from referee.service.health import HealthLimits, HealthService
 from referee.service.servicer import (
     DEFAULT_MAX_STREAMS,
     DEFAULT_MAX_STREAMS_PER_CLIENT,
@@ -70,6 +72,8 @@ DEFAULT_MAX_CONCURRENT = 64
 DEFAULT_MAX_CALLS_PER_CLIENT = 16
 DEFAULT_GRACE_SECONDS = 5.0
 MAX_MESSAGE_BYTES = MESSAGE_BYTES
+# The largest request or reply on the health port: a health message is a few dozen bytes.
+HEALTH_PORT_MESSAGE_BYTES = 1024
 # Middle-generation collections per full collection of the garbage collector (CPython: 10).
 FULL_COLLECTION_EVERY = 1000
 HEALTH_CHECK_EVERY_SECONDS = 0.5
@@ -126,6 +130,7 @@ class ConnectionLimits:
 
 DEFAULT_CONNECTION_LIMITS = ConnectionLimits()
 DEFAULT_LIMITS = ServiceLimits()
+DEFAULT_HEALTH_LIMITS = HealthLimits()
 
 
 @dataclass(eq=False)
@@ -134,7 +139,7 @@ class Referee:
 
     server: grpc.aio.Server
     port: int
-    health: health.aio.HealthServicer
+    health: HealthService
     servicer: RefereeServicer
     _watch: asyncio.Task[None] | None = field(default=None, repr=False)
     draining: bool = False
@@ -193,11 +198,13 @@ async def create_server(
     interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
     credentials: grpc.ServerCredentials | None = None,
     health_address: str | None = None,
+    health_limits: HealthLimits = DEFAULT_HEALTH_LIMITS,
 ) -> Referee:
     """Build, bind and start a server in the running event loop; it reports SERVING.
 
     ``health_address`` adds a plain-text listener there serving the health service alone (with the
-    same status), for probes that cannot speak the main port's TLS or present a certificate.
+    same status), for probes that cannot speak the main port's TLS or present a certificate, with
+    the main port's connection limits. ``health_limits`` caps the health Watch streams.
     """
     load_engines()  # before the first call, so no caller waits for an engine's import
     metrics.ready()
@@ -215,14 +222,15 @@ async def create_server(
     compute = ComputePool(threads, max(0, max_concurrent - threads), max_calls_per_client)
     servicer = RefereeServicer(compute, jobs, limits, max_message_bytes=max_message_bytes)
     add_to_server(servicer, server)
-    health_servicer = health.aio.HealthServicer()
-    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    # NOT_SERVING until the server has started (``set_serving`` below).
+    health_servicer = HealthService(("", SERVICE_NAME), health_limits, limits.receive_timeout_seconds)
+    health_servicer.add_to_server(server)
     access.know_methods(
         [f"/{SERVICE_NAME}/{method.name}" for method in pb.DESCRIPTOR.services_by_name["RefereeService"].methods]
     )
-    access.know_methods([f"/{health.SERVICE_NAME}/Check", f"/{health.SERVICE_NAME}/Watch"])
+    access.know_methods([f"/{HEALTH_SERVICE_NAME}/Check", f"/{HEALTH_SERVICE_NAME}/Watch"])
     if reflection:
-        names = (SERVICE_NAME, health.SERVICE_NAME, grpc_reflection.SERVICE_NAME)
+        names = (SERVICE_NAME, HEALTH_SERVICE_NAME, grpc_reflection.SERVICE_NAME)
         grpc_reflection.enable_server_reflection(names, server)
         access.know_methods([f"/{grpc_reflection.SERVICE_NAME}/ServerReflectionInfo"])
     try:
@@ -238,8 +246,15 @@ async def create_server(
         raise OSError(f"cannot bind {address}")
     health_server, health_port = None, None
     if health_address is not None:
-        health_server = grpc.aio.server(options=[("grpc.so_reuseport", 1 if reuse_port else 0)])
-        health_pb2_grpc.add_HealthServicer_to_server(health_servicer, health_server)
+        # The main port's connection limits, and a message limit that fits health's messages alone.
+        health_options = [
+            ("grpc.max_receive_message_length", HEALTH_PORT_MESSAGE_BYTES),
+            ("grpc.max_send_message_length", HEALTH_PORT_MESSAGE_BYTES),
+            ("grpc.so_reuseport", 1 if reuse_port else 0),
+            *connections.options(),
+        ]
+        health_server = grpc.aio.server(options=health_options)
+        health_servicer.add_to_server(health_server)
         try:
             health_port = health_server.add_insecure_port(health_address)
         except RuntimeError as error:
@@ -442,6 +457,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         _positive_int,
         DEFAULT_MAX_STREAMS_PER_CLIENT,
         "CheckDisputes streams per client address per process; more are RESOURCE_EXHAUSTED",
+        "N",
+    )
+    option(
+        "--max-health-watches",
+        _positive_int,
+        DEFAULT_HEALTH_LIMITS.max_watches,
+        "health Watch streams per process; more are RESOURCE_EXHAUSTED",
+        "N",
+    )
+    option(
+        "--max-health-watches-per-connection",
+        _positive_int,
+        DEFAULT_HEALTH_LIMITS.max_watches_per_connection,
+        "health Watch streams per connection; more are RESOURCE_EXHAUSTED",
         "N",
     )
     option(
@@ -674,6 +703,7 @@ async def _serve(args: argparse.Namespace, port: int, reuse_port: bool, heartbea
             interceptors=[interceptor] if interceptor is not None else [],
             credentials=credentials,
             health_address=_address(args.host, plan.health_port) if plan.health_port is not None else None,
+            health_limits=HealthLimits(args.max_health_watches, args.max_health_watches_per_connection),
         )
     except OSError as error:
         _say(f"remigio-referee: error: {error}")
