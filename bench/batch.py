@@ -17,7 +17,7 @@ Then it times the command as a subprocess, from its start to its exit (so interp
 and imports count, as for a user), on
 
 - the local pool, ``--jobs 2``, with the default engine (CP-SAT) and with ``--engine search``;
-- a server started as ``python -m referee.service.server --workers 2`` (each worker judges its
+- a server started as ``python -m referee.server --workers 2`` (each worker judges its
   CheckDisputes calls in one process: cores / workers), with ``--target`` and ``--server-jobs``
   concurrent streams (default 4: each stream is its own connection, and the kernel spreads
   connections over the SO_REUSEPORT workers by a hash, so 2 streams land on one worker half

@@ -166,7 +166,7 @@ def _live_workers(server: Server) -> list[int]:
             cmdline = (stat.parent / "cmdline").read_bytes()
         except OSError:
             continue
-        if int(fields[1]) == server.process.pid and b"referee.service.server" in cmdline and fields[0] != "Z":
+        if int(fields[1]) == server.process.pid and b"referee.server" in cmdline and fields[0] != "Z":
             found.append(int(stat.parent.name))
     return sorted(found)
 

@@ -7,7 +7,7 @@ Run from the repository root::
     python -m bench.service --engines search --clients 32 --duration 10
 
 For each server size (``--workers 1`` and ``--workers 2``) the referee is started as a
-subprocess (``python -m referee.service.server``) on a free loopback port, waited for until
+subprocess (``python -m referee.server``) on a free loopback port, waited for until
 every worker listens and the health service answers SERVING, and stopped with SIGTERM at the
 end, which must make it exit 0. Against it, for each engine (``rules.engine`` ENGINE_CPSAT and
 ENGINE_SEARCH), each RPC (SolveHand, ScoreDeal) and each number of clients (1, 8, 32), the
@@ -92,9 +92,9 @@ import grpc  # noqa: E402
 from bench import h2client  # noqa: E402
 from bench.hands import end_of_deal  # noqa: E402
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb  # noqa: E402
+from referee.api.convert import deal_to_proto  # noqa: E402
 from referee.cards import Card  # noqa: E402
 from referee.samples import sample_deals  # noqa: E402
-from referee.service.convert import deal_to_proto  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 HOST = "127.0.0.1"
@@ -421,7 +421,7 @@ class Server:
         command = [
             sys.executable,
             "-m",
-            "referee.service.server",
+            "referee.server",
             "--host",
             HOST,
             "--port",

@@ -29,12 +29,12 @@ from typing import TYPE_CHECKING, TextIO
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
+from referee.api import jsonmsg
 from referee.cpus import usable_cpus
 from referee.errors import shorten
 from referee.limits import CASE_ID, MESSAGE_BYTES
 from referee.linking import engine_for
 from referee.rules import Engine, RuleSet
-from referee.service import jsonmsg
 
 if TYPE_CHECKING:
     import grpc
@@ -190,7 +190,7 @@ def _scan(source: TextIO, name: str) -> int:
 
 def judge_line(line: Line, engine: str | None = None) -> str:
     """The verdict on one input line, as one JSON line; never raises for bad input."""
-    from referee.service.disputes import judge_case
+    from referee.api.disputes import judge_case
 
     case_or_error = parse_case(line, engine)
     if isinstance(case_or_error, str):
@@ -201,7 +201,7 @@ def judge_line(line: Line, engine: str | None = None) -> str:
 def parse_case(line: Line, engine: str | None = None) -> referee_pb2.CheckDisputesRequest | str:
     """The case message of a line, or (when it cannot be read) its MALFORMED verdict as JSON."""
     from referee._gen.remigio.referee.v1 import referee_pb2 as pb
-    from referee.service.disputes import malformed
+    from referee.api.disputes import malformed
 
     case = pb.CheckDisputesRequest()
     try:
@@ -414,7 +414,7 @@ def _sendable(case: referee_pb2.CheckDisputesRequest | str) -> referee_pb2.Check
     """
     if isinstance(case, str) or case.ByteSize() <= MESSAGE_BYTES:
         return case
-    from referee.service.disputes import malformed
+    from referee.api.disputes import malformed
 
     size = f"{case.ByteSize()} bytes"
     return verdict_json(malformed(case.id, "", size, f"a case is at most {MESSAGE_BYTES} bytes (the message limit)"))

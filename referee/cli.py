@@ -16,10 +16,10 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 
 from referee import __version__
+from referee.api import jsonmsg
 from referee.cards import Card
 from referee.errors import RefereeError
 from referee.rules import Engine, JokerDiscard, JokerLimit
-from referee.service import jsonmsg
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 
@@ -75,10 +75,10 @@ def build_parser() -> argparse.ArgumentParser:
     score.set_defaults(run=_run_score)
 
     serve = commands.add_parser("serve", help="serve the gRPC API")
-    from referee.service.server import add_arguments, run
+    from referee.server.config import add_arguments
 
     add_arguments(serve)
-    serve.set_defaults(run=run)
+    serve.set_defaults(run=_run_serve)
 
     keygen = commands.add_parser(
         "keygen", help="a new API key on stdout, and the key-file line that admits it on stderr"
@@ -134,7 +134,7 @@ def rule_options(args: argparse.Namespace, into: Any) -> None:
 
 
 def _key_name(text: str) -> str:
-    from referee.service.access import check_name
+    from referee.server.access import check_name
 
     try:
         return check_name(text)
@@ -143,7 +143,7 @@ def _key_name(text: str) -> str:
 
 
 def _rate(text: str) -> float:
-    from referee.service.access import parse_rate
+    from referee.server.access import parse_rate
 
     try:
         return parse_rate(text)
@@ -152,7 +152,7 @@ def _rate(text: str) -> float:
 
 
 def _concurrency(text: str) -> int:
-    from referee.service.access import parse_concurrency
+    from referee.server.access import parse_concurrency
 
     try:
         return parse_concurrency(text)
@@ -160,8 +160,15 @@ def _concurrency(text: str) -> int:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
+def _run_serve(args: argparse.Namespace) -> int:
+    from referee.server.config import ServerConfig
+    from referee.server.process import run
+
+    return run(ServerConfig.from_args(args))
+
+
 def _run_keygen(args: argparse.Namespace) -> int:
-    from referee.service.access import keygen_lines
+    from referee.server.access import keygen_lines
 
     key, line = keygen_lines(args.name, args.rate, args.concurrency)
     # The key goes to stdout alone, so `KEY=$(remigio-referee keygen NAME)` keeps it out of sight;
@@ -178,8 +185,8 @@ def _dump(obj: object, out: TextIO) -> None:
 
 def _run_solve(args: argparse.Namespace) -> int:
     from referee._gen.remigio.referee.v1 import referee_pb2 as pb
-    from referee.service.disputes import malformed
-    from referee.service.handlers import solve_hand
+    from referee.api.disputes import malformed
+    from referee.api.handlers import solve_hand
 
     def answer(cards: Iterable[str]) -> Message:
         request = pb.SolveHandRequest(cards=list(cards))
@@ -215,7 +222,7 @@ def _run_solve(args: argparse.Namespace) -> int:
 
 def _run_close(args: argparse.Namespace) -> int:
     from referee._gen.remigio.referee.v1 import referee_pb2 as pb
-    from referee.service.handlers import check_close
+    from referee.api.handlers import check_close
 
     request = pb.CheckCloseRequest(cards=args.cards, discard=args.discard or "")
     rule_options(args, request.rules)
@@ -229,7 +236,7 @@ def _run_close(args: argparse.Namespace) -> int:
 
 def _run_score(args: argparse.Namespace) -> int:
     from referee._gen.remigio.referee.v1 import referee_pb2 as pb
-    from referee.service.handlers import score_deal
+    from referee.api.handlers import score_deal
 
     text = sys.stdin.read() if args.file == "-" else _read(args.file)
     request = pb.ScoreDealRequest()

@@ -10,8 +10,8 @@ import pytest
 from servers import ServerProcess
 
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
-from referee.service.server import ServerThread
-from referee.service.servicer import ServiceLimits
+from referee.server.app import ServerThread
+from referee.server.servicer import ServiceLimits
 
 
 @pytest.fixture(scope="session")

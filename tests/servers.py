@@ -1,4 +1,4 @@
-"""A referee server as a real process (``python -m referee.service.server``) for the tests, and
+"""A referee server as a real process (``python -m referee.server``) for the tests, and
 what the tests read from its errors."""
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ class ServerProcess:
 
     def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "referee.service.server", "--host", "127.0.0.1", *args],
+            [sys.executable, "-m", "referee.server", "--host", "127.0.0.1", *args],
             cwd=ROOT,
             env={**server_env(), **(env or {})},
             stdin=subprocess.DEVNULL,

@@ -24,10 +24,10 @@ from servers import METRICS, ROOT, ServerProcess, server_env
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
+from referee.api.convert import deal_to_proto
 from referee.client import Referee, retry_delay
 from referee.samples import sample_deals
-from referee.service.access import UNAUTHENTICATED_MESSAGE, digest_of
-from referee.service.convert import deal_to_proto
+from referee.server.access import UNAUTHENTICATED_MESSAGE, digest_of
 
 ALICE = "alice-0123456789-abcdefghij"  # no rate
 BOB = "bob-0123456789-abcdefghijkl"  # 5 calls a second
@@ -490,7 +490,7 @@ def test_an_open_bind_without_tls_or_keys_is_warned_about_at_start() -> None:
     # 192.0.2.1 (TEST-NET-1) is on no interface here: the warning comes first, then the bind fails,
     # so nothing ever listens beyond loopback.
     done = subprocess.run(
-        [sys.executable, "-m", "referee.service.server", "--host", "192.0.2.1", "--port", "0"],
+        [sys.executable, "-m", "referee.server", "--host", "192.0.2.1", "--port", "0"],
         capture_output=True,
         text=True,
         cwd=ROOT,

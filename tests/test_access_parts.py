@@ -24,8 +24,8 @@ from grpc_status import rpc_status
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
-from referee.service import access
-from referee.service.access import (
+from referee.server import access
+from referee.server.access import (
     AccessInterceptor,
     ApiKey,
     KeyFileError,
@@ -38,8 +38,8 @@ from referee.service.access import (
     parse_keys,
     quota_status,
 )
-from referee.service.status import RETRY_PUSHBACK_KEY
-from referee.service.tls import ServerCertificates, TlsFileError, TlsFiles, tls_files
+from referee.server.status import RETRY_PUSHBACK_KEY
+from referee.server.tls import ServerCertificates, TlsFileError, TlsFiles, tls_files
 
 ROOT = Path(__file__).resolve().parent.parent
 ALICE_KEY = "alice-secret-key"

@@ -33,7 +33,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from servers import WORKERS, ServerProcess
 
 from referee import cli
-from referee.service.server import SERVICE_NAME
+from referee.server.app import SERVICE_NAME
 
 ROOT = Path(__file__).resolve().parent.parent
 KUBERNETES = ROOT / "deploy" / "kubernetes"

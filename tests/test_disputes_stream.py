@@ -34,9 +34,9 @@ from servers import ServerProcess
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
-from referee.service.compute import DisputeJobs
-from referee.service.server import ServerThread
-from referee.service.servicer import READ_AHEAD_PER_JOB, ServiceLimits
+from referee.server.app import ServerThread
+from referee.server.compute import DisputeJobs
+from referee.server.servicer import READ_AHEAD_PER_JOB, ServiceLimits
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.skipif(sys.platform != "linux", reason="/proc, signals")]
 
@@ -187,7 +187,7 @@ class CountingJobs(DisputeJobs):
 
 def test_the_servicer_reads_a_bounded_number_of_cases_ahead() -> None:
     server = ServerThread("127.0.0.1:0", limits=ServiceLimits(solve_cap_seconds=60))
-    servicer = server.referee.servicer
+    servicer = server.running.servicer
     servicer.jobs.shutdown()
     servicer.jobs = CountingJobs(2)
     port = server.port

@@ -22,9 +22,9 @@ from servers import ROOT, ServerProcess, server_env
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
-from referee.service.access import keygen_lines
-from referee.service.compute import ComputePool
-from referee.service.status import Busy
+from referee.server.access import keygen_lines
+from referee.server.compute import ComputePool
+from referee.server.status import Busy
 
 # The pool, on an event loop --------------------------------------------------------------------
 

@@ -431,7 +431,7 @@ def test_a_stopped_worker_is_killed_and_replaced(workers: Server) -> None:
 def test_a_second_instance_on_a_port_in_use_refuses_to_start(workers: Server, count: str) -> None:
     port = workers.address.rsplit(":", 1)[1]
     second = subprocess.run(
-        [sys.executable, "-m", "referee.service.server", "--host", "127.0.0.1", "--port", port, "--workers", count],
+        [sys.executable, "-m", "referee.server", "--host", "127.0.0.1", "--port", port, "--workers", count],
         cwd=ROOT,
         env=server_env(),
         capture_output=True,
@@ -466,7 +466,7 @@ def test_the_server_needs_no_writable_temporary_directory(tmp_path: Path) -> Non
         "set -e; mount -t tmpfs -o ro tmpfs /tmp; mount -t tmpfs -o ro tmpfs /var/tmp; "
         'mount --bind "$0" "$0"; mount -o remount,bind,ro "$0"; cd "$0"; '
         'python3 -c "import tempfile; tempfile.mkdtemp()" 2>/dev/null && exit 3; '
-        'exec "$1" -m referee.service.server --host 127.0.0.1 --port 0 --dispute-jobs 2 --log-format json'
+        'exec "$1" -m referee.server --host 127.0.0.1 --port 0 --dispute-jobs 2 --log-format json'
     )
     process = subprocess.Popen(
         ["unshare", "-rm", "sh", "-c", script, str(ROOT), sys.executable],
@@ -510,7 +510,7 @@ def test_health_says_not_serving_while_dispute_jobs_cannot_start(tmp_path: Path)
     )
     env = {**server_env(), "PYTHONPATH": str(tmp_path), "REFEREE_TEST_JOBS_DIE": "1"}
     process = subprocess.Popen(
-        [sys.executable, "-m", "referee.service.server", "--host", "127.0.0.1", "--port", "0", "--dispute-jobs", "2"],
+        [sys.executable, "-m", "referee.server", "--host", "127.0.0.1", "--port", "0", "--dispute-jobs", "2"],
         cwd=ROOT,
         env=env,
         stdin=subprocess.DEVNULL,

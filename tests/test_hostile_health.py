@@ -26,7 +26,7 @@ from servers import LISTENING, ServerProcess
 from bench.stall import Staller
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
-from referee.service.access import digest_of
+from referee.server.access import digest_of
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.skipif(sys.platform != "linux", reason="/proc, signals")]
 

@@ -29,9 +29,9 @@ import pytest
 import yaml
 from servers import LISTENING, METRICS, WORKERS, ServerProcess
 
-from referee.service import metrics
-from referee.service.metrics_http import MetricsServer, Render
-from referee.service.server import add_arguments
+from referee.server import metrics
+from referee.server.config import add_arguments
+from referee.server.metrics_http import MetricsServer, Render
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.skipif(sys.platform != "linux", reason="/proc and SO_REUSEPORT")]
 

@@ -9,8 +9,8 @@ from cases import deal_cases, mixed_cases
 from google.protobuf import json_format
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
-from referee.service import jsonmsg
-from referee.service.disputes import judge_case
+from referee.api import jsonmsg
+from referee.api.disputes import judge_case
 
 LINES = [case.text for case in mixed_cases(seed=3)] + [case.text for case in deal_cases(60, seed=4)]
 ODD = [

@@ -12,12 +12,12 @@ from protobytes import unknown_field
 
 from referee import cards
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
+from referee.api import convert, handlers
+from referee.api.disputes import judge_case
 from referee.cards import Card, parse_cards
 from referee.errors import QUOTED_CHARS, InvalidCardError, LimitError, RefereeError, SolverTimeout
 from referee.limits import CARD_CODE, CLAIMED_PLAYERS, LIMITS, NAME, PLAYERS
 from referee.linking import check_time_left, time_budget
-from referee.service import convert, handlers
-from referee.service.disputes import judge_case
 
 REQUESTS = (pb.SolveHandRequest, pb.CheckCloseRequest, pb.ScoreDealRequest, pb.CheckDisputesRequest)
 

@@ -28,8 +28,8 @@ from referee.cards import parse_cards
 from referee.linking import best_linking
 from referee.linking.dispatch import _cached
 from referee.rules import RuleSet
-from referee.service import metrics
-from referee.service.server import add_arguments
+from referee.server import metrics
+from referee.server.config import add_arguments
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.skipif(sys.platform != "linux", reason="SO_REUSEPORT workers")]
 
@@ -273,7 +273,7 @@ def test_the_metrics_port_comes_from_the_environment_too(monkeypatch: pytest.Mon
 def serve_and_fail(*args: str) -> subprocess.CompletedProcess[str]:
     """Run ``serve`` with ``args`` where it must refuse to start; its exit status and stderr."""
     return subprocess.run(
-        [sys.executable, "-m", "referee.service.server", "--host", "127.0.0.1", "--port", "0", *args],
+        [sys.executable, "-m", "referee.server", "--host", "127.0.0.1", "--port", "0", *args],
         env=server_env(),
         capture_output=True,
         text=True,
@@ -367,7 +367,7 @@ def test_with_metrics_off_nothing_observes_the_linkings(monkeypatch: pytest.Monk
 
 
 def test_auth_failures_and_quota_refusals_are_counted_by_key_name(launch, tmp_path: Path) -> None:
-    from referee.service.access import keygen_lines
+    from referee.server.access import keygen_lines
 
     limited, limited_line = keygen_lines("alice", rate=0.01)  # one call, then one per 100 s
     free, free_line = keygen_lines("bob")

@@ -22,8 +22,8 @@ from google.protobuf.message import Message
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
+from referee.api.convert import deal_to_proto
 from referee.samples import sample_deals
-from referee.service.convert import deal_to_proto
 
 ROOT = Path(__file__).resolve().parent.parent
 NODE_MODULES = ROOT / ".tools" / "node_modules"

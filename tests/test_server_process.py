@@ -1,4 +1,4 @@
-"""The server as a real process: ``python -m referee.service.server`` on a free port.
+"""The server as a real process: ``python -m referee.server`` on a free port.
 
 SIGTERM under load drains cleanly (calls in flight succeed, new calls are refused, exit 0), and
 ``--workers 2`` serves from two processes. Every wait is bounded.
@@ -181,8 +181,8 @@ def test_workers_stop_when_the_parent_is_killed(launch) -> None:
 def test_a_serving_process_freezes_its_start_up_objects_and_rarely_collects_in_full() -> None:
     # In a process of its own: freezing is process-wide and would change this test process.
     probe = (
-        "import gc; before = gc.get_threshold(); from referee.service import server; "
-        "server._tune_garbage_collector(); print(gc.get_freeze_count(), *before, *gc.get_threshold())"
+        "import gc; before = gc.get_threshold(); from referee.server import process; "
+        "process.tune_garbage_collector(); print(gc.get_freeze_count(), *before, *gc.get_threshold())"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120).stdout
     frozen, *before, young, middle, full = (int(x) for x in out.split())

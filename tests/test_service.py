@@ -25,15 +25,15 @@ from servers import field_violation
 from referee import closing, scoring
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
+from referee.api import convert, handlers
 from referee.cards import Card, deck, parse_cards
 from referee.deal import Deal, PlayerHand
 from referee.errors import SolverError, SolverTimeout
 from referee.linking import best_linking
 from referee.rules import RuleSet
-from referee.service import convert, handlers
-from referee.service.server import SERVICE_NAME, ServerThread
-from referee.service.servicer import ServiceLimits
-from referee.service.status import status_for
+from referee.server.app import SERVICE_NAME, ServerThread
+from referee.server.servicer import ServiceLimits
+from referee.server.status import status_for
 
 pytestmark = pytest.mark.timeout(60)
 

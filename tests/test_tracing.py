@@ -19,7 +19,7 @@ from servers import ServerProcess, server_env
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
-from referee.service import tracing
+from referee.server import tracing
 
 pytest.importorskip("opentelemetry.sdk.trace", reason="the otel extra is not installed")
 pytest.importorskip("opentelemetry.exporter.otlp.proto.grpc.trace_exporter", reason="the otel extra is not installed")
@@ -163,7 +163,7 @@ def test_a_bad_endpoint_is_a_usage_error_naming_it(endpoint: str) -> None:
     import subprocess
 
     done = subprocess.run(
-        [sys.executable, "-m", "referee.service.server", "--port", "0", "--otlp-endpoint", endpoint],
+        [sys.executable, "-m", "referee.server", "--port", "0", "--otlp-endpoint", endpoint],
         env=server_env(),
         capture_output=True,
         text=True,
@@ -222,7 +222,7 @@ class NoOpenTelemetry:
 
 
 sys.meta_path.insert(0, NoOpenTelemetry())
-from referee.service.server import main
+from referee.server.process import main
 
 sys.exit(main())
 """

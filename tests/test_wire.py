@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 from servers import field_violation
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
+from referee.api.convert import deal_to_proto
 from referee.cards import deck
 from referee.samples import sample_deals
-from referee.service.convert import deal_to_proto
 
 SERVICE = "/remigio.referee.v1.RefereeService/"
 UNARY = {"SolveHand": pb.SolveHandRequest, "CheckClose": pb.CheckCloseRequest, "ScoreDeal": pb.ScoreDealRequest}

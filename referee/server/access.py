@@ -46,9 +46,9 @@ import grpc
 from grpc_health.v1 import health
 
 from referee.errors import shorten
-from referee.service import metrics
-from referee.service.status import KeyRevoked, QuotaExceeded, quota_status
-from referee.service.tls import TlsFiles, file_stamp, server_credentials, tls_files
+from referee.server import metrics
+from referee.server.status import KeyRevoked, QuotaExceeded, quota_status
+from referee.server.tls import TlsFiles, file_stamp, server_credentials, tls_files
 
 log = logging.getLogger("referee.access")
 

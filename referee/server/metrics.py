@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from referee.linking import observe_linkings
-from referee.service.metrics_http import DROP_REASONS, MetricsServer
+from referee.server.metrics_http import DROP_REASONS, MetricsServer
 
 # prometheus_client's own switch: a process with it in its environment writes to that directory.
 DIRECTORY_ENV = "PROMETHEUS_MULTIPROC_DIR"

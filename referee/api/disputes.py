@@ -5,11 +5,12 @@ from __future__ import annotations
 from google.protobuf.message import DecodeError
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
+from referee.api import convert, handlers
 from referee.claims import judge_linking, judge_value
 from referee.errors import RefereeError, SolverError, SolverTimeout, rooted_at, shorten
 from referee.limits import CASE_ID, HAND_CARDS, check_reply
 from referee.linking import best_linking, time_budget
-from referee.service import convert, handlers, metrics
+from referee.server import metrics
 
 _WRONG = {pb.VERDICT_WRONG, pb.VERDICT_VALID_NOT_BEST}
 

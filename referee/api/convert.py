@@ -1,7 +1,7 @@
 """The mapping between protobuf messages and domain values, both ways.
 
 Cards are parsed here, at the edge. An error names its field relative to the message being
-mapped (``players[1].cards[4]`` of a Deal); the handlers (``referee.service.handlers``) root it
+mapped (``players[1].cards[4]`` of a Deal); the handlers (``referee.api.handlers``) root it
 at the request's field with ``rooted_at``, as they do the domain's errors.
 """
 

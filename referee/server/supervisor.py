@@ -23,9 +23,7 @@ Process figures (workers up, restarts) are in ``Supervisor.restarts`` and ``Supe
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import dataclasses
 import errno
 import logging
 import os
@@ -34,17 +32,21 @@ import signal
 import socket
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from multiprocessing import popen_fork, util
 from multiprocessing.context import ForkProcess
 from multiprocessing.process import BaseProcess
 from typing import Any
 
-from referee.service import metrics
-from referee.service.server import HEARTBEAT_EVERY_SECONDS, _address, _say, serve
+from referee.server import metrics
+from referee.server.console import address, say
 
 log = logging.getLogger("referee.service")
 
+# A worker writes a heartbeat to its parent this often, from its event loop; silent for the
+# heartbeat timeout (stopped, or its loop blocked), it is killed and replaced.
+HEARTBEAT_EVERY_SECONDS = 0.5
 # How long a worker may take from its fork to its first heartbeat (imports are already done).
 START_TIMEOUT_SECONDS = 30.0
 # A worker that lived less than this before it died counts as crash-looping.
@@ -71,14 +73,22 @@ class _Slot:
     history: list[int] = field(default_factory=list)
 
 
-class Supervisor:
-    """Keeps ``args.workers`` worker processes serving on one port until told to stop."""
+# What a worker runs: ``target(port, health_port, heartbeat_fd)``, its exit status. It writes a byte
+# to ``heartbeat_fd`` every HEARTBEAT_EVERY_SECONDS from its event loop.
+Target = Callable[[int, "int | None", int], int]
 
-    def __init__(self, args: argparse.Namespace, port: int) -> None:
-        self.args = args
+
+class Supervisor:
+    """Keeps ``workers`` worker processes running ``target`` on one port until told to stop."""
+
+    def __init__(
+        self, workers: int, target: Target, port: int, health_port: int | None, heartbeat_timeout: float
+    ) -> None:
+        self.target = target
         self.port = port
-        self.heartbeat_timeout: float = args.heartbeat_timeout
-        self.slots = [_Slot(n) for n in range(args.workers)]
+        self.health_port = health_port
+        self.heartbeat_timeout = heartbeat_timeout
+        self.slots = [_Slot(n) for n in range(workers)]
         self.restarts = 0
         self.stopping = False
         # Dead workers whose live gauges are still to be dropped (the directory could not be read).
@@ -96,7 +106,10 @@ class Supervisor:
             pipe = os.pipe()
             # Fork, not spawn: each child starts from this process, which holds no gRPC object.
             process = _WorkerProcess(
-                target=_worker, args=(self.args, self.port, pipe[1]), name=f"referee-worker-{slot.number}", daemon=False
+                target=_worker,
+                args=(self.target, self.port, self.health_port, pipe[1]),
+                name=f"referee-worker-{slot.number}",
+                daemon=False,
             )
             process.start()
         except OSError as error:
@@ -250,32 +263,34 @@ class _WorkerProcess(ForkProcess):
         return _Popen(process_obj)
 
 
-def serve_workers(args: argparse.Namespace) -> int:
-    """``serve --workers N``: supervise N workers on one port until SIGTERM or SIGINT."""
+def serve_workers(
+    workers: int, host: str, port: int, health_port: int | None, heartbeat_timeout: float, target: Target
+) -> int:
+    """``serve --workers N``: supervise N workers running ``target`` on one port (and one health
+    port, when there is one) until SIGTERM or SIGINT."""
     try:
-        reservation = _reserve_port(args.host, args.port)
+        reservation = _reserve_port(host, port)
     except OSError as error:
-        _say(f"remigio-referee: error: cannot bind {_address(args.host, args.port)}: {error.strerror or error}")
+        say(f"remigio-referee: error: cannot bind {address(host, port)}: {error.strerror or error}")
         return 1
     # Held open until the workers are gone, so port 0 resolves once and the port stays ours.
     with reservation, contextlib.ExitStack() as held:
         port = reservation.getsockname()[1]
-        plan = getattr(args, "access", None)
-        if plan is not None and plan.health_port is not None:
+        if health_port is not None:
             # The health port is shared the same way, and port 0 resolved once for every worker.
             try:
-                health = held.enter_context(_reserve_port(args.host, plan.health_port))
+                health = held.enter_context(_reserve_port(host, health_port))
             except OSError as error:
-                where = _address(args.host, plan.health_port)
-                _say(f"remigio-referee: error: cannot bind the health port {where}: {error.strerror or error}")
+                where = address(host, health_port)
+                say(f"remigio-referee: error: cannot bind the health port {where}: {error.strerror or error}")
                 return 1
-            args.access = dataclasses.replace(plan, health_port=health.getsockname()[1])
-        supervisor = Supervisor(args, port)
+            health_port = health.getsockname()[1]
+        supervisor = Supervisor(workers, target, port, health_port, heartbeat_timeout)
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, lambda _signum, _frame: supervisor.stop())
         # SIGHUP (read the key file again) goes to every worker; the parent itself holds no keys.
         signal.signal(signal.SIGHUP, lambda _signum, _frame: supervisor.forward(signal.SIGHUP))
-        _say(f"remigio-referee: {args.workers} workers on {_address(args.host, port)} (parent pid {os.getpid()})")
+        say(f"remigio-referee: {workers} workers on {address(host, port)} (parent pid {os.getpid()})")
         return supervisor.run()
 
 
@@ -288,32 +303,32 @@ def port_in_use(host: str, port: int) -> str | None:
     """
     if port == 0:
         return None
-    family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    family, kind, proto, _, where = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
     with socket.socket(family, kind, proto) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            probe.bind(address)
+            probe.bind(where)
         except OSError as error:
             if error.errno == errno.EADDRINUSE:
-                return f"cannot bind {_address(host, port)}: the port is already in use (another instance?)"
-            return f"cannot bind {_address(host, port)}: {error.strerror or error}"
+                return f"cannot bind {address(host, port)}: the port is already in use (another instance?)"
+            return f"cannot bind {address(host, port)}: {error.strerror or error}"
     return None
 
 
 def _reserve_port(host: str, port: int) -> socket.socket:
     """A socket bound to ``host:port`` (a free port for 0) with SO_REUSEPORT, so the workers can bind it too."""
-    family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    family, kind, proto, _, where = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
     sock = socket.socket(family, kind, proto)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-        sock.bind(address)
+        sock.bind(where)
     except OSError:
         sock.close()
         raise
     return sock
 
 
-def _worker(args: argparse.Namespace, port: int, heartbeat_fd: int) -> None:
+def _worker(target: Target, port: int, health_port: int | None, heartbeat_fd: int) -> None:
     parent = os.getppid()
     _stop_with_parent()
     if os.getppid() != parent:  # the parent died before the request above took effect
@@ -322,7 +337,7 @@ def _worker(args: argparse.Namespace, port: int, heartbeat_fd: int) -> None:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, signal.SIG_DFL)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)  # until the server takes it (its default would kill)
-    sys.exit(serve(args, port, reuse_port=True, heartbeat_fd=heartbeat_fd))
+    sys.exit(target(port, health_port, heartbeat_fd))
 
 
 def _stop_with_parent() -> None:

@@ -20,7 +20,7 @@ from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPool
 from concurrent.futures.process import BrokenProcessPool
 from typing import ParamSpec, TypeVar
 
-from referee.service.status import Busy
+from referee.server.status import Busy
 
 log = logging.getLogger("referee.service")
 
@@ -146,7 +146,7 @@ def _job_ready() -> int:
     """Load what judging needs (the engines, this process's metrics) before the first case, whose
     time budget must not pay for imports; the job process's id."""
     from referee.linking import load_engines
-    from referee.service import metrics
+    from referee.server import metrics
 
     load_engines()
     metrics.ready()

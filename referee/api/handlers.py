@@ -11,13 +11,7 @@ from __future__ import annotations
 
 from referee import closing, scoring
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
-from referee.cards import Card
-from referee.claims import judge_close_claims, judge_deal_claims
-from referee.errors import InvalidCardError, rooted_at
-from referee.limits import HAND_CARDS
-from referee.linking import best_linking
-from referee.rules import RuleSet
-from referee.service.convert import (
+from referee.api.convert import (
     cards_from_proto,
     claim_to_proto,
     close_kind_from_proto,
@@ -27,6 +21,12 @@ from referee.service.convert import (
     linking_to_proto,
     rules_from_proto,
 )
+from referee.cards import Card
+from referee.claims import judge_close_claims, judge_deal_claims
+from referee.errors import InvalidCardError, rooted_at
+from referee.limits import HAND_CARDS
+from referee.linking import best_linking
+from referee.rules import RuleSet
 
 CLOSE_SHOWN = 10
 

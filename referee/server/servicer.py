@@ -38,13 +38,15 @@ import grpc.aio
 from google.protobuf.message import DecodeError, Message
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
+from referee.api import handlers
+from referee.api.disputes import judge_case_bytes
+from referee.api.wire import check_counts
 from referee.errors import RefereeError, SolverError
 from referee.limits import MESSAGE_BYTES, check_reply
 from referee.linking import time_budget
-from referee.service import access, handlers, metrics, tracing
-from referee.service.compute import ComputePool, DisputeJobs, JobLost
-from referee.service.disputes import judge_case_bytes
-from referee.service.status import (
+from referee.server import access, metrics, tracing
+from referee.server.compute import ComputePool, DisputeJobs, JobLost
+from referee.server.status import (
     Busy,
     DeadlineExceeded,
     QuotaExceeded,
@@ -53,7 +55,6 @@ from referee.service.status import (
     status_for,
     with_metadata,
 )
-from referee.service.wire import check_counts
 
 log = logging.getLogger("referee.service")
 

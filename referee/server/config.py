@@ -1,0 +1,448 @@
+"""The server's configuration: every ``serve`` flag, its ``REMIGIO_*`` environment twin, and the
+one frozen ``ServerConfig`` they make.
+
+``add_arguments`` defines the flags; ``ServerConfig.from_args`` reads them once, in the process
+that starts the server, and the config is handed to whatever needs a part of it (the supervisor,
+each worker, ``create_server``). Nothing else reads the flags.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from referee.limits import MESSAGE_BYTES
+from referee.server import metrics, tracing
+from referee.server.health import HealthLimits
+from referee.server.servicer import (
+    DEFAULT_MAX_STREAMS,
+    DEFAULT_MAX_STREAMS_PER_CLIENT,
+    DEFAULT_RECEIVE_TIMEOUT_SECONDS,
+    DEFAULT_SOLVE_CAP_SECONDS,
+    DEFAULT_STREAM_IDLE_SECONDS,
+    ServiceLimits,
+)
+from referee.server.warden import DEFAULT_MAX_CONNECTIONS_PER_PEER
+
+DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 50051
+# Compute slots per process. Python runs one thread at a time, so more slots add no speed: two
+# keep one long solve from holding up every short call, and fewer threads taking the interpreter
+# lock from one another keep calls finishing in turn (a lower p99). More processes, not threads,
+# use more cores.
+DEFAULT_THREADS = 2
+DEFAULT_MAX_CONCURRENT = 64
+# One client's share of those: no client can keep the others out by keeping calls in flight.
+DEFAULT_MAX_CALLS_PER_CLIENT = 16
+DEFAULT_GRACE_SECONDS = 5.0
+DEFAULT_HEARTBEAT_TIMEOUT_SECONDS = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionLimits:
+    """HTTP/2 and connection limits, enforced by gRPC's core for every connection (docs/operations.md)."""
+
+    max_streams_per_connection: int = 100
+    # High, because one address is held to max_connections_per_peer by the warden: this cap is
+    # for the server's memory, and a flood must not reach it between two of the warden's sweeps.
+    max_connections: int = 10_000
+    max_connection_idle_seconds: float = 60.0
+    max_connection_age_seconds: float = 300.0
+    max_connection_age_grace_seconds: float = 10.0
+    keepalive_seconds: float = 60.0
+    keepalive_timeout_seconds: float = 20.0
+    min_client_ping_seconds: float = 10.0
+    # A connection that has not finished its handshake by then is closed: a client sends its
+    # HTTP/2 preface (after TLS) at once, and silent connections count against max_connections.
+    handshake_timeout_seconds: float = 5.0
+    max_connections_per_peer: int = DEFAULT_MAX_CONNECTIONS_PER_PEER
+
+    def options(self) -> list[tuple[str, int]]:
+        """These limits as gRPC channel arguments."""
+
+        def ms(seconds: float) -> int:
+            return max(1, round(seconds * 1000))
+
+        return [
+            ("grpc.max_concurrent_streams", self.max_streams_per_connection),
+            ("grpc.max_allowed_incoming_connections", self.max_connections),
+            ("grpc.max_connection_idle_ms", ms(self.max_connection_idle_seconds)),
+            ("grpc.max_connection_age_ms", ms(self.max_connection_age_seconds)),
+            ("grpc.max_connection_age_grace_ms", ms(self.max_connection_age_grace_seconds)),
+            # The server pings a connection with calls in flight to find a peer that went away.
+            ("grpc.keepalive_time_ms", ms(self.keepalive_seconds)),
+            ("grpc.keepalive_timeout_ms", ms(self.keepalive_timeout_seconds)),
+            # A client pinging more often than this, or at all without calls, is sent GOAWAY
+            # after two strikes: pings cost the server and prove nothing without calls.
+            ("grpc.http2.min_ping_interval_without_data_ms", ms(self.min_client_ping_seconds)),
+            ("grpc.http2.max_ping_strikes", 2),
+            ("grpc.keepalive_permit_without_calls", 0),
+            ("grpc.server_handshake_timeout_ms", ms(self.handshake_timeout_seconds)),
+        ]
+
+
+@dataclass(frozen=True, slots=True)
+class MetricsConfig:
+    """The Prometheus endpoint: off when ``port`` is None."""
+
+    port: int | None = None
+    host: str = metrics.DEFAULT_HOST
+    max_connections: int = metrics.DEFAULT_MAX_CONNECTIONS
+    timeout_seconds: float = metrics.DEFAULT_TIMEOUT_SECONDS
+
+
+@dataclass(frozen=True, slots=True)
+class AccessConfig:
+    """The files of TLS and API keys, and the plain-text health port; all off by default."""
+
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    tls_client_ca: str | None = None
+    api_keys: str | None = None
+    health_port: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ServerConfig:
+    """Everything ``serve`` was asked for, read once from the flags and the environment."""
+
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    workers: int = 1
+    threads: int = DEFAULT_THREADS
+    max_concurrent: int = DEFAULT_MAX_CONCURRENT
+    max_calls_per_client: int = DEFAULT_MAX_CALLS_PER_CLIENT
+    dispute_jobs: int | None = None  # None: usable cores / workers
+    max_message_bytes: int = MESSAGE_BYTES
+    reflection: bool = True
+    log_format: str = "text"
+    grace_seconds: float = DEFAULT_GRACE_SECONDS
+    heartbeat_timeout_seconds: float = DEFAULT_HEARTBEAT_TIMEOUT_SECONDS
+    service: ServiceLimits = field(default_factory=ServiceLimits)
+    connections: ConnectionLimits = field(default_factory=lambda: ConnectionLimits())
+    health: HealthLimits = field(default_factory=HealthLimits)
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)
+    access: AccessConfig = field(default_factory=AccessConfig)
+    runtime_dir: str | None = None
+    otlp_endpoint: str | None = None
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> ServerConfig:
+        """The config of parsed ``serve`` flags (``add_arguments``)."""
+        return cls(
+            host=args.host,
+            port=args.port,
+            workers=args.workers,
+            threads=args.threads,
+            max_concurrent=args.max_concurrent,
+            max_calls_per_client=args.max_calls_per_client,
+            dispute_jobs=args.dispute_jobs,
+            max_message_bytes=args.max_message_bytes,
+            reflection=args.reflection,
+            log_format=args.log_format,
+            grace_seconds=args.grace,
+            heartbeat_timeout_seconds=args.heartbeat_timeout,
+            service=ServiceLimits(
+                solve_cap_seconds=args.solve_cap,
+                receive_timeout_seconds=args.receive_timeout,
+                stream_idle_seconds=args.stream_idle_timeout,
+                max_streams=args.max_streams,
+                max_streams_per_client=args.max_streams_per_client,
+                reveal_pid=args.debug_pid,
+            ),
+            connections=ConnectionLimits(
+                max_streams_per_connection=args.max_streams_per_connection,
+                max_connections=args.max_connections,
+                max_connection_idle_seconds=args.max_connection_idle,
+                max_connection_age_seconds=args.max_connection_age,
+                max_connection_age_grace_seconds=args.max_connection_age_grace,
+                handshake_timeout_seconds=args.handshake_timeout,
+                max_connections_per_peer=args.max_connections_per_peer,
+            ),
+            health=HealthLimits(args.max_health_watches, args.max_health_watches_per_connection),
+            metrics=MetricsConfig(
+                args.metrics_port, args.metrics_host, args.metrics_max_connections, args.metrics_timeout
+            ),
+            access=AccessConfig(args.tls_cert, args.tls_key, args.tls_client_ca, args.api_keys, args.health_port),
+            runtime_dir=args.runtime_dir,
+            otlp_endpoint=args.otlp_endpoint,
+        )
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the options of ``serve`` to ``parser``; each has a ``REMIGIO_*`` environment twin."""
+    env = os.environ.get
+    connection = ConnectionLimits()
+
+    def option(flag: str, kind: Any, default: object, help_text: str, metavar: str | None = None, **more: Any) -> None:
+        name = "REMIGIO_" + flag.lstrip("-").upper().replace("-", "_")
+        # A string default goes through `type`, so a bad env value is reported like a bad flag.
+        parser.add_argument(
+            flag,
+            type=kind,
+            default=env(name, str(default)) if default is not None else env(name),
+            metavar=metavar,
+            help=f"{help_text} (env {name}; default {default if default is not None else 'see below'})",
+            **more,
+        )
+
+    option("--host", str, DEFAULT_HOST, "address to listen on")
+    option("--port", _port, DEFAULT_PORT, "port to listen on, 0 for any free one")
+    option("--workers", _positive_int, 1, "server processes sharing the port, supervised by this one", "N")
+    option("--threads", _positive_int, DEFAULT_THREADS, "compute slots per process: calls solved at the same time", "N")
+    parser.add_argument("--no-reflection", dest="reflection", action="store_false", help="turn server reflection off")
+    parser.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default=env("REMIGIO_LOG_FORMAT", "text"),
+        help="one log line per call as text or as JSON lines (env REMIGIO_LOG_FORMAT; default text)",
+    )
+    option(
+        "--grace",
+        _non_negative_float,
+        DEFAULT_GRACE_SECONDS,
+        "on SIGTERM/SIGINT, how long calls in flight may take to finish",
+        "SECONDS",
+    )
+    option(
+        "--max-concurrent",
+        _positive_int,
+        DEFAULT_MAX_CONCURRENT,
+        "calls solving or waiting for a compute slot per process; more are refused with RESOURCE_EXHAUSTED",
+        "N",
+    )
+    option(
+        "--max-calls-per-client",
+        _positive_int,
+        DEFAULT_MAX_CALLS_PER_CLIENT,
+        "of those, calls of one client (its API key, or its address without keys); a key file's "
+        "CONCURRENCY field overrides it per key",
+        "N",
+    )
+    option(
+        "--solve-cap",
+        _positive_float,
+        DEFAULT_SOLVE_CAP_SECONDS,
+        "most time a call may take, also bounded by the client's deadline",
+        "SECONDS",
+    )
+    option(
+        "--dispute-jobs",
+        _positive_int,
+        None,
+        "processes judging CheckDisputes cases, per server process (default: usable cores / workers; the cgroup CPU quota counts)",
+        "N",
+    )
+    option("--max-message-bytes", _positive_int, MESSAGE_BYTES, "largest request or reply", "BYTES")
+    parser.add_argument(
+        "--metrics-port",
+        type=_port,
+        default=env("REMIGIO_METRICS_PORT"),
+        metavar="PORT",
+        help="serve Prometheus metrics at http://HOST:PORT/metrics, summed over the workers (env REMIGIO_METRICS_PORT; default off)",
+    )
+    option(
+        "--metrics-host",
+        str,
+        metrics.DEFAULT_HOST,
+        "address the metrics port binds; the metrics name API keys, so open it only to the scraper",
+        "HOST",
+    )
+    option(
+        "--metrics-max-connections",
+        _positive_int,
+        metrics.DEFAULT_MAX_CONNECTIONS,
+        "connections open at once to the metrics port; a new one beyond them replaces the oldest that has not sent its request, or is closed",
+        "N",
+    )
+    option(
+        "--metrics-timeout",
+        _positive_float,
+        metrics.DEFAULT_TIMEOUT_SECONDS,
+        "a metrics connection must send its request and take its reply within this long",
+        "SECONDS",
+    )
+    parser.add_argument(
+        "--runtime-dir",
+        default=env("REMIGIO_RUNTIME_DIR") or None,
+        metavar="DIR",
+        help="a writable directory for the files the server keeps while it runs, such as the workers' metrics (env REMIGIO_RUNTIME_DIR; default /dev/shm, else the temporary directory)",
+    )
+    parser.add_argument(
+        "--otlp-endpoint",
+        type=_otlp_endpoint,
+        default=env("REMIGIO_OTLP_ENDPOINT") or None,
+        metavar="URL",
+        help="send a span of every call to the OTLP/gRPC collector at URL, http://HOST:PORT or https://HOST:PORT; needs the otel extra (env REMIGIO_OTLP_ENDPOINT; default off)",
+    )
+    option(
+        "--receive-timeout",
+        _positive_float,
+        DEFAULT_RECEIVE_TIMEOUT_SECONDS,
+        "most time a unary call's request may take to arrive; then DEADLINE_EXCEEDED",
+        "SECONDS",
+    )
+    option(
+        "--stream-idle-timeout",
+        _positive_float,
+        DEFAULT_STREAM_IDLE_SECONDS,
+        "a CheckDisputes stream that sends no case and reads no verdict this long is ended (DEADLINE_EXCEEDED)",
+        "SECONDS",
+    )
+    option(
+        "--max-streams",
+        _positive_int,
+        DEFAULT_MAX_STREAMS,
+        "CheckDisputes streams per process; more are RESOURCE_EXHAUSTED",
+        "N",
+    )
+    option(
+        "--max-streams-per-client",
+        _positive_int,
+        DEFAULT_MAX_STREAMS_PER_CLIENT,
+        "CheckDisputes streams per client address per process; more are RESOURCE_EXHAUSTED",
+        "N",
+    )
+    option(
+        "--max-health-watches",
+        _positive_int,
+        HealthLimits().max_watches,
+        "health Watch streams per process; more are RESOURCE_EXHAUSTED",
+        "N",
+    )
+    option(
+        "--max-health-watches-per-connection",
+        _positive_int,
+        HealthLimits().max_watches_per_connection,
+        "health Watch streams per connection; more are RESOURCE_EXHAUSTED",
+        "N",
+    )
+    option(
+        "--max-streams-per-connection",
+        _positive_int,
+        connection.max_streams_per_connection,
+        "calls in flight on one HTTP/2 connection (its MAX_CONCURRENT_STREAMS)",
+        "N",
+    )
+    option("--max-connections", _positive_int, connection.max_connections, "open connections per process", "N")
+    option(
+        "--max-connections-per-peer",
+        _positive_int,
+        connection.max_connections_per_peer,
+        "open connections per client address per process; the newest beyond it are shut down (silent ones first)",
+        "N",
+    )
+    option(
+        "--handshake-timeout",
+        _positive_float,
+        connection.handshake_timeout_seconds,
+        "a connection that has not finished its TLS and HTTP/2 handshake by then is closed",
+        "SECONDS",
+    )
+    option(
+        "--max-connection-idle",
+        _positive_float,
+        connection.max_connection_idle_seconds,
+        "a connection with no call this long is closed (GOAWAY)",
+        "SECONDS",
+    )
+    option(
+        "--max-connection-age",
+        _positive_float,
+        connection.max_connection_age_seconds,
+        "a connection this old is sent GOAWAY, so clients reconnect and spread over replicas",
+        "SECONDS",
+    )
+    option(
+        "--max-connection-age-grace",
+        _positive_float,
+        connection.max_connection_age_grace_seconds,
+        "time the calls of an aged connection get to finish before it is closed",
+        "SECONDS",
+    )
+    option(
+        "--heartbeat-timeout",
+        _positive_float,
+        DEFAULT_HEARTBEAT_TIMEOUT_SECONDS,
+        "with --workers above 1, a worker silent this long is killed and replaced",
+        "SECONDS",
+    )
+    option("--tls-cert", str, None, "serve TLS with this PEM certificate chain, read again when it changes", "FILE")
+    option("--tls-key", str, None, "the private key (PEM) of --tls-cert", "FILE")
+    option(
+        "--tls-client-ca", str, None, "mutual TLS: clients must present a certificate signed by this CA (PEM)", "FILE"
+    )
+    option(
+        "--api-keys",
+        str,
+        None,
+        "require an API key from this key file (NAME SHA256HEX [CALLS_PER_SECOND|- [CONCURRENCY]] lines)",
+        "FILE",
+    )
+    option("--health-port", _port, None, "a plain-text listener serving the health service alone", "PORT")
+    parser.add_argument(
+        "--debug-pid",
+        action="store_true",
+        default=env("REMIGIO_DEBUG_PID", "") not in ("", "0"),
+        help="name the serving process in every reply's trailing metadata (x-referee-pid); for debugging only (env REMIGIO_DEBUG_PID)",
+    )
+
+
+# Argument types ----------------------------------------------------------------------------------
+
+
+def _otlp_endpoint(text: str) -> str:
+    try:
+        return tracing.check_endpoint(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _port(text: str) -> int:
+    value = _int(text)
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 0 to 65535, not {text!r}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    value = _int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {text!r}")
+    return value
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+
+
+def _positive_float(text: str) -> float:
+    value = _non_negative_float(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("must be more than 0")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number of at least 0, not {text!r}")
+    return value
+
+
+__all__ = [
+    "DEFAULT_HOST",
+    "DEFAULT_PORT",
+    "AccessConfig",
+    "ConnectionLimits",
+    "MetricsConfig",
+    "ServerConfig",
+    "add_arguments",
+]
