@@ -10,7 +10,6 @@ from referee.claims import judge_linking, judge_value
 from referee.errors import RefereeError, SolverError, SolverTimeout, rooted_at, shorten
 from referee.limits import CASE_ID, HAND_CARDS, check_reply
 from referee.linking import best_linking, time_budget
-from referee.server import metrics
 
 _WRONG = {pb.VERDICT_WRONG, pb.VERDICT_VALID_NOT_BEST}
 
@@ -55,7 +54,6 @@ def judge_case_bytes(case: bytes, budget_seconds: float | None = None, max_bytes
 
     Bytes that are no case are a MALFORMED verdict for that case alone (the stream goes on).
     """
-    metrics.ready()  # a dispute job process records its solves and cache lookups too
     try:
         request = pb.CheckDisputesRequest.FromString(case)
     except DecodeError:  # its text only repeats the type's name

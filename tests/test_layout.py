@@ -1,0 +1,131 @@
+"""The plan of the package, checked: the domain and the adapter import no gRPC, no module reaches
+into another's private names, the modules import one another without cycles, and the layout in
+docs/design.md names every module there is."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "referee"
+
+
+def _modules() -> Iterator[tuple[str, Path]]:
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        if "_gen" in parts:
+            continue
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        yield name, path
+
+
+MODULES = dict(_modules())
+
+
+def _imports(path: Path) -> Iterator[tuple[str, tuple[str, ...], int]]:
+    """(module, names imported from it, line) of every import statement, at any depth."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, (), node.lineno
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            yield node.module, tuple(alias.name for alias in node.names), node.lineno
+
+
+def _top_level_imports(path: Path) -> Iterator[str]:
+    """The referee modules imported when ``path`` is imported (top-level statements only)."""
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("referee"):
+            for alias in node.names:
+                candidate = f"{node.module}.{alias.name}"
+                yield candidate if candidate in MODULES else node.module
+        elif isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names if alias.name.startswith("referee"))
+
+
+# The pure domain: the rules, the engines, records and replay. No gRPC, no protobuf runtime.
+DOMAIN = [name for name in MODULES if name.count(".") == 1 or name.startswith("referee.linking")]
+DOMAIN = [name for name in DOMAIN if name not in ("referee.cli", "referee.batch", "referee.client", "referee.api")]
+DOMAIN = [name for name in DOMAIN if not name.startswith(("referee.api", "referee.server"))]
+ADAPTER = [name for name in MODULES if name.startswith("referee.api")]
+
+
+@pytest.mark.parametrize("name", DOMAIN + ADAPTER)
+def test_the_domain_and_the_adapter_import_no_grpc_and_no_server(name: str) -> None:
+    for module, _, line in _imports(MODULES[name]):
+        assert not module.startswith(("grpc", "grpc_")), f"{name} imports {module} (line {line})"
+        assert not module.startswith("referee.server"), f"{name} imports {module} (line {line})"
+        if name in DOMAIN:
+            assert not module.startswith(("referee.api", "referee._gen", "google.protobuf")), (
+                f"{name} imports {module} (line {line})"
+            )
+
+
+@pytest.mark.parametrize("name", list(MODULES))
+def test_no_module_imports_a_private_name_of_another(name: str) -> None:
+    for module, names, line in _imports(MODULES[name]):
+        if not module.startswith("referee") or module.startswith("referee._gen"):
+            continue
+        private = [item for item in names if item.startswith("_") and item != "__version__"]
+        assert not private, f"{name} imports {private} from {module} (line {line})"
+    # module._name: a private attribute reached through an imported referee module.
+    text = MODULES[name].read_text(encoding="utf-8")
+    aliases = set()
+    for module, names, _ in _imports(MODULES[name]):
+        if module.startswith("referee") and not module.startswith("referee._gen"):
+            aliases.update(item for item in names if f"{module}.{item}" in MODULES)
+    for alias in aliases:
+        found = re.search(rf"\b{alias}\._[a-z]\w*", text)
+        assert found is None, f"{name} uses {found.group(0) if found else ''}"
+
+
+def test_the_modules_import_one_another_without_cycles() -> None:
+    graph = {
+        name: {target for target in _top_level_imports(path) if target in MODULES and target != name}
+        for name, path in MODULES.items()
+    }
+    # A package's __init__ re-exporting its modules is not a cycle of theirs.
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        stack.append(node)
+        for target in sorted(graph[node]):
+            if node.startswith(target + ".") or target.startswith(node + "."):
+                continue
+            if state.get(target) == 1:
+                cycle = stack[stack.index(target) :] + [target]
+                raise AssertionError("import cycle: " + " -> ".join(cycle))
+            if target not in state:
+                visit(target)
+        stack.pop()
+        state[node] = 2
+
+    for name in sorted(graph):
+        if name not in state:
+            visit(name)
+
+
+def test_the_supervisor_is_given_what_it_runs() -> None:
+    imported = {module for module, _, _ in _imports(MODULES["referee.server.supervisor"])}
+    assert not imported & {"referee.server.app", "referee.server.process", "referee.server.config"}
+
+
+def test_the_layout_in_design_md_names_every_module() -> None:
+    text = (ROOT / "docs" / "design.md").read_text(encoding="utf-8")
+    block = text[text.index("## The layout") :]
+    block = block[: block.index("\n## ", 4)]
+    missing = []
+    for name, path in MODULES.items():
+        if path.name in ("__init__.py", "__main__.py"):
+            continue
+        relative = path.relative_to(PACKAGE)
+        if path.stem not in block and str(relative) not in block:
+            missing.append(str(relative))
+    assert not missing, f"docs/design.md's layout does not name {missing}"
