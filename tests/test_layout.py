@@ -122,7 +122,7 @@ def test_the_layout_in_design_md_names_every_module() -> None:
     block = text[text.index("## The layout") :]
     block = block[: block.index("\n## ", 4)]
     missing = []
-    for name, path in MODULES.items():
+    for path in MODULES.values():
         if path.name in ("__init__.py", "__main__.py"):
             continue
         relative = path.relative_to(PACKAGE)
