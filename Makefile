@@ -22,7 +22,7 @@ PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
 
-.PHONY: help venv .venv buf serve test lint format protos bench docker release image-proof clean distclean
+.PHONY: help venv .venv buf serve test test-fast lint format protos bench docker release image-proof clean distclean
 
 help: ## list the targets
 	@grep -E '^[a-z][a-z .-]*:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
@@ -47,8 +47,14 @@ buf: $(TOOLS_STAMP) ## install buf (and the tests' Node.js gRPC client) into .to
 serve: $(VENV_STAMP) ## run the referee on HOST:PORT (default 127.0.0.1:50051)
 	$(BIN)/remigio-referee serve --host $(HOST) --port $(PORT)
 
-test: $(VENV_STAMP) $(TOOLS_STAMP) ## run the tests (slow ones deselected)
-	$(BIN)/python -m pytest -q -ra $(PYTEST_ARGS)
+# Two runs: the tiers that only compute share both cores (-n 2); the server processes and the
+# attacks run alone, so their timing bounds measure the server, not a neighbour test.
+test: $(VENV_STAMP) $(TOOLS_STAMP) ## run every tier of the tests (slow ones deselected)
+	$(BIN)/python -m pytest -q -ra -n 2 -m '(unit or property or service or tooling) and not slow' $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -ra -m '(process or hostile) and not slow' $(PYTEST_ARGS)
+
+test-fast: $(VENV_STAMP) ## the unit tier only: the domain, the adapter and the command line (no server)
+	$(BIN)/python -m pytest -q -ra -n 2 -m 'unit and not slow' $(PYTEST_ARGS)
 
 lint: $(VENV_STAMP) $(TOOLS_STAMP) ## ruff, buf lint and format check, stale generated code, hadolint
 	$(BIN)/ruff check .

@@ -1,9 +1,19 @@
 """Shared fixtures: one real referee server on 127.0.0.1 (port 0) for the session, and stubs to it;
-server processes a test starts (``launch``)."""
+server processes a test starts (``launch``); and the tier of every test module.
+
+Tiers (markers): ``unit`` (the domain, the adapter and the command line in this process: no
+server), ``property`` (the engines and the rules against the brute-force oracle on thousands of
+seeded hands, and other bulk runs; a test of another module joins it with
+``@pytest.mark.property``), ``service`` (a real server on a loopback port, in this process or as a client's peer),
+``process`` (server processes: signals, workers, TLS, metrics, tracing), ``hostile`` (attacks and
+faults against real server processes) and ``tooling`` (lint, types, buf, hadolint, schemas,
+documents, wheel builds). ``make test-fast`` runs ``unit``; ``make test`` runs them all.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import grpc
 import pytest
@@ -57,3 +67,80 @@ def launch() -> Iterator[Callable[..., ServerProcess]]:
     yield start
     for server in started:
         server.kill()
+
+
+TIERS: dict[str, tuple[str, ...]] = {
+    "unit": (
+        "test_cards",
+        "test_claims",
+        "test_cli",
+        "test_cli_json",
+        "test_closing",
+        "test_cpus",
+        "test_deal_checks",
+        "test_errors",
+        "test_examples",
+        "test_groups",
+        "test_jsonmsg",
+        "test_limits",
+        "test_record",
+        "test_replay",
+        "test_samples",
+        "test_scoring",
+        "test_shuffle",
+    ),
+    "property": (
+        "test_close_rules",
+        "test_close_search",
+        "test_cpsat_paths",
+        "test_engines",
+        "test_oracle",
+    ),
+    "service": (
+        "test_batch",
+        "test_client",
+        "test_disputes_stream",
+        "test_h2client",
+        "test_service",
+        "test_wire",
+    ),
+    "process": (
+        "test_access",
+        "test_access_parts",
+        "test_metrics",
+        "test_node_client",
+        "test_scaling",
+        "test_server_process",
+        "test_tracing",
+    ),
+    "hostile": (
+        "test_fair_share",
+        "test_hostile",
+        "test_hostile_health",
+        "test_hostile_input",
+        "test_hostile_metrics",
+        "test_hostile_two",
+    ),
+    "tooling": (
+        "test_contract",
+        "test_deploy",
+        "test_docs",
+        "test_layout",
+        "test_lint",
+        "test_release",
+        "test_typing",
+    ),
+}
+_TIER_OF = {module: tier for tier, modules in TIERS.items() for module in modules}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test with its module's tier; a module without one is an error, not a silent gap."""
+    for item in items:
+        if any(item.iter_markers(name="property")):
+            continue
+        module = Path(str(item.fspath)).stem
+        tier = _TIER_OF.get(module)
+        if tier is None:
+            raise pytest.UsageError(f"{module}.py has no tier: add it to TIERS in tests/conftest.py")
+        item.add_marker(getattr(pytest.mark, tier))

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from commands import cli
+from commands import cli, cli_process
 
 
 def test_solve_prints_groups_with_suit_symbols() -> None:
@@ -143,3 +143,13 @@ def test_a_bad_deal_file_is_an_error_not_a_traceback(tmp_path: Path) -> None:
     path.write_text("{not json")
     run = cli("score", str(path))
     assert run.returncode == 1 and "Traceback" not in run.stderr
+
+
+def test_the_command_runs_as_a_process_with_its_exit_statuses() -> None:
+    # The other tests run the command line in this process; this one runs the real thing.
+    good = cli_process("solve", "AH", "2H", "3H")
+    assert good.returncode == 0 and "points: 0" in good.stdout, good.stderr
+    bad = cli_process("solve", "AH", "ZZ")
+    assert bad.returncode != 0 and "ZZ" in bad.stderr and "Traceback" not in bad.stderr
+    usage = cli_process("solve", "--no-such-flag")
+    assert usage.returncode == 2 and len(usage.stderr.strip().splitlines()) <= 3

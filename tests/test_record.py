@@ -157,6 +157,7 @@ def test_the_documented_example_reads_replays_and_scores_as_the_page_says() -> N
     assert " ".join(violation.message.split()) in " ".join(RECORDS_DOC.read_text(encoding="utf-8").split())
 
 
+@pytest.mark.property
 def test_simulated_records_round_trip() -> None:
     for played in corpus()[:400]:
         text = format_notation(played.record)

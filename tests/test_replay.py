@@ -256,6 +256,7 @@ def test_a_record_without_turns_is_legal_and_unfinished() -> None:
 # Thousands of simulated records ----------------------------------------------------------------
 
 
+@pytest.mark.property
 def test_simulated_records_replay_legal_and_their_end_states_score() -> None:
     seen: Counter[str] = Counter()
     for played in corpus():
@@ -545,6 +546,7 @@ TURNS = st.builds(
 )
 
 
+@pytest.mark.property
 @settings(max_examples=200, deadline=None, derandomize=True, database=None)
 @given(st.lists(TURNS, max_size=12), st.booleans(), st.integers(min_value=0, max_value=2))
 def test_any_well_formed_record_gets_an_answer(turns: list[Turn], seeded: bool, dealer: int) -> None:
