@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -462,9 +463,14 @@ def test_the_server_needs_no_writable_temporary_directory(tmp_path: Path) -> Non
     probe = subprocess.run(["unshare", "-rm", "true"], capture_output=True)
     if probe.returncode != 0:
         pytest.skip("user namespaces are not available here")
+    # The checkout may itself live under /tmp: it is held at /mnt first and bound back into the
+    # new, empty /tmp before that is made read-only.
     script = (
-        "set -e; mount -t tmpfs -o ro tmpfs /tmp; mount -t tmpfs -o ro tmpfs /var/tmp; "
-        'mount --bind "$0" "$0"; mount -o remount,bind,ro "$0"; cd "$0"; '
+        'set -e; mount -t tmpfs tmpfs /mnt; mkdir /mnt/checkout; mount --bind "$0" /mnt/checkout; '
+        "mount -t tmpfs tmpfs /tmp; mount -t tmpfs -o ro tmpfs /var/tmp; "
+        'mkdir -p "$0" 2>/dev/null || true; mount --bind /mnt/checkout "$0"; '
+        "mount -o remount,ro /tmp; "
+        'mount -o remount,bind,ro "$0"; cd "$0"; '
         'python3 -c "import tempfile; tempfile.mkdtemp()" 2>/dev/null && exit 3; '
         'exec "$1" -m referee.server --host 127.0.0.1 --port 0 --dispute-jobs 2 --log-format json'
     )
@@ -496,6 +502,24 @@ def test_the_server_needs_no_writable_temporary_directory(tmp_path: Path) -> Non
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
         process.wait(10)
+
+
+@pytest.mark.skipif(shutil.which("unshare") is None or shutil.which("git") is None, reason="needs unshare(1) and git")
+def test_the_read_only_tmp_test_passes_from_a_clone_under_tmp(tmp_path: Path) -> None:
+    # Where a fresh clone lands by default: under the temporary directory the test mounts over.
+    clone = Path(tempfile.mkdtemp(prefix="referee-clone-", dir="/tmp"))
+    try:
+        subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(ROOT), str(clone)], check=True, timeout=120)
+        # The test as the working tree has it now (a clone holds what is committed).
+        shutil.copy2(ROOT / "tests" / "test_hostile.py", clone / "tests" / "test_hostile.py")
+        run = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_hostile.py",
+             "-k", "needs_no_writable_temporary_directory", "--basetemp", str(tmp_path / "base")],
+            cwd=clone, env=server_env(), capture_output=True, text=True, timeout=180,
+        )  # fmt: skip
+    finally:
+        shutil.rmtree(clone, ignore_errors=True)
+    assert run.returncode == 0 and "1 passed" in run.stdout, run.stdout[-2000:] + run.stderr[-2000:]
 
 
 # Health tells the truth ----------------------------------------------------------------------------
