@@ -25,7 +25,7 @@ the lowest natural left there are two kinds of move: leave one copy unlinked, or
 whose lowest card it is. Every linking is reached this way, so the least cost of a multiset is the
 best of those moves; once the naturals are gone the jokers left form one jokers-only group
 (``UNLIMITED``, three or more, worth linking only when a joker has points) or stay unlinked. The
-search is a depth-first branch and bound with a fail-soft memo: ``_points(state, beta)`` returns
+search is a depth-first branch and bound with a fail-soft memo: ``_cost(state, beta)`` returns
 the exact optimum when it is at most ``beta``, otherwise a lower bound above ``beta``; both are
 remembered per state. Every move costs at least 1, which bounds a state with a natural left.
 
@@ -326,7 +326,7 @@ class _Solver:
     def answer(self) -> Answer:
         """The fewest unlinked points and the canonical groups (sorted keys)."""
         state = self.start
-        best = (self.dead + self._points(state, _INF)) // self.scale
+        best = (self.dead + self._cost(state, _INF)) // self.scale
         keys: list[Key] = []
         while state & self.natmask:
             option = self.move[state]
@@ -340,7 +340,7 @@ class _Solver:
             keys.append(_JOKER_TAILS[left])
         return best, tuple(keys)
 
-    def _points(self, state: int, beta: int) -> int:
+    def _cost(self, state: int, beta: int) -> int:
         """The least cost (points scaled, plus groups) of ``state`` if at most ``beta``; else a lower
         bound above ``beta``.
 
@@ -371,7 +371,7 @@ class _Solver:
             packed = option[1]
             if ((state | guard) - packed) & guard != guard:
                 continue
-            value = 1 + self._points(state - packed, bound - 1)
+            value = 1 + self._cost(state - packed, bound - 1)
             if value <= bound:
                 best, move, bound = value, option, value - 1
                 if bound < 1:
@@ -381,7 +381,7 @@ class _Solver:
         if bound >= 0:
             cost = self.points[f]
             if cost <= bound:
-                value = cost + self._points(state - self.unit[f], bound - cost)
+                value = cost + self._cost(state - self.unit[f], bound - cost)
                 if value <= bound:
                     best, move = value, None
                 elif value < failed:
