@@ -67,7 +67,7 @@ SERVER_WORKERS = 2
 DEFAULT_SERVER_JOBS = 4
 RUN_TIMEOUT = 900.0
 
-# The targets: 300 cases/s with the default engine (the issue, on a 2-core machine, locally and
+# The targets: 300 cases/s with the default engine (on a 2-core machine, locally and
 # through a 2-worker server); 2,000 cases/s with --engine search --jobs 2, locally.
 TARGETS = {("local", "cpsat"): 300.0, ("server", "cpsat"): 300.0, ("local", "search"): 2000.0}
 

@@ -1,4 +1,4 @@
-"""Throughput and health latency of the referee while each attack of issue 13 runs.
+"""Throughput and health latency of the referee while each attack runs.
 
 Run from the repository root::
 

@@ -46,7 +46,7 @@ Requests come from fixed seeds, so two runs send the same requests:
   every close is valid, plus a discard; the three others hold 10 cards each; the rest is split
   into a discard pile and a stock, so every card of the deck is accounted for.
 
-The target (from the issue) is printed next to the figures: SolveHand with 32 clients against
+The target is printed next to the figures: SolveHand with 32 clients against
 2 workers at 600 requests/s or more with p99 under 50 ms. A single run's p99 there depends on how
 the kernel happened to split the 32 connections between the two workers (a split of 20 + 12 or
 worse comes about one time in five; the clients of the busier worker wait longer), so that cell
@@ -116,7 +116,7 @@ START_TIMEOUT = 60.0
 STOP_TIMEOUT = 30.0
 PLAYERS = 4
 
-# The issue's target.
+# The target.
 TARGET_RPC, TARGET_CLIENTS, TARGET_WORKERS = "SolveHand", 32, 2
 TARGET_RPS, TARGET_P99_MS = 600.0, 50.0
 

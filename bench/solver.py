@@ -20,7 +20,7 @@ suit's holding) are cleared before every hand too, unless
 ``--keep-engine-caches`` asks for the steady state of a long-running server. The hands of a family
 are distinct, so a repeated hand never times a cache hit either.
 
-the ratio cpsat/search of the medians, and the targets of the issue next to the figures. The
+the ratio cpsat/search of the medians, and the targets next to the figures. The
 hands come from fixed seeds, so two runs time the same hands. When two or more engines run, their
 answers are compared hand by hand; a disagreement is printed and makes the exit status 1 (a
 missed timing target does not).
@@ -55,7 +55,7 @@ DEFAULT_COUNT = 300
 QUICK_COUNT = 40
 WARMUP_HANDS = 10
 
-# The issue's targets.
+# The targets.
 LINK_MEDIAN_END_OF_DEAL_MS = 1.0  # cpsat, best linking, end-of-deal hands, median
 LINK_P99_ADVERSARIAL_MS = 5.0  # cpsat, best linking, adversarial hands, p99
 CLOSE_MEDIAN_MS = 5.0  # best close of 11, median
@@ -328,7 +328,7 @@ def report(results: dict[str, dict[str, Figures]], engines: Sequence[str], count
     check("cpsat/search link median, end_of_deal", ratio("end_of_deal", "link"), SEARCH_SPEEDUP, False, "x")
     check("search link p99, adversarial", p99("adversarial", "search", "link"), SEARCH_P99_ADVERSARIAL_MS, True)
 
-    header = f"{'target (issue)':<42}{'figure':>12}{'goal':>12}    verdict"
+    header = f"{'target':<42}{'figure':>12}{'goal':>12}    verdict"
     out.append(header)
     out.append("-" * len(header))
     for target, shown, goal, verdict in rows:

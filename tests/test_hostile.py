@@ -1,7 +1,7 @@
 """Hostile clients and faults against real server processes: nothing a client does, and no process
 that dies or hangs, takes the service down.
 
-One test per attack or fault of the server side (issue 13's findings 1, 3, 7, 8, 9 and 10); each
+One test per attack or fault of the server side; each
 asserts the attack is ended or refused as docs/operations.md says and that the service stays
 available: health answers and a SolveHand is answered. Calls that a gRPC library would not make
 (HEADERS and then nothing) go over raw HTTP/2 (``bench.stall``).

@@ -237,7 +237,7 @@ def test_a_megabyte_request_is_answered_or_refused_within_the_cap(server: Server
         started = time.monotonic()
         assert _code(lambda m=method, d=data: server.raw(m, d, timeout=SOLVE_CAP)) == code, what
         took[what] = time.monotonic() - started
-    # The bound: the solve cap plus 100 ms. A refusal takes a few ms on a quiet machine
+    # The bound: the solve cap plus 100 ms. A refusal takes a few ms on a quiet machine
     # (a 40,000-claim deal took 2.5-4.1 s before its claims were bounded), so even a busy
     # machine keeps far inside the bound; nothing else is allowed for.
     assert max(took.values()) < SOLVE_CAP + 0.1, took

@@ -369,7 +369,7 @@ def test_incoming_score_at_the_edge_is_accepted(mode: ScoringMode, scores: list[
     assert result.close.valid
 
 
-def test_the_issues_unreachable_states_name_the_score() -> None:
+def test_unreachable_incoming_scores_name_the_score() -> None:
     # Two players, one already at 200 of a 150 target; a POOL player at 600 of 500.
     with pytest.raises(InvalidDealError, match="target 150") as caught:
         play(CLOSER_LC, [HAND_33], RuleSet(), scores=[0, 200])
