@@ -125,12 +125,15 @@ async def create_server(
     credentials: grpc.ServerCredentials | None = None,
     health_address: str | None = None,
     health_limits: HealthLimits | None = None,
+    trusted_proxies: access.TrustedProxies | None = None,
 ) -> RunningServer:
     """Build, bind and start a server in the running event loop; it reports SERVING.
 
     ``health_address`` adds a plain-text listener there serving the health service alone (with the
     same status), for probes that cannot speak the main port's TLS or present a certificate, with
     the main port's connection limits. ``health_limits`` caps the health Watch streams.
+    ``trusted_proxies`` are believed about the client's address (``x-forwarded-for``), for the
+    per-client limits and the log.
     """
     limits = limits or ServiceLimits()
     connections = connections or ConnectionLimits()
@@ -149,7 +152,7 @@ async def create_server(
     server = grpc.aio.server(interceptors=list(interceptors), options=options)
     jobs = DisputeJobs(dispute_jobs)
     compute = ComputePool(threads, max(0, max_concurrent - threads), max_calls_per_client)
-    servicer = RefereeServicer(compute, jobs, limits, max_message_bytes=max_message_bytes)
+    servicer = RefereeServicer(compute, jobs, limits, max_message_bytes=max_message_bytes, proxies=trusted_proxies)
     add_to_server(servicer, server)
     # NOT_SERVING until the server has started (``set_serving`` below).
     health_servicer = HealthService(("", SERVICE_NAME), health_limits, limits.receive_timeout_seconds)

@@ -15,6 +15,7 @@ from typing import Any
 
 from referee.limits import MESSAGE_BYTES
 from referee.server import metrics, tracing
+from referee.server.access.proxies import parse_networks
 from referee.server.health import HealthLimits
 from referee.server.servicer import (
     DEFAULT_MAX_STREAMS,
@@ -126,6 +127,8 @@ class ServerConfig:
     access: AccessConfig = field(default_factory=AccessConfig)
     runtime_dir: str | None = None
     otlp_endpoint: str | None = None
+    # Proxies (CIDR networks) whose x-forwarded-for names the client: a gateway in front.
+    trusted_proxies: str = ""
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ServerConfig:
@@ -167,6 +170,7 @@ class ServerConfig:
             access=AccessConfig(args.tls_cert, args.tls_key, args.tls_client_ca, args.api_keys, args.health_port),
             runtime_dir=args.runtime_dir,
             otlp_endpoint=args.otlp_endpoint,
+            trusted_proxies=args.trusted_proxies,
         )
 
 
@@ -381,6 +385,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "FILE",
     )
     option("--health-port", _port, None, "a plain-text listener serving the health service alone", "PORT")
+    option(
+        "--trusted-proxies",
+        _networks,
+        "",
+        "proxies (CIDR,...) whose x-forwarded-for names the client, for per-client limits and logs: "
+        "a gateway in front; from any other peer the header is ignored",
+        "CIDR,...",
+    )
     parser.add_argument(
         "--debug-pid",
         action="store_true",
@@ -397,6 +409,14 @@ def _otlp_endpoint(text: str) -> str:
         return tracing.check_endpoint(text)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _networks(text: str) -> str:
+    try:
+        parse_networks(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return text
 
 
 def _port(text: str) -> int:

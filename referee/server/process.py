@@ -172,7 +172,8 @@ async def _serve(config: ServerConfig, granted: Access, port: int, reuse_port: b
         loop.add_signal_handler(signum, on_signal, signum)
     plan = granted.plan
     try:
-        interceptor = plan.interceptor(granted.quotas, self_metered=(SERVICE_NAME,))
+        proxies = access.TrustedProxies.parse(config.trusted_proxies)
+        interceptor = plan.interceptor(granted.quotas, self_metered=(SERVICE_NAME,), proxies=proxies)
         credentials = plan.credentials()
     except ValueError as error:  # the files changed since the parent read them
         say(f"remigio-referee: error: {error}")
@@ -197,6 +198,7 @@ async def _serve(config: ServerConfig, granted: Access, port: int, reuse_port: b
             credentials=credentials,
             health_address=address(config.host, plan.health_port) if plan.health_port is not None else None,
             health_limits=config.health,
+            trusted_proxies=proxies,
         )
     except OSError as error:
         say(f"remigio-referee: error: {error}")

@@ -146,12 +146,10 @@ class _Call:
     items: int | None = None
     span: tracing.CallSpan | None = None
     key: str = field(default_factory=access.current_key_name)
-    # Read while the call lives: context.peer() in the done callback, once the call is gone,
-    # crashed the process now and then (a segmentation fault in gRPC, seen with the cores busy).
+    # The client's address behind trusted proxies, else the peer. Read while the call lives:
+    # context.peer() in the done callback, once the call is gone, crashed the process now and
+    # then (a segmentation fault in gRPC, seen with the cores busy).
     peer: str = ""
-
-    def __post_init__(self) -> None:
-        self.peer = self.context.peer()
 
     def end(self, _context: object = None) -> None:
         """Report the call to every observer, with the status the client got."""
@@ -245,8 +243,10 @@ class RefereeServicer:
         jobs: DisputeJobs,
         limits: ServiceLimits | None = None,
         max_message_bytes: int = MESSAGE_BYTES,
+        proxies: access.TrustedProxies | None = None,
     ) -> None:
         self.compute = compute
+        self.proxies = proxies or access.TrustedProxies()
         self.jobs = jobs
         self.limits = limits or ServiceLimits()
         self.max_message_bytes = max_message_bytes
@@ -258,21 +258,37 @@ class RefereeServicer:
         handler = _HANDLERS[name]
         message_type = getattr(pb, f"{name}Request")
 
-        async def call(
-            requests: AsyncIterator[bytes], context: grpc.aio.ServicerContext
-        ) -> bytes | None:  # None: the status set on the context ends the call
-            return await self._unary(name, handler, message_type, context)
+        async def call(requests: AsyncIterator[bytes], context: grpc.aio.ServicerContext) -> bytes:
+            reply = await self._unary(name, handler, message_type, context)
+            if reply is None:
+                # The status set on the context, sent alone (gRPC's trailers-only reply): a returned
+                # None would send an empty message before it, and an HTTP gateway shows the status
+                # and its details only when no message came. Raised here, where no frame holds the
+                # request, so the traceback keeps nothing of it alive.
+                await context.abort(context.code(), context.details())
+            assert reply is not None
+            return reply
 
         call.__name__ = name
         return call
 
     def _begin(self, method: str, context: grpc.aio.ServicerContext) -> _Call:
         metrics.call_started(_METHOD_PREFIX + method)
-        call = _Call(method, context, _request_id(context))
+        call = _Call(method, context, _request_id(context), peer=self._peer(context))
         if tracing.enabled():
             call.span = tracing.begin(_METHOD_PREFIX + method, context.invocation_metadata())
         context.add_done_callback(call.end)
         return call
+
+    def _peer(self, context: grpc.aio.ServicerContext) -> str:
+        """The peer, or the client's address when the peer is a trusted proxy that forwarded the call."""
+        peer = context.peer()
+        client = self.proxies.client_address(peer, context.invocation_metadata())
+        return peer if client == access.client_address(peer) else client
+
+    def _client(self, context: grpc.aio.ServicerContext) -> str:
+        """The client's address (without a port), seen through trusted proxies."""
+        return self.proxies.client_address(context.peer(), context.invocation_metadata())
 
     def _metadata(self, call: _Call) -> tuple[tuple[str, str], ...]:
         if self.limits.reveal_pid:
@@ -309,7 +325,7 @@ class RefereeServicer:
         cap = self.limits.solve_cap_seconds
         key = access.current_key()
         # A client is its key, or its address when keys are off: its calls share its fair share.
-        client = key.name if key is not None else access.client_address(context.peer())
+        client = key.name if key is not None else self._client(context)
         concurrency = key.concurrency if key is not None else None
         return await self.compute.run(
             client, concurrency, _handled, handler, message_type, data, cap, deadline, self.max_message_bytes
@@ -354,7 +370,7 @@ class RefereeServicer:
         """
         call = self._begin("CheckDisputes", context)
         call.items = 0
-        client = access.client_address(context.peer())
+        client = self._client(context)
         admitted = False
         try:
             context.set_trailing_metadata(self._metadata(call))

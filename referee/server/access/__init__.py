@@ -1,6 +1,6 @@
 """Who may call the referee, and how often: API keys (``keys``), shared quotas (``quotas``), the
 interceptor that applies them (``interceptor``), refusals (``refusals``) and the plan the flags
-make (``plan``). The names below are the package's public face."""
+make (``plan``), and who the client is behind a gateway (``proxies``). The names below are the package's public face."""
 
 from referee.server.access.interceptor import (
     FAILED_KEYS_MESSAGE,
@@ -27,6 +27,7 @@ from referee.server.access.keys import (
     parse_rate,
 )
 from referee.server.access.plan import AccessPlan, exposure_warning, is_loopback
+from referee.server.access.proxies import TrustedProxies
 from referee.server.access.quotas import QuotaTable
 from referee.server.access.refusals import Refusal, know_methods, method_label, refused
 from referee.server.status import QuotaExceeded, quota_status
@@ -43,6 +44,7 @@ __all__ = [
     "QuotaExceeded",
     "QuotaTable",
     "Refusal",
+    "TrustedProxies",
     "bearer_key",
     "check_key",
     "check_name",

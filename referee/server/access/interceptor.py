@@ -22,6 +22,7 @@ from grpc_health.v1 import health
 
 from referee.server import metrics
 from referee.server.access.keys import UNAUTHENTICATED_MESSAGE, ApiKey, KeyRing, bearer_key
+from referee.server.access.proxies import TrustedProxies, peer_address
 from referee.server.access.quotas import QuotaTable
 from referee.server.access.refusals import Refusal, refused
 from referee.server.status import KeyRevoked, QuotaExceeded, quota_status
@@ -76,8 +77,10 @@ class AccessInterceptor(grpc.aio.ServerInterceptor):
         quotas: QuotaTable | None = None,
         open_services: Sequence[str] = (health.SERVICE_NAME,),
         self_metered: Sequence[str] = (),
+        proxies: TrustedProxies | None = None,
     ) -> None:
         self.keys = keys
+        self.proxies = proxies or TrustedProxies()
         self.quotas = quotas
         self.open_services = frozenset(open_services)
         self.self_metered = frozenset(self_metered)
@@ -106,7 +109,7 @@ class AccessInterceptor(grpc.aio.ServerInterceptor):
 
     def _refuse_unauthenticated(self, method: str) -> Callable[[grpc.aio.ServicerContext], Awaitable[None]]:
         async def refuse(context: grpc.aio.ServicerContext) -> None:
-            wait = self._failures.wait(client_address(context.peer()))
+            wait = self._failures.wait(self.proxies.client_address(context.peer(), context.invocation_metadata()))
             if wait > 0:
                 metrics.auth_failed("-")
                 context.set_trailing_metadata(
@@ -124,7 +127,7 @@ FAILED_KEYS_MESSAGE = "too many calls without a valid API key from this address;
 
 def client_address(peer: str) -> str:
     """The client's address without its port (``ipv4:1.2.3.4:5`` -> ``ipv4:1.2.3.4``)."""
-    return peer.rsplit(":", 1)[0] if peer.startswith(("ipv4:", "ipv6:")) else peer
+    return peer_address(peer)
 
 
 class _Meter:

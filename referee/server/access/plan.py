@@ -12,6 +12,7 @@ import grpc
 
 from referee.server.access.interceptor import AccessInterceptor
 from referee.server.access.keys import KeyRing
+from referee.server.access.proxies import TrustedProxies
 from referee.server.access.quotas import QuotaTable
 from referee.server.tls import TlsFiles, server_credentials, tls_files
 
@@ -82,14 +83,17 @@ class AccessPlan:
         """The port's TLS credentials (following the files as they change), None for plain text."""
         return server_credentials(self.tls) if self.tls is not None else None
 
-    def interceptor(self, quotas: QuotaTable | None, self_metered: Sequence[str] = ()) -> AccessInterceptor | None:
+    def interceptor(
+        self, quotas: QuotaTable | None, self_metered: Sequence[str] = (), proxies: TrustedProxies | None = None
+    ) -> AccessInterceptor | None:
         """This process's interceptor, its key ring watching the file; None when keys are off.
-        ``self_metered`` names the services whose servicer takes their calls' tokens itself."""
+        ``self_metered`` names the services whose servicer takes their calls' tokens itself;
+        ``proxies`` are believed about the client's address."""
         if self.key_file is None:
             return None
         keys = KeyRing(self.key_file)
         keys.watch()
-        return AccessInterceptor(keys, quotas, self_metered=self_metered)
+        return AccessInterceptor(keys, quotas, self_metered=self_metered, proxies=proxies)
 
     def warning(self, host: str, port: int) -> str | None:
         """What the bind leaves open (``exposure_warning``)."""

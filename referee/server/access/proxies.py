@@ -1,0 +1,112 @@
+"""Client addresses behind proxies: ``x-forwarded-for`` believed only from trusted ones.
+
+A gateway in front of the referee (docs/operations.md, "The gateway") is every call's peer, so
+per-client limits and logs would see one client. Each proxy appends the address it got the call
+from to ``x-forwarded-for``; read from the right, the addresses are believed while the one that
+added them is a trusted proxy (``--trusted-proxies``), and the first one added by a trusted proxy
+that is not itself trusted is the client. A peer that is not trusted is the client, whatever it
+sends: anyone can write the header.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+FORWARDED_FOR = "x-forwarded-for"
+# More hops than this in one header are not read: the header is the client's to make long.
+MAX_HOPS = 16
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+def parse_networks(text: str) -> tuple[Network, ...]:
+    """``CIDR,CIDR,...`` (a bare address is a /32 or /128); ValueError naming the bad item."""
+    networks = []
+    for item in text.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        try:
+            networks.append(ipaddress.ip_network(item, strict=False))
+        except ValueError:
+            raise ValueError(f"not an address or CIDR network: {item[:64]!r}") from None
+    return tuple(networks)
+
+
+def peer_address(peer: str) -> str:
+    """The client's address without its port (``ipv4:1.2.3.4:5`` -> ``ipv4:1.2.3.4``)."""
+    return peer.rsplit(":", 1)[0] if peer.startswith(("ipv4:", "ipv6:")) else peer
+
+
+def _ip_of_peer(peer: str) -> Address | None:
+    address = peer_address(peer)
+    if not address.startswith(("ipv4:", "ipv6:")):
+        return None
+    return _ip(address[5:])
+
+
+def _ip(text: str) -> Address | None:
+    """An address as a proxy writes it: ``1.2.3.4``, ``1.2.3.4:5``, ``::1``, ``[::1]:5``."""
+    text = text.strip()
+    if text.startswith("["):
+        text = text[1 : text.find("]")] if "]" in text else ""
+    elif text.count(":") == 1:
+        text = text.split(":", 1)[0]
+    try:
+        address = ipaddress.ip_address(text)
+    except ValueError:
+        return None
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    return address
+
+
+def _format(address: Address) -> str:
+    return f"ipv4:{address}" if address.version == 4 else f"ipv6:[{address}]"
+
+
+@dataclass(frozen=True, slots=True)
+class TrustedProxies:
+    """The proxies whose ``x-forwarded-for`` is believed (none: the peer is always the client)."""
+
+    networks: tuple[Network, ...] = ()
+
+    @classmethod
+    def parse(cls, text: str | None) -> TrustedProxies:
+        """The proxies of a ``--trusted-proxies`` value (``CIDR,...``); ValueError when malformed."""
+        return cls(parse_networks(text or ""))
+
+    def trusts(self, address: Address) -> bool:
+        """Whether ``address`` is a trusted proxy's."""
+        return any(address in network for network in self.networks)
+
+    def client_address(self, peer: str, metadata: Iterable[tuple[str, str | bytes]] | None = ()) -> str:
+        """The address of the client behind ``peer`` (``context.peer()``), without a port."""
+        direct = peer_address(peer)
+        if not self.networks:
+            return direct
+        current = _ip_of_peer(peer)
+        if current is None or not self.trusts(current):
+            return direct
+        for hop in reversed(_hops(metadata)):
+            address = _ip(hop)
+            if address is None:  # what a trusted proxy would not write: believe nothing before it
+                break
+            current = address
+            if not self.trusts(address):
+                break
+        return _format(current)
+
+
+def _hops(metadata: Iterable[tuple[str, str | bytes]] | None) -> Sequence[str]:
+    hops: list[str] = []
+    for key, value in metadata or ():
+        if key == FORWARDED_FOR and isinstance(value, str):
+            hops.extend(value.split(","))
+    return hops[-MAX_HOPS:]
+
+
+__all__ = ["FORWARDED_FOR", "TrustedProxies", "parse_networks", "peer_address"]
