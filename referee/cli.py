@@ -1,4 +1,4 @@
-"""The ``remigio-referee`` command: solve hands, check closes, score deals, serve, batch.
+"""The ``remigio-referee`` command: solve hands, check closes, score deals, replay deal records, serve, batch.
 
 Every subcommand builds the same request message the service takes, calls the same handler,
 and prints the reply: readable by default, protobuf's JSON mapping with ``--json``.
@@ -18,7 +18,7 @@ from google.protobuf.message import Message
 from referee import __version__
 from referee.cards import Card
 from referee.errors import RefereeError
-from referee.rules import Engine, JokerDiscard, JokerLimit
+from referee.rules import DiscardTaken, Engine, JokerDiscard, JokerLimit
 from referee.service import jsonmsg
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
@@ -30,6 +30,7 @@ class UsageError(Exception):
 
 JOKER_LIMITS = tuple(limit.value for limit in JokerLimit)
 JOKER_DISCARDS = tuple(rule.value for rule in JokerDiscard)
+DISCARDS_TAKEN = tuple(rule.value for rule in DiscardTaken)
 ENGINES = tuple(Engine)
 
 
@@ -74,6 +75,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_rule_flags(score)
     score.set_defaults(run=_run_score)
 
+    from referee.cli_records import add_commands as add_record_commands
+
+    add_record_commands(commands)
+
     serve = commands.add_parser("serve", help="serve the gRPC API")
     from referee.service.server import add_arguments, run
 
@@ -112,6 +117,12 @@ def _add_rule_flags(parser: argparse.ArgumentParser) -> None:
     rules.add_argument(
         "--joker-discard", type=str.upper, choices=JOKER_DISCARDS, help="a joker laid face down (default CLEAN)"
     )
+    rules.add_argument(
+        "--discard-taken",
+        type=str.upper,
+        choices=DISCARDS_TAKEN,
+        help="may a card taken from the discard pile be thrown back at once (default ALLOWED)",
+    )
     rules.add_argument("--engine", choices=ENGINES, help="linking engine (default cpsat)")
 
 
@@ -129,6 +140,8 @@ def rule_options(args: argparse.Namespace, into: Any) -> None:
         into.joker_limit = pb.JokerLimit.Value(f"JOKER_LIMIT_{args.joker_limit}")
     if args.joker_discard:
         into.joker_discard = pb.JokerDiscard.Value(f"JOKER_DISCARD_{args.joker_discard}")
+    if args.discard_taken:
+        into.discard_taken = pb.DiscardTaken.Value(f"DISCARD_TAKEN_{args.discard_taken}")
     if args.engine:
         into.engine = pb.Engine.Value(f"ENGINE_{Engine(args.engine).name}")
 
