@@ -27,7 +27,7 @@ from referee.errors import RefereeError
 from referee.record import DrawSource, Record, Seat, Turn
 from referee.replay import ViolationCode, replay
 from referee.rules import DiscardTaken, Engine, RuleSet
-from referee.service import handlers, records
+from referee.service import convert, handlers, records
 from referee.service.convert import deal_to_proto
 from referee.service.disputes import judge_case
 from referee.simulate import simulate
@@ -98,6 +98,15 @@ def check_answer(played: Played, request: pb.ReplayDealRequest, response: pb.Rep
 
 
 # Thousands of records through the handler ------------------------------------------------------
+
+
+def test_a_record_and_its_rules_round_trip_through_their_messages() -> None:
+    for played in corpus():
+        record = played.record
+        request = records.request_of(record)
+        rules = convert.rules_from_proto(request.rules)
+        assert rules == record.rules, played.index
+        assert records.record_from_proto(request.record, rules) == record, played.index
 
 
 def test_simulated_records_replay_legal_and_score_as_score_deal_through_the_handler() -> None:
