@@ -460,7 +460,7 @@ class Server:
         from grpc_health.v1 import health_pb2, health_pb2_grpc
 
         deadline = time.monotonic() + START_TIMEOUT
-        pattern = re.compile(r"listening on 127\.0\.0\.1:(\d+) \(pid (\d+)\)")
+        pattern = re.compile(r"listening on 127\.0\.0\.1:(\d+) \(pid (\d+)[,)]")
         while True:
             if self.process.poll() is not None:
                 raise RuntimeError(f"the server exited with status {self.process.returncode}:\n{self.log_tail()}")

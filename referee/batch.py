@@ -488,7 +488,7 @@ def _summary(counts: Counter[str], seconds: float, skipped: int) -> None:
     total = sum(counts.values())
     out = io.StringIO()
     out.write(f"{'outcome':<12}{'cases':>10}\n")
-    for name in ("CONFIRMED", "WRONG", "INVALID", "NO_CLAIM", "MALFORMED"):
+    for name in ("CONFIRMED", "WRONG", "INVALID", "ILLEGAL", "NO_CLAIM", "MALFORMED"):
         out.write(f"{name:<12}{counts[name]:>10}\n")
     out.write(f"{'total':<12}{total:>10}\n")
     if skipped:

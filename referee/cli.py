@@ -1,4 +1,4 @@
-"""The ``remigio-referee`` command: solve hands, check closes, score deals, serve, batch.
+"""The ``remigio-referee`` command: solve hands, check closes, score deals, replay deal records, serve, batch.
 
 Every subcommand builds the same request message the service takes, calls the same handler,
 and prints the reply: readable by default, protobuf's JSON mapping with ``--json``.
@@ -19,7 +19,7 @@ from referee import __version__
 from referee.api import jsonmsg
 from referee.cards import Card
 from referee.errors import RefereeError
-from referee.rules import Engine, JokerDiscard, JokerLimit
+from referee.rules import DiscardTaken, Engine, JokerDiscard, JokerLimit
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 
@@ -30,6 +30,7 @@ class UsageError(Exception):
 
 JOKER_LIMITS = tuple(limit.value for limit in JokerLimit)
 JOKER_DISCARDS = tuple(rule.value for rule in JokerDiscard)
+DISCARDS_TAKEN = tuple(rule.value for rule in DiscardTaken)
 ENGINES = tuple(Engine)
 
 
@@ -60,19 +61,23 @@ def build_parser() -> argparse.ArgumentParser:
 
     solve = commands.add_parser("solve", help="best linking of a hand (cards, or one hand per line on stdin)")
     solve.add_argument("cards", nargs="*", metavar="CARD")
-    _add_rule_flags(solve)
+    add_rule_flags(solve)
     solve.set_defaults(run=_run_solve)
 
     close = commands.add_parser("close", help="verdict on a close: 11 cards, or 10 with --discard")
     close.add_argument("cards", nargs="+", metavar="CARD")
     close.add_argument("--discard", metavar="CARD", help="the face-down discard, when 10 cards are given")
-    _add_rule_flags(close)
+    add_rule_flags(close)
     close.set_defaults(run=_run_close)
 
     score = commands.add_parser("score", help="score an end-of-deal state (ScoreDealRequest JSON; - for stdin)")
     score.add_argument("file", metavar="FILE")
-    _add_rule_flags(score)
+    add_rule_flags(score)
     score.set_defaults(run=_run_score)
+
+    from referee.cli_records import add_commands as add_record_commands
+
+    add_record_commands(commands)
 
     serve = commands.add_parser("serve", help="serve the gRPC API")
     from referee.server.config import add_arguments
@@ -102,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _add_rule_flags(parser: argparse.ArgumentParser) -> None:
+def add_rule_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="one JSON object per answer (protobuf JSON mapping)")
     rules = parser.add_argument_group("rule options (unset: the rule book's defaults)")
     rules.add_argument("--decks", type=int, help="decks in play (default 2)")
@@ -111,6 +116,12 @@ def _add_rule_flags(parser: argparse.ArgumentParser) -> None:
     rules.add_argument("--wrap-runs", action="store_true", default=None, help="allow runs to wrap (K-A-2)")
     rules.add_argument(
         "--joker-discard", type=str.upper, choices=JOKER_DISCARDS, help="a joker laid face down (default CLEAN)"
+    )
+    rules.add_argument(
+        "--discard-taken",
+        type=str.upper,
+        choices=DISCARDS_TAKEN,
+        help="may a card taken from the discard pile be thrown back at once (default ALLOWED)",
     )
     rules.add_argument("--engine", choices=ENGINES, help="linking engine (default cpsat)")
 
@@ -129,6 +140,8 @@ def rule_options(args: argparse.Namespace, into: Any) -> None:
         into.joker_limit = pb.JokerLimit.Value(f"JOKER_LIMIT_{args.joker_limit}")
     if args.joker_discard:
         into.joker_discard = pb.JokerDiscard.Value(f"JOKER_DISCARD_{args.joker_discard}")
+    if args.discard_taken:
+        into.discard_taken = pb.DiscardTaken.Value(f"DISCARD_TAKEN_{args.discard_taken}")
     if args.engine:
         into.engine = pb.Engine.Value(f"ENGINE_{Engine(args.engine).name}")
 
@@ -178,7 +191,7 @@ def _run_keygen(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _dump(obj: object, out: TextIO) -> None:
+def dump_json(obj: object, out: TextIO) -> None:
     out.write(json.dumps(obj, ensure_ascii=False) + "\n")
     out.flush()
 
@@ -195,7 +208,7 @@ def _run_solve(args: argparse.Namespace) -> int:
 
     if args.cards:
         linking = answer(args.cards)
-        _dump(jsonmsg.to_dict(linking), sys.stdout) if args.json else print(format_linking(linking))
+        dump_json(jsonmsg.to_dict(linking), sys.stdout) if args.json else print(format_linking(linking))
         return EXIT_OK
     status = EXIT_OK
     for number, line in enumerate(sys.stdin, start=1):
@@ -209,12 +222,12 @@ def _run_solve(args: argparse.Namespace) -> int:
             if args.json:
                 # The shape batch gives a line it cannot judge: one JSON shape, the contract's.
                 verdict = malformed(f"line:{number}", error.field, str(error.value), error.message)
-                _dump(jsonmsg.to_dict(verdict), sys.stdout)
+                dump_json(jsonmsg.to_dict(verdict), sys.stdout)
             else:
                 print(f"line {number}: error: {error}", flush=True)
             continue
         if args.json:
-            _dump(jsonmsg.to_dict(linking), sys.stdout)
+            dump_json(jsonmsg.to_dict(linking), sys.stdout)
         else:
             print(format_linking(linking).replace("\n", "  |  "), flush=True)
     return status
@@ -228,7 +241,7 @@ def _run_close(args: argparse.Namespace) -> int:
     rule_options(args, request.rules)
     close = check_close(request).close
     if args.json:
-        _dump(jsonmsg.to_dict(close), sys.stdout)
+        dump_json(jsonmsg.to_dict(close), sys.stdout)
     else:
         print(format_close(close))
     return EXIT_OK
@@ -238,7 +251,7 @@ def _run_score(args: argparse.Namespace) -> int:
     from referee._gen.remigio.referee.v1 import referee_pb2 as pb
     from referee.api.handlers import score_deal
 
-    text = sys.stdin.read() if args.file == "-" else _read(args.file)
+    text = sys.stdin.read() if args.file == "-" else read_input(args.file)
     request = pb.ScoreDealRequest()
     try:
         jsonmsg.parse(text, request)
@@ -247,13 +260,13 @@ def _run_score(args: argparse.Namespace) -> int:
     rule_options(args, request.rules)
     response = score_deal(request)
     if args.json:
-        _dump(jsonmsg.to_dict(response), sys.stdout)
+        dump_json(jsonmsg.to_dict(response), sys.stdout)
     else:
         print(format_deal(response))
     return EXIT_OK
 
 
-def _read(path: str) -> str:
+def read_input(path: str) -> str:
     try:
         with open(path, encoding="utf-8") as handle:
             return handle.read()
@@ -272,7 +285,7 @@ def pretty(code: str) -> str:
         return code
 
 
-def _cards(codes: Iterable[str]) -> str:
+def card_codes(codes: Iterable[str]) -> str:
     return " ".join(pretty(code) for code in codes)
 
 
@@ -282,13 +295,13 @@ def _group_line(group: Any) -> str:
     kind = pb.GroupKind.Name(group.kind).removeprefix("GROUP_KIND_").lower().replace("_", " ")
     stands = [f"{pretty(s) or '?'}" for c, s in zip(group.cards, group.stands_for) if c == "JK"]
     joker_note = f"  (JK as {', '.join(stands)})" if stands else ""
-    return f"  {_cards(group.cards):<32} {kind}{joker_note}"
+    return f"  {card_codes(group.cards):<32} {kind}{joker_note}"
 
 
 def format_linking(linking: Any) -> str:
     """A linking for people: one group per line, then the unlinked cards and points."""
     lines = [_group_line(group) for group in linking.groups] or ["  (no group)"]
-    loose = _cards(linking.unlinked) or "none"
+    loose = card_codes(linking.unlinked) or "none"
     lines.append(f"  unlinked: {loose}   points: {linking.points}")
     return "\n".join(lines)
 
@@ -304,7 +317,7 @@ def format_close(close: Any) -> str:
         head = f"no valid close: {close.reason}"
     body = [_group_line(group) for group in close.groups]
     if close.unlinked:
-        body.append(f"  unlinked: {_cards(close.unlinked)}")
+        body.append(f"  unlinked: {card_codes(close.unlinked)}")
     return "\n".join([head, *body])
 
 

@@ -42,7 +42,7 @@ RETRY_POLICY = {
 }
 # The unary methods only: CheckDisputes is sent again by ``check_disputes`` itself, which also
 # resumes a stream refused midway (gRPC retries a stream only before its first reply).
-UNARY_METHODS = ("SolveHand", "CheckClose", "ScoreDeal")
+UNARY_METHODS = ("SolveHand", "CheckClose", "ScoreDeal", "ReplayDeal")
 SERVICE_CONFIG = json.dumps(
     {
         "methodConfig": [
@@ -198,6 +198,31 @@ class Referee:
         """The scored deal: a request, or a deal (with ``rules``)."""
         request = deal if isinstance(deal, pb.ScoreDealRequest) else pb.ScoreDealRequest(deal=deal, rules=rules)
         reply: pb.ScoreDealResponse = self.stub.ScoreDeal(
+            request, timeout=self._timeout(timeout), metadata=self._metadata
+        )
+        return reply
+
+    def replay_deal(
+        self,
+        record: pb.ReplayDealRequest | pb.DealRecord | str,
+        *,
+        rules: pb.RuleOptions | None = None,
+        timeout: float | None = None,
+    ) -> pb.ReplayDealResponse:
+        """The replay of a deal record: a request, a record (with ``rules``), or a record in the
+        notation of docs/records.md (its rule tags, or ``rules`` when given)."""
+        if isinstance(record, pb.ReplayDealRequest):
+            request = record
+        elif isinstance(record, pb.DealRecord):
+            request = pb.ReplayDealRequest(record=record, rules=rules)
+        else:
+            from referee.api.records import request_of
+            from referee.record import parse_notation
+
+            request = request_of(parse_notation(record))
+            if rules is not None:
+                request.rules.CopyFrom(rules)
+        reply: pb.ReplayDealResponse = self.stub.ReplayDeal(
             request, timeout=self._timeout(timeout), metadata=self._metadata
         )
         return reply

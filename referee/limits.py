@@ -66,6 +66,8 @@ CARD_CODE = Limit(
         "Deal.discard",
         "Pile.cards[]",
         "ClaimedGroup.cards[]",
+        "Turn.drawn",
+        "Turn.discard",
     ),
     "the longest spelling of a card is 4 characters (10♠ with an emoji variation selector); "
     "4 more leave room for spaces around it",
@@ -79,15 +81,20 @@ HAND_CARDS = Limit(
 PLAYERS = Limit(
     (_MOST_DECKS * _DECK - 1) // 10,
     "players",
-    ("Deal.players",),
+    ("Deal.players", "DealRecord.seats"),
     "the most players a deck deals 10 cards to: ⌊(4 × 54 − 1) / 10⌋ with 4 decks",
 )
 PLAYER_CARDS = Limit(10, "cards", ("Player.cards",), "every player shows 10 cards")
 PILE_CARDS = Limit(_MOST_DECKS * _DECK, "cards", ("Pile.cards",), "the whole deck with 4 decks")
 ELIMINATED = Limit(
-    PLAYERS.most, "names", ("Deal.eliminated",), "no match holds more players than a deal can be dealt to"
+    PLAYERS.most,
+    "names",
+    ("Deal.eliminated", "DealRecord.eliminated"),
+    "no match holds more players than a deal can be dealt to",
 )
-NAME = Limit(64, "characters", ("Player.name", "Deal.eliminated[]"), "a player's name")
+NAME = Limit(
+    64, "characters", ("Player.name", "Deal.eliminated[]", "Seat.name", "DealRecord.eliminated[]"), "a player's name"
+)
 CLAIMED_PLAYERS = Limit(PLAYERS.most, "claims", ("DealClaims.players",), "one claim per player")
 CLAIMED_GROUPS = Limit(
     11,
@@ -97,8 +104,7 @@ CLAIMED_GROUPS = Limit(
 )
 CLAIMED_GROUP_CARDS = Limit(11, "cards", ("ClaimedGroup.cards",), "a group holds at most the 11 cards of a hand")
 MULTIPLIERS = Limit(7, "rows", ("RuleOptions.multipliers",), "one row per close kind")
-# A deal record (RULES §9). Not yet in LIMITS: the table's test checks that every field it names is
-# a field of the contract, and the contract gains the record with its RPC.
+# A deal record (RULES §9).
 TURNS = Limit(
     1000,
     "turns",
@@ -112,6 +118,13 @@ RESTOCK_CARDS = Limit(
     ("Turn.restock",),
     "all the restocks of a record together: every card restocked was thrown on a turn since the "
     "last restock, or is the first face-up card",
+)
+SHUFFLE_TEXT = Limit(
+    64,
+    "characters",
+    ("Shuffle.algorithm", "Shuffle.server_seed", "Shuffle.server_seed_hash", "Shuffle.client_seed"),
+    "a server seed and its hash are 64 hex digits, a client seed at most 64 bytes of UTF-8, an "
+    "algorithm's name is short",
 )
 CASE_ID = Limit(128, "characters", ("CheckDisputesRequest.id",), "a dispute case's id, echoed in its verdict")
 
@@ -127,6 +140,9 @@ LIMITS: tuple[Limit, ...] = (
     CLAIMED_GROUPS,
     CLAIMED_GROUP_CARDS,
     MULTIPLIERS,
+    TURNS,
+    RESTOCK_CARDS,
+    SHUFFLE_TEXT,
     CASE_ID,
 )
 
@@ -146,6 +162,7 @@ __all__ = [
     "PLAYERS",
     "PLAYER_CARDS",
     "RESTOCK_CARDS",
+    "SHUFFLE_TEXT",
     "TURNS",
     "Limit",
     "check_reply",

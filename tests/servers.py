@@ -20,7 +20,7 @@ from google.rpc import code_pb2, error_details_pb2
 from grpc_status import rpc_status
 
 ROOT = Path(__file__).resolve().parent.parent
-LISTENING = re.compile(r"listening on (\S+):(\d+) \(pid (\d+)\)")
+LISTENING = re.compile(r"listening on (\S+):(\d+) \(pid (\d+)[,)]")
 WORKERS = re.compile(r"workers on (\S+):(\d+) \(parent pid (\d+)\)")
 METRICS = re.compile(r"metrics on (http://\S+/metrics) \(pid (\d+)\)")
 

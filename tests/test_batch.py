@@ -28,6 +28,13 @@ from prometheus_client.parser import text_string_to_metric_families
 from servers import METRICS, ServerProcess, server_env
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
+from referee.api import jsonmsg
+from referee.api.convert import close_kind_to_proto
+from referee.api.records import request_of
+from referee.replay import replay
+from referee.rules import Engine, RuleSet
+from referee.scoring import score_deal
+from referee.simulate import simulate
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.skipif(sys.platform != "linux", reason="signals, ptys")]
 
@@ -167,6 +174,55 @@ def test_progress_bar_on_a_terminal(mixed: tuple[Path, dict[str, cases.Expected]
     assert "\r[" in text and "cases/s" in text and "ETA" in text, text
     assert f"{len(expected)}/{len(expected)}" in text, text
     assert summary_counts(text.replace("\r\n", "\n"))["total"] == len(expected)
+
+
+def _record_cases() -> tuple[list[str], dict[str, str]]:
+    """Deal record cases as JSON lines, with the outcome each must get."""
+    lines, outcomes = [], {}
+    rules = RuleSet(engine=Engine.SEARCH)
+    for seed in range(8):
+        record = simulate(seed, 2 + seed % 3, rules, seeded=seed % 2 == 0)
+        ended = replay(record).deal
+        assert ended is not None
+        kind = score_deal(ended, rules).close.kind
+        request = request_of(record)
+        case_id = f"record{seed}"
+        if seed % 4 == 0:
+            outcomes[case_id] = "NO_CLAIM"
+        elif seed % 4 == 1:
+            request.claims.close_kind = close_kind_to_proto(kind)
+            outcomes[case_id] = "CONFIRMED"
+        elif seed % 4 == 2:
+            # The first turn names the seat after the one to play: a violation, whatever the claims.
+            request.record.turns[0].seat = (record.dealer + 2) % len(record.seats)
+            request.claims.close_kind = close_kind_to_proto(kind)
+            outcomes[case_id] = "ILLEGAL"
+        else:
+            request.record.turns[0].discard = "11H"
+            outcomes[case_id] = "MALFORMED"
+        lines.append(jsonmsg.to_json(pb.CheckDisputesRequest(id=case_id, record=request)))
+    return lines, outcomes
+
+
+def test_record_cases_get_their_outcomes_and_the_summary_counts_the_illegal_ones(tmp_path: Path) -> None:
+    lines, outcomes = _record_cases()
+    path, out = tmp_path / "records.jsonl", tmp_path / "verdicts.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    result = run_batch(path, "-o", out, "--jobs", "2")
+    assert result.returncode == 3, result.stderr  # the malformed ones
+    verdicts = read_verdicts(out)
+    assert {v["id"]: str(v["outcome"]).removeprefix("DISPUTE_OUTCOME_") for v in verdicts} == outcomes
+    for verdict in verdicts:
+        if verdict["outcome"] == "DISPUTE_OUTCOME_ILLEGAL":
+            record = verdict["record"]
+            assert isinstance(record, dict) and record["legal"] is False and verdict["claims"] == []
+            assert record["violation"]["code"] == "VIOLATION_CODE_NOT_YOUR_TURN" and record["violation"]["turn"] == 1
+        elif verdict["outcome"] == "DISPUTE_OUTCOME_MALFORMED":
+            error = verdict["error"]
+            assert isinstance(error, dict)
+            assert (error["field"], error["value"]) == ("record.record.turns[0].discard", "11H")
+    found = re.search(r"^ILLEGAL\s+(\d+)\s*$", result.stderr, re.MULTILINE)
+    assert found and int(found.group(1)) == 2, result.stderr
 
 
 def _read_all(fd: int, into: bytearray) -> None:

@@ -78,7 +78,7 @@ def test_generated_code_is_current() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_service_descriptor_has_the_four_methods() -> None:
+def test_service_descriptor_has_the_five_methods() -> None:
     from referee._gen.remigio.referee.v1 import referee_pb2
 
     service = referee_pb2.DESCRIPTOR.services_by_name["RefereeService"]
@@ -91,6 +91,7 @@ def test_service_descriptor_has_the_four_methods() -> None:
         "CheckClose": ("CheckCloseRequest", "CheckCloseResponse", False, False),
         "ScoreDeal": ("ScoreDealRequest", "ScoreDealResponse", False, False),
         "CheckDisputes": ("CheckDisputesRequest", "CheckDisputesResponse", True, True),
+        "ReplayDeal": ("ReplayDealRequest", "ReplayDealResponse", False, False),
     }
 
 
@@ -122,6 +123,7 @@ ENUMS = {
         "JOKER_DISCARD_FORBIDDEN",
     ],
     "Engine": ["ENGINE_UNSPECIFIED", "ENGINE_CPSAT", "ENGINE_SEARCH", "ENGINE_AUDIT"],
+    "DiscardTaken": ["DISCARD_TAKEN_UNSPECIFIED", "DISCARD_TAKEN_ALLOWED", "DISCARD_TAKEN_FORBIDDEN"],
     "CloseKind": [
         "CLOSE_KIND_UNSPECIFIED",
         "CLOSE_KIND_REMIGIO",
@@ -159,6 +161,20 @@ ENUMS = {
         "DISPUTE_OUTCOME_INVALID",
         "DISPUTE_OUTCOME_MALFORMED",
         "DISPUTE_OUTCOME_NO_CLAIM",
+        "DISPUTE_OUTCOME_ILLEGAL",
+    ],
+    "DrawSource": ["DRAW_SOURCE_UNSPECIFIED", "DRAW_SOURCE_STOCK", "DRAW_SOURCE_DISCARD"],
+    "ViolationCode": [
+        "VIOLATION_CODE_UNSPECIFIED",
+        "VIOLATION_CODE_NOT_YOUR_TURN",
+        "VIOLATION_CODE_DRAWN_MISMATCH",
+        "VIOLATION_CODE_CARD_NOT_IN_HAND",
+        "VIOLATION_CODE_DISCARD_TAKEN",
+        "VIOLATION_CODE_RESTOCK_MISSING",
+        "VIOLATION_CODE_RESTOCK_MISMATCH",
+        "VIOLATION_CODE_FALSE_CLOSE",
+        "VIOLATION_CODE_TURN_AFTER_CLOSE",
+        "VIOLATION_CODE_SEED_MISMATCH",
     ],
 }
 
@@ -166,7 +182,7 @@ ENUMS = {
 MESSAGES = {
     "Multiplier": "kind multiplier",
     "ScoringOptions": "mode start_score? target? close_bonus? limit?",
-    "RuleOptions": "decks? joker_points? wrap_runs? joker_limit multipliers engine scoring joker_discard",
+    "RuleOptions": "decks? joker_points? wrap_runs? joker_limit multipliers engine scoring joker_discard discard_taken",
     "Group": "kind cards stands_for",
     "Linking": "groups unlinked points",
     "Close": "valid kind multiplier discard groups reason unlinked",
@@ -185,9 +201,18 @@ MESSAGES = {
     "PlayerResult": "name closer linking points score_change score eliminated",
     "ScoreDealResponse": "close players match_over winner claims",
     "HandDispute": "cards rules claimed_groups claimed_points?",
-    "CheckDisputesRequest": "id hand close deal",
+    "CheckDisputesRequest": "id hand close deal record",
     "CaseError": "field value message",
-    "CheckDisputesResponse": "id outcome claims hand close deal error",
+    "CheckDisputesResponse": "id outcome claims hand close deal error record",
+    "Seat": "name score?",
+    "Shuffle": "algorithm server_seed server_seed_hash client_seed nonce",
+    "Turn": "seat? draw drawn discard close restock",
+    "DealRecord": "seats dealer deck shuffle turns eliminated",
+    "ReplayDealRequest": "record rules claims",
+    "Violation": "turn seat code message",
+    "ReplayDealResponse": (
+        "legal violation turns_played complete hands discard_pile stock discard result claims to_play? closer? reshuffles"
+    ),
 }
 
 
@@ -272,7 +297,7 @@ def test_installed_wheel_imports_the_generated_modules(wheel: Path, tmp_path: Pa
     env = {**os.environ, "PYTHONPATH": str(site)}
     result = _run([sys.executable, "-c", probe], cwd=tmp_path, env=env)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert result.stdout.split() == [SERVICE, "CheckClose", "CheckDisputes", "ScoreDeal", "SolveHand"]
+    assert result.stdout.split() == [SERVICE, "CheckClose", "CheckDisputes", "ReplayDeal", "ScoreDeal", "SolveHand"]
 
 
 # --- container ----------------------------------------------------------------------------

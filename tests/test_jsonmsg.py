@@ -11,8 +11,21 @@ from google.protobuf import json_format
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.api import jsonmsg
 from referee.api.disputes import judge_case
+from referee.api.records import request_of
+from referee.rules import Engine, RuleSet
+from referee.simulate import simulate
 
-LINES = [case.text for case in mixed_cases(seed=3)] + [case.text for case in deal_cases(60, seed=4)]
+# Deal records, seeded (a 64-bit nonce, written as a string) and explicit, with a violation or not.
+RECORDS = [
+    json_format.MessageToJson(
+        pb.CheckDisputesRequest(
+            id=f"r{seed}", record=request_of(simulate(seed, 3, RuleSet(engine=Engine.SEARCH), seeded=seed % 2 == 0))
+        ),
+        indent=None,
+    )
+    for seed in range(6)
+]
+LINES = [case.text for case in mixed_cases(seed=3)] + [case.text for case in deal_cases(60, seed=4)] + RECORDS
 ODD = [
     '{"id": "x", "hand": {"cards": ["AH"], "claimedPoints": 3}}',  # JSON names
     '{"id": "x", "hand": {"cards": ["AH"], "claimed_points": "3"}}',  # a number as a string
@@ -26,6 +39,11 @@ ODD = [
     '{"id": "x", "surprise": 1}',
     '{"id": "x", "hand": {"claimed_points": 3000000000}}',
     '{"id": 7}',
+    '{"id": "x", "record": {"record": {"shuffle": {"nonce": "18446744073709551615"}}}}',
+    '{"id": "x", "record": {"record": {"shuffle": {"nonce": 12}}}}',
+    '{"id": "x", "record": {"record": {"shuffle": {"nonce": "1e3"}}}}',
+    '{"id": "x", "record": {"record": {"shuffle": {"nonce": -1}}}}',
+    '{"id": "x", "record": {"record": {"shuffle": {"nonce": "18446744073709551616"}}}}',
     "[1, 2]",
     "not json",
 ]

@@ -50,7 +50,9 @@ def _top_level_imports(path: Path) -> Iterator[str]:
 
 # The pure domain: the rules, the engines, records and replay. No gRPC, no protobuf runtime.
 DOMAIN = [name for name in MODULES if name.count(".") == 1 or name.startswith("referee.linking")]
-DOMAIN = [name for name in DOMAIN if name not in ("referee.cli", "referee.batch", "referee.client", "referee.api")]
+# The front doors: the command line, dispute batches and the client (they may use gRPC).
+FRONT = ("referee.cli", "referee.cli_records", "referee.batch", "referee.client")
+DOMAIN = [name for name in DOMAIN if name not in (*FRONT, "referee.api")]
 DOMAIN = [name for name in DOMAIN if not name.startswith(("referee.api", "referee.server"))]
 ADAPTER = [name for name in MODULES if name.startswith("referee.api")]
 

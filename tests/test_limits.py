@@ -14,12 +14,19 @@ from referee import cards
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.api import convert, handlers
 from referee.api.disputes import judge_case
+from referee.api.wire import check_counts
 from referee.cards import Card, parse_cards
 from referee.errors import QUOTED_CHARS, InvalidCardError, LimitError, RefereeError, SolverTimeout
 from referee.limits import CARD_CODE, CLAIMED_PLAYERS, LIMITS, NAME, PLAYERS
 from referee.linking import check_time_left, time_budget
 
-REQUESTS = (pb.SolveHandRequest, pb.CheckCloseRequest, pb.ScoreDealRequest, pb.CheckDisputesRequest)
+REQUESTS = (
+    pb.SolveHandRequest,
+    pb.CheckCloseRequest,
+    pb.ScoreDealRequest,
+    pb.ReplayDealRequest,
+    pb.CheckDisputesRequest,
+)
 
 
 def _request_fields() -> Iterator[tuple[str, FieldDescriptor]]:
@@ -40,13 +47,16 @@ def _request_fields() -> Iterator[tuple[str, FieldDescriptor]]:
 def test_every_repeated_field_and_string_of_a_request_has_a_limit() -> None:
     limited = {name for limit in LIMITS for name in limit.fields}
     wanted = set()
+    # A limit may also bound what a message field holds in all (the cards of every Turn.restock).
+    fields = set()
     for name, field in _request_fields():
+        fields.add(name)
         if field.is_repeated:
             wanted.add(name)
         if field.type == FieldDescriptor.TYPE_STRING:
             wanted.add(name + "[]" if field.is_repeated else name)
     assert wanted - limited == set()
-    assert limited - wanted == set(), "the table names a field the contract does not have"
+    assert limited - wanted - fields == set(), "the table names a field the contract does not have"
 
 
 def test_a_count_over_its_limit_names_the_field_and_the_count() -> None:
@@ -165,10 +175,55 @@ OVER = {
     "claimed groups": (_with(lambda r: _claim_groups(r, 12, 3)), "claims.players[0].groups", 12),
     "claimed group cards": (_with(lambda r: _claim_groups(r, 1, 12)), "claims.players[0].groups[0].cards", 12),
 }
+
+
+def _record(change: Callable[[pb.DealRecord], object]) -> pb.ReplayDealRequest:
+    request = pb.ReplayDealRequest(
+        record=pb.DealRecord(
+            seats=[pb.Seat(name="ana"), pb.Seat(name="bob")],
+            shuffle=pb.Shuffle(algorithm="remigio-shuffle-v1", server_seed="ab" * 32),
+            turns=[pb.Turn(draw=pb.DRAW_SOURCE_STOCK, discard="AH")],
+        )
+    )
+    change(request.record)
+    return request
+
+
+OVER.update(
+    {
+        "record seats": (_record(lambda r: r.seats.extend([pb.Seat()] * 20)), "record.seats", 22),
+        "record turns": (_record(lambda r: r.turns.extend([r.turns[0]] * 1000)), "record.turns", 1001),
+        "record eliminated": (_record(lambda r: r.eliminated.extend(["x"] * 22)), "record.eliminated", 22),
+        "seat name": (_record(lambda r: setattr(r.seats[0], "name", "a" * 65)), "record.seats[0].name", "a" * 32 + "…"),
+        "turn discard": (
+            _record(lambda r: setattr(r.turns[0], "discard", "A" * 9)),
+            "record.turns[0].discard",
+            "A" * 9,
+        ),
+        "turn drawn": (_record(lambda r: setattr(r.turns[0], "drawn", " " * 9)), "record.turns[0].drawn", " " * 9),
+        "restock": (
+            _record(lambda r: r.turns[0].restock.cards.extend(["AH"] * 217)),
+            "record.turns[0].restock.cards",
+            217,
+        ),
+        "deck": (_record(lambda r: r.deck.cards.extend(["AH"] * 217)), "record.deck.cards", 217),
+        "client seed": (
+            _record(lambda r: setattr(r.shuffle, "client_seed", "c" * 65)),
+            "record.shuffle.client_seed",
+            "c" * 32 + "…",
+        ),
+        "server seed": (
+            _record(lambda r: setattr(r.shuffle, "server_seed", "f" * 100)),
+            "record.shuffle.server_seed",
+            "f" * 32 + "…",
+        ),
+    }
+)
 HANDLERS = {
     pb.SolveHandRequest: handlers.solve_hand,
     pb.CheckCloseRequest: handlers.check_close,
     pb.ScoreDealRequest: handlers.score_deal,
+    pb.ReplayDealRequest: handlers.replay_deal,
 }
 
 
@@ -202,6 +257,26 @@ DISPUTES_OVER = {
         22,
     ),
 }
+
+
+COUNTED_ON_THE_WIRE = {
+    "seats": (_record(lambda r: r.seats.extend([pb.Seat()] * 20)), "record.seats", 22),
+    "turns": (_record(lambda r: r.turns.extend([pb.Turn()] * 40_000)), "record.turns", "2001 or more"),
+    "eliminated": (_record(lambda r: r.eliminated.extend(["x"] * 22)), "record.eliminated", 22),
+    "restock": (
+        _record(lambda r: r.turns[0].restock.cards.extend(["AH"] * 217)),
+        "record.turns[0].restock.cards",
+        217,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", COUNTED_ON_THE_WIRE.values(), ids=COUNTED_ON_THE_WIRE.keys())
+def test_a_record_over_a_count_limit_is_refused_from_its_bytes(case: tuple[Message, str, object]) -> None:
+    request, field, value = case
+    with pytest.raises(LimitError) as caught:
+        check_counts(request.SerializeToString(), pb.ReplayDealRequest.DESCRIPTOR)
+    assert (caught.value.field, caught.value.value) == (field, value)
 
 
 @pytest.mark.parametrize("case", DISPUTES_OVER.values(), ids=DISPUTES_OVER.keys())

@@ -23,7 +23,12 @@ from google.protobuf.message import Message
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
 from referee.api.convert import deal_to_proto
+from referee.api.records import request_of
+from referee.record import Record, Seat
+from referee.rules import Engine, RuleSet
 from referee.samples import sample_deals
+from referee.shuffle import Shuffle
+from referee.simulate import simulate
 
 ROOT = Path(__file__).resolve().parent.parent
 NODE_MODULES = ROOT / ".tools" / "node_modules"
@@ -62,6 +67,23 @@ CALLS: list[tuple[str, Message]] = [
             rules=pb.RuleOptions(scoring=pb.ScoringOptions(mode=pb.SCORING_MODE_ELIMINATION)),
             claims=pb.DealClaims(multiplier=2, players=[pb.PlayerClaim(player=1, points=30)]),
         ),
+    ),
+    # Deal records: a seeded deal not played yet, whose hands depend on a nonce beyond 2^53 (no
+    # JavaScript number holds it), and a deal played from an explicit deck, with a claim.
+    (
+        "ReplayDeal",
+        request_of(
+            Record(
+                seats=(Seat("ana"), Seat("beto"), Seat("carla")),
+                dealer=2,
+                shuffle=Shuffle("3c" * 32, "ñandú", 2**64 - 2),
+                rules=RuleSet(engine=Engine.SEARCH),
+            )
+        ),
+    ),
+    (
+        "ReplayDeal",
+        request_of(simulate(6, 4, RuleSet(engine=Engine.SEARCH), seeded=False), pb.DealClaims(multiplier=1)),
     ),
 ]
 

@@ -188,3 +188,20 @@ def test_a_serving_process_freezes_its_start_up_objects_and_rarely_collects_in_f
     frozen, *before, young, middle, full = (int(x) for x in out.split())
     assert frozen > 10000  # OR-Tools, numpy, protobuf and grpc modules among them
     assert [young, middle] == before[:2] and full == 1000 != before[2]
+
+
+def test_the_server_says_which_build_it_runs_in_its_start_up_line_and_its_metrics(launch, tmp_path) -> None:
+    import re
+    import urllib.request
+
+    from servers import METRICS
+
+    from referee import __version__
+
+    server = launch("--port", "0", "--metrics-port", "0", "--runtime-dir", str(tmp_path), "--dispute-jobs", "1")
+    url = server.wait_for(METRICS).group(1)
+    line = server.wait_for(re.compile(r"listening on .*")).group(0)
+    assert f"version {__version__}, API v1" in line
+    with urllib.request.urlopen(url, timeout=10) as reply:
+        text = reply.read().decode()
+    assert f'referee_build_info{{api="v1",version="{__version__}"}} 1.0' in text

@@ -3,8 +3,8 @@
 Against the session's real server on 127.0.0.1: requests that do not decode at all, and property
 tests (hypothesis, derandomized) with bytes drawn at random; with messages whose every field, at
 any depth, takes values drawn from card codes, near-misses, text, extreme integers and enum
-numbers the contract does not define; and with valid end-of-deal states and closes, a few of
-their fields changed, so that the draws also reach the scoring and the claims.
+numbers the contract does not define; and with valid end-of-deal states, closes and deal records,
+a few of their fields changed, so that the draws also reach the scoring, the replay and the claims.
 """
 
 from __future__ import annotations
@@ -20,11 +20,19 @@ from servers import field_violation
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.api.convert import deal_to_proto
+from referee.api.records import request_of
 from referee.cards import deck
+from referee.rules import Engine, RuleSet
 from referee.samples import sample_deals
+from referee.simulate import simulate
 
 SERVICE = "/remigio.referee.v1.RefereeService/"
-UNARY = {"SolveHand": pb.SolveHandRequest, "CheckClose": pb.CheckCloseRequest, "ScoreDeal": pb.ScoreDealRequest}
+UNARY = {
+    "SolveHand": pb.SolveHandRequest,
+    "CheckClose": pb.CheckCloseRequest,
+    "ScoreDeal": pb.ScoreDealRequest,
+    "ReplayDeal": pb.ReplayDealRequest,
+}
 FUZZ = settings(max_examples=120, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 
 CARDS = sorted({card.code() for card in deck(1)})
@@ -99,6 +107,8 @@ def _field_values(field: FieldDescriptor, depth: int) -> st.SearchStrategy:
         return st.one_of(defined, defined, defined, st.integers(-2, 12))  # open enums: undefined numbers go through
     if field.type == FieldDescriptor.TYPE_MESSAGE:
         return _messages(field.message_type, depth + 1)
+    if field.type == FieldDescriptor.TYPE_UINT64:
+        return st.one_of(st.integers(0, 3), st.sampled_from([2**32, 2**64 - 1]))
     return INTS
 
 
@@ -198,3 +208,56 @@ def test_changed_closes_get_ok_or_invalid_argument(
     if multiplier is not None:
         request.claimed_multiplier = multiplier
     _answer(channel, "CheckClose", request.SerializeToString())
+
+
+# Near-valid deal records: simulated records (seeded and explicit decks), a few fields changed.
+
+RECORDS = [
+    request_of(simulate(seed, 2 + seed % 4, RuleSet(engine=Engine.SEARCH), seeded=seed % 2 == 0, max_turns=40))
+    for seed in range(8)
+]
+
+
+@st.composite
+def _changed_records(draw: st.DrawFn) -> pb.ReplayDealRequest:
+    request = pb.ReplayDealRequest()
+    request.CopyFrom(draw(st.sampled_from(RECORDS)))
+    record = request.record
+    for _ in range(draw(st.integers(1, 3))):
+        change = draw(
+            st.sampled_from(
+                ["discard", "drawn", "draw", "seat", "close", "restock", "drop", "dealer", "order", "rules"]
+            )
+        )
+        turn = record.turns[draw(st.integers(0, len(record.turns) - 1))] if record.turns else pb.Turn()
+        if change == "discard":
+            turn.discard = draw(ANY_CODE)
+        elif change == "drawn":
+            turn.drawn = draw(ANY_CODE)
+        elif change == "draw":
+            turn.draw = draw(st.integers(-1, 3))
+        elif change == "seat":
+            turn.seat = draw(st.integers(-1, 6))
+        elif change == "close":
+            turn.close = not turn.close
+        elif change == "restock":
+            turn.restock.cards.extend(draw(st.lists(ANY_CODE, max_size=4)))
+        elif change == "drop" and record.turns:
+            del record.turns[draw(st.integers(0, len(record.turns) - 1))]
+        elif change == "dealer":
+            record.dealer = draw(st.integers(-1, 6))
+        elif change == "order":
+            if record.HasField("shuffle"):
+                record.shuffle.server_seed_hash = draw(st.sampled_from(["", "ab" * 32, "zz"]))
+                record.shuffle.nonce = draw(st.integers(0, 2**64 - 1))
+            else:
+                record.deck.cards[draw(st.integers(0, len(record.deck.cards) - 1))] = draw(ANY_CODE)
+        else:
+            request.rules.CopyFrom(draw(_messages(pb.RuleOptions.DESCRIPTOR)))
+    return request
+
+
+@FUZZ
+@given(request=_changed_records())
+def test_changed_records_get_ok_or_invalid_argument(channel: grpc.Channel, request: pb.ReplayDealRequest) -> None:
+    _answer(channel, "ReplayDeal", request.SerializeToString())

@@ -33,6 +33,7 @@ from referee.limits import (
 from referee.linking import Linking
 from referee.rules import (
     CloseKind,
+    DiscardTaken,
     Engine,
     JokerDiscard,
     JokerLimit,
@@ -45,6 +46,7 @@ from referee.rules import (
 # Enum tables, built from the names so a renamed member fails at import rather than at a call.
 _JOKER_LIMITS = {pb.JokerLimit.Value(f"JOKER_LIMIT_{m.name}"): m for m in JokerLimit}
 _JOKER_DISCARDS = {pb.JokerDiscard.Value(f"JOKER_DISCARD_{m.name}"): m for m in JokerDiscard}
+_DISCARD_TAKEN = {pb.DiscardTaken.Value(f"DISCARD_TAKEN_{m.name}"): m for m in DiscardTaken}
 _ENGINES = {pb.Engine.Value(f"ENGINE_{m.name}"): m for m in Engine}
 _CLOSE_KINDS = {pb.CloseKind.Value(f"CLOSE_KIND_{m.name}"): m for m in CloseKind}
 _CLOSE_KIND_NUMBERS = {kind: number for number, kind in _CLOSE_KINDS.items()}
@@ -68,7 +70,7 @@ def cards_from_proto(codes: Sequence[str], field: str, limit: Limit) -> tuple[Ca
 
 
 # The options a RuleOptions message sets, as plain values: (decks, joker_points, wrap_runs,
-# joker_limit, joker_discard, engine, multiplier rows, scoring); None is unset.
+# joker_limit, joker_discard, engine, multiplier rows, scoring, discard_taken); None is unset.
 _OptionsKey = tuple[
     int | None,
     int | None,
@@ -78,6 +80,7 @@ _OptionsKey = tuple[
     int,
     tuple[tuple[int, int], ...],
     tuple[int, int | None, int | None, int | None, int | None] | None,
+    int,
 ]
 
 
@@ -111,12 +114,13 @@ def options_key(options: pb.RuleOptions) -> _OptionsKey:
             scoring.close_bonus if scoring.HasField("close_bonus") else None,
             scoring.limit if scoring.HasField("limit") else None,
         ),
+        options.discard_taken,
     )
 
 
 @lru_cache(maxsize=256)
 def _rules_of(key: _OptionsKey) -> RuleSet:
-    decks, joker_points, wrap_runs, joker_limit, joker_discard, engine, multipliers, scoring = key
+    decks, joker_points, wrap_runs, joker_limit, joker_discard, engine, multipliers, scoring, discard_taken = key
     changes: dict[str, object] = {}
     if decks is not None:
         changes["decks"] = decks
@@ -128,6 +132,8 @@ def _rules_of(key: _OptionsKey) -> RuleSet:
         changes["joker_limit"] = _enum(_JOKER_LIMITS, joker_limit, "joker_limit", "joker limit")
     if joker_discard != pb.JOKER_DISCARD_UNSPECIFIED:
         changes["joker_discard"] = _enum(_JOKER_DISCARDS, joker_discard, "joker_discard", "joker discard")
+    if discard_taken != pb.DISCARD_TAKEN_UNSPECIFIED:
+        changes["discard_taken"] = _enum(_DISCARD_TAKEN, discard_taken, "discard_taken", "discard_taken option")
     if engine != pb.ENGINE_UNSPECIFIED:
         changes["engine"] = _enum(_ENGINES, engine, "engine", "engine")
     if multipliers:

@@ -23,6 +23,7 @@ def judge_case(case: pb.CheckDisputesRequest) -> pb.CheckDisputesResponse:
         # The verdict echoes the id: a long one is cut, so the verdict stays small.
         return malformed(str(shorten(case.id)), error.field, str(error.value), error.message)
     verdict = pb.CheckDisputesResponse(id=case.id)
+    legal = True
     try:
         with rooted_at(kind or ""):
             if kind == "hand":
@@ -35,8 +36,13 @@ def judge_case(case: pb.CheckDisputesRequest) -> pb.CheckDisputesResponse:
                 reply = handlers.score_deal(case.deal)
                 verdict.deal.CopyFrom(reply)
                 claims = list(reply.claims)
+            elif kind == "record":
+                replayed = handlers.replay_deal(case.record)
+                verdict.record.CopyFrom(replayed)
+                claims = list(replayed.claims)
+                legal = replayed.legal
             else:
-                raise RefereeError("dispute", "", "a case holds one of hand, close or deal")
+                raise RefereeError("dispute", "", "a case holds one of hand, close, deal or record")
     except RefereeError as error:
         return pb.CheckDisputesResponse(
             id=case.id,
@@ -44,7 +50,8 @@ def judge_case(case: pb.CheckDisputesRequest) -> pb.CheckDisputesResponse:
             error=pb.CaseError(field=error.field, value=str(error.value), message=error.message),
         )
     verdict.claims.extend(claims)
-    verdict.outcome = outcome(claims)
+    # A record that breaks a rule has no result to claim anything of: the violation is the verdict.
+    verdict.outcome = outcome(claims) if legal else pb.DISPUTE_OUTCOME_ILLEGAL
     return verdict
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from referee import closing, scoring
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
+from referee.api import records
 from referee.api.convert import (
     cards_from_proto,
     claim_to_proto,
@@ -18,6 +19,7 @@ from referee.api.convert import (
     close_to_proto,
     deal_claims_from_proto,
     deal_from_proto,
+    deal_to_proto,
     linking_to_proto,
     rules_from_proto,
 )
@@ -26,6 +28,7 @@ from referee.claims import judge_close_claims, judge_deal_claims
 from referee.errors import InvalidCardError, rooted_at
 from referee.limits import HAND_CARDS
 from referee.linking import best_linking
+from referee.replay import replay
 from referee.rules import RuleSet
 
 CLOSE_SHOWN = 10
@@ -94,9 +97,30 @@ def score_deal(request: pb.ScoreDealRequest) -> pb.ScoreDealResponse:
     )
 
 
+def replay_deal(request: pb.ReplayDealRequest) -> pb.ReplayDealResponse:
+    """ReplayDeal: play a deal record turn by turn up to its first violation; a complete legal
+    record is scored by ScoreDeal's own path, so its result is what ScoreDeal gives its end state."""
+    rules = _rules(request.rules)
+    with rooted_at("record"):
+        record = records.record_from_proto(request.record, rules)
+    with rooted_at("claims"):
+        claims = deal_claims_from_proto(request.claims)
+    records.check_claimed_players(claims, len(record.seats))
+    with rooted_at("record"), records.proto_paths():
+        result = replay(record)
+    response = records.replay_to_proto(result)
+    if result.deal is not None:
+        scored = score_deal(
+            pb.ScoreDealRequest(deal=deal_to_proto(result.deal), rules=request.rules, claims=request.claims)
+        )
+        response.result.CopyFrom(scored)
+        response.claims.extend(scored.claims)
+    return response
+
+
 def _rules(options: pb.RuleOptions) -> RuleSet:
     with rooted_at("rules"):
         return rules_from_proto(options)
 
 
-__all__ = ["check_close", "score_deal", "solve_hand"]
+__all__ = ["check_close", "replay_deal", "score_deal", "solve_hand"]

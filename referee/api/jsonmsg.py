@@ -2,7 +2,7 @@
 
 The batch front door reads and writes one JSON object per case, and ``json_format`` walks every
 field in Python with many checks. This module does the same walk for the kinds of field the
-contract uses (int32, bool, string, enum, message, repeated): the output is the dict
+contract uses (int32, uint64, bool, string, enum, message, repeated): the output is the dict
 ``json_format.MessageToDict`` gives with ``always_print_fields_with_no_presence`` and
 ``preserving_proto_field_name``, key order included; input that it does not fully recognise is
 handed to ``json_format.Parse``, so every error is still protobuf's own.
@@ -21,12 +21,14 @@ from google.protobuf.message import Message
 _INT32 = (FieldDescriptor.TYPE_INT32, FieldDescriptor.TYPE_SINT32, FieldDescriptor.TYPE_SFIXED32)
 _SIMPLE = {
     *_INT32,
+    FieldDescriptor.TYPE_UINT64,
     FieldDescriptor.TYPE_BOOL,
     FieldDescriptor.TYPE_STRING,
     FieldDescriptor.TYPE_ENUM,
     FieldDescriptor.TYPE_MESSAGE,
 }
 _INT32_RANGE = range(-(2**31), 2**31)
+_UINT64_RANGE = range(2**64)
 
 
 class _Unsupported(Exception):
@@ -78,6 +80,9 @@ def _to_dict(message: Message) -> dict[str, Any]:
         elif kind is _SCALAR:
             # A repeated scalar (the cards) copied in one call, not an item at a time.
             out[field.name] = list(value) if field.is_repeated else value
+        elif kind is _UINT64:
+            # The JSON mapping writes a 64-bit integer as a decimal string.
+            out[field.name] = [str(item) for item in value] if field.is_repeated else str(value)
         else:
             assert isinstance(kind, dict)
             # An enum: its name, or the number when this build does not know it.
@@ -90,13 +95,16 @@ def _to_dict(message: Message) -> dict[str, Any]:
 
 _MESSAGE = "message"
 _SCALAR = "scalar"
+_UINT64 = "uint64"
 
 
 @cache
 def _kind(field: FieldDescriptor) -> str | dict[int, str]:
-    """How a field prints: _MESSAGE, _SCALAR, or (an enum) its names by number."""
+    """How a field prints: _MESSAGE, _SCALAR, _UINT64, or (an enum) its names by number."""
     if field.type == FieldDescriptor.TYPE_MESSAGE:
         return _MESSAGE
+    if field.type == FieldDescriptor.TYPE_UINT64:
+        return _UINT64
     if field.type == FieldDescriptor.TYPE_ENUM:
         return {number: value.name for number, value in field.enum_type.values_by_number.items()}
     return _SCALAR
@@ -116,6 +124,8 @@ def _defaults(descriptor: Descriptor) -> tuple[tuple[str, Any], ...]:
             found.append((field.name, _LIST))
         elif field.type == FieldDescriptor.TYPE_ENUM:
             found.append((field.name, field.enum_type.values_by_number[0].name))
+        elif field.type == FieldDescriptor.TYPE_UINT64:
+            found.append((field.name, "0"))
         else:
             found.append((field.name, field.default_value))
     return tuple(found)
@@ -190,6 +200,12 @@ def _scalar(field: FieldDescriptor, value: Any) -> Any:
     kind = field.type
     if kind in _INT32:
         if type(value) is int and value in _INT32_RANGE:
+            return value
+    elif kind == FieldDescriptor.TYPE_UINT64:
+        # A number, or its decimal digits as a string; any other spelling is json_format's to judge.
+        if type(value) is str and value.isascii() and value.isdigit() and len(value) <= 20:
+            value = int(value)
+        if type(value) is int and value in _UINT64_RANGE:
             return value
     elif kind == FieldDescriptor.TYPE_BOOL:
         if type(value) is bool:

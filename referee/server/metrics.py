@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from referee import __version__
 from referee.linking import observe_linkings
 from referee.server.metrics_http import DROP_REASONS, MetricsServer
 
@@ -102,6 +103,11 @@ CALL_BUCKETS = (
 SOLVE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
 
 
+# The contract's package version: the API line clients code against (the package's semantic
+# version follows it; README, "Versions and releases").
+API_LINE = "v1"
+
+
 @dataclass(frozen=True, slots=True)
 class _Instruments:
     """The metrics of this process, made once the directory is known (``_instruments``)."""
@@ -118,6 +124,7 @@ class _Instruments:
     auth_failures: Any
     quota_refusals: Any
     connections_refused: Any
+    build_info: Any
     metrics_dropped: Any
 
 
@@ -191,6 +198,13 @@ def _make() -> _Instruments:
         ),
         dispute_cases=Counter(
             "referee_dispute_cases", "CheckDisputes cases judged, by outcome.", ["outcome"], registry=registry
+        ),
+        build_info=Gauge(
+            "referee_build_info",
+            "Always 1; its labels say which build serves: the package version and the API line.",
+            ["version", "api"],
+            multiprocess_mode="mostrecent",
+            registry=registry,
         ),
         workers_up=Gauge(
             "referee_workers_up",
@@ -278,10 +292,11 @@ def connection_refused(reason: str) -> None:
 
 
 def workers_running(count: int) -> None:
-    """The parent's count of worker processes running now."""
+    """The parent's count of worker processes running now (and the build it runs)."""
     made = _instruments()
     if made is not None:
         made.workers_up.set(count)
+        made.build_info.labels(__version__, API_LINE).set(1)
 
 
 def worker_restarted() -> None:

@@ -19,6 +19,7 @@ import signal
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+from referee import __version__
 from referee.cpus import usable_cpus
 from referee.server import access, metrics, supervisor, tracing
 from referee.server.app import SERVICE_NAME, create_server
@@ -208,7 +209,10 @@ async def _serve(config: ServerConfig, granted: Access, port: int, reuse_port: b
         tracing.configure(config.otlp_endpoint)
     tune_garbage_collector()
     beat = loop.create_task(_heartbeat(heartbeat_fd)) if heartbeat_fd is not None else None
-    say(f"remigio-referee: listening on {address(config.host, running.port)} (pid {os.getpid()})")
+    say(
+        f"remigio-referee: listening on {address(config.host, running.port)} (pid {os.getpid()}, "
+        f"version {__version__}, API {metrics.API_LINE})"
+    )
     if running.health_port is not None:
         say(f"remigio-referee: health on {address(config.host, running.health_port)} (pid {os.getpid()})")
     await stop.wait()

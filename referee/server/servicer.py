@@ -231,11 +231,12 @@ _HANDLERS: dict[str, Callable[..., Message]] = {
     "SolveHand": handlers.solve_hand,
     "CheckClose": handlers.check_close,
     "ScoreDeal": handlers.score_deal,
+    "ReplayDeal": handlers.replay_deal,
 }
 
 
 class RefereeServicer:
-    """The referee over gRPC: SolveHand, CheckClose, ScoreDeal and the CheckDisputes stream."""
+    """The referee over gRPC: SolveHand, CheckClose, ScoreDeal, ReplayDeal and the CheckDisputes stream."""
 
     def __init__(
         self,

@@ -29,6 +29,12 @@ class Engine(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     ENGINE_SEARCH: _ClassVar[Engine]
     ENGINE_AUDIT: _ClassVar[Engine]
 
+class DiscardTaken(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    DISCARD_TAKEN_UNSPECIFIED: _ClassVar[DiscardTaken]
+    DISCARD_TAKEN_ALLOWED: _ClassVar[DiscardTaken]
+    DISCARD_TAKEN_FORBIDDEN: _ClassVar[DiscardTaken]
+
 class CloseKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     CLOSE_KIND_UNSPECIFIED: _ClassVar[CloseKind]
@@ -71,6 +77,26 @@ class DisputeOutcome(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     DISPUTE_OUTCOME_INVALID: _ClassVar[DisputeOutcome]
     DISPUTE_OUTCOME_MALFORMED: _ClassVar[DisputeOutcome]
     DISPUTE_OUTCOME_NO_CLAIM: _ClassVar[DisputeOutcome]
+    DISPUTE_OUTCOME_ILLEGAL: _ClassVar[DisputeOutcome]
+
+class DrawSource(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    DRAW_SOURCE_UNSPECIFIED: _ClassVar[DrawSource]
+    DRAW_SOURCE_STOCK: _ClassVar[DrawSource]
+    DRAW_SOURCE_DISCARD: _ClassVar[DrawSource]
+
+class ViolationCode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    VIOLATION_CODE_UNSPECIFIED: _ClassVar[ViolationCode]
+    VIOLATION_CODE_NOT_YOUR_TURN: _ClassVar[ViolationCode]
+    VIOLATION_CODE_DRAWN_MISMATCH: _ClassVar[ViolationCode]
+    VIOLATION_CODE_CARD_NOT_IN_HAND: _ClassVar[ViolationCode]
+    VIOLATION_CODE_DISCARD_TAKEN: _ClassVar[ViolationCode]
+    VIOLATION_CODE_RESTOCK_MISSING: _ClassVar[ViolationCode]
+    VIOLATION_CODE_RESTOCK_MISMATCH: _ClassVar[ViolationCode]
+    VIOLATION_CODE_FALSE_CLOSE: _ClassVar[ViolationCode]
+    VIOLATION_CODE_TURN_AFTER_CLOSE: _ClassVar[ViolationCode]
+    VIOLATION_CODE_SEED_MISMATCH: _ClassVar[ViolationCode]
 JOKER_LIMIT_UNSPECIFIED: JokerLimit
 JOKER_LIMIT_UNLIMITED: JokerLimit
 JOKER_LIMIT_NO_MORE_THAN_NATURALS: JokerLimit
@@ -83,6 +109,9 @@ ENGINE_UNSPECIFIED: Engine
 ENGINE_CPSAT: Engine
 ENGINE_SEARCH: Engine
 ENGINE_AUDIT: Engine
+DISCARD_TAKEN_UNSPECIFIED: DiscardTaken
+DISCARD_TAKEN_ALLOWED: DiscardTaken
+DISCARD_TAKEN_FORBIDDEN: DiscardTaken
 CLOSE_KIND_UNSPECIFIED: CloseKind
 CLOSE_KIND_REMIGIO: CloseKind
 CLOSE_KIND_STRAIGHT_FLUSH_CLEAN: CloseKind
@@ -111,6 +140,20 @@ DISPUTE_OUTCOME_WRONG: DisputeOutcome
 DISPUTE_OUTCOME_INVALID: DisputeOutcome
 DISPUTE_OUTCOME_MALFORMED: DisputeOutcome
 DISPUTE_OUTCOME_NO_CLAIM: DisputeOutcome
+DISPUTE_OUTCOME_ILLEGAL: DisputeOutcome
+DRAW_SOURCE_UNSPECIFIED: DrawSource
+DRAW_SOURCE_STOCK: DrawSource
+DRAW_SOURCE_DISCARD: DrawSource
+VIOLATION_CODE_UNSPECIFIED: ViolationCode
+VIOLATION_CODE_NOT_YOUR_TURN: ViolationCode
+VIOLATION_CODE_DRAWN_MISMATCH: ViolationCode
+VIOLATION_CODE_CARD_NOT_IN_HAND: ViolationCode
+VIOLATION_CODE_DISCARD_TAKEN: ViolationCode
+VIOLATION_CODE_RESTOCK_MISSING: ViolationCode
+VIOLATION_CODE_RESTOCK_MISMATCH: ViolationCode
+VIOLATION_CODE_FALSE_CLOSE: ViolationCode
+VIOLATION_CODE_TURN_AFTER_CLOSE: ViolationCode
+VIOLATION_CODE_SEED_MISMATCH: ViolationCode
 
 class Multiplier(_message.Message):
     __slots__ = ("kind", "multiplier")
@@ -135,7 +178,7 @@ class ScoringOptions(_message.Message):
     def __init__(self, mode: _Optional[_Union[ScoringMode, str]] = ..., start_score: _Optional[int] = ..., target: _Optional[int] = ..., close_bonus: _Optional[int] = ..., limit: _Optional[int] = ...) -> None: ...
 
 class RuleOptions(_message.Message):
-    __slots__ = ("decks", "joker_points", "wrap_runs", "joker_limit", "multipliers", "engine", "scoring", "joker_discard")
+    __slots__ = ("decks", "joker_points", "wrap_runs", "joker_limit", "multipliers", "engine", "scoring", "joker_discard", "discard_taken")
     DECKS_FIELD_NUMBER: _ClassVar[int]
     JOKER_POINTS_FIELD_NUMBER: _ClassVar[int]
     WRAP_RUNS_FIELD_NUMBER: _ClassVar[int]
@@ -144,6 +187,7 @@ class RuleOptions(_message.Message):
     ENGINE_FIELD_NUMBER: _ClassVar[int]
     SCORING_FIELD_NUMBER: _ClassVar[int]
     JOKER_DISCARD_FIELD_NUMBER: _ClassVar[int]
+    DISCARD_TAKEN_FIELD_NUMBER: _ClassVar[int]
     decks: int
     joker_points: int
     wrap_runs: bool
@@ -152,7 +196,8 @@ class RuleOptions(_message.Message):
     engine: Engine
     scoring: ScoringOptions
     joker_discard: JokerDiscard
-    def __init__(self, decks: _Optional[int] = ..., joker_points: _Optional[int] = ..., wrap_runs: _Optional[bool] = ..., joker_limit: _Optional[_Union[JokerLimit, str]] = ..., multipliers: _Optional[_Iterable[_Union[Multiplier, _Mapping]]] = ..., engine: _Optional[_Union[Engine, str]] = ..., scoring: _Optional[_Union[ScoringOptions, _Mapping]] = ..., joker_discard: _Optional[_Union[JokerDiscard, str]] = ...) -> None: ...
+    discard_taken: DiscardTaken
+    def __init__(self, decks: _Optional[int] = ..., joker_points: _Optional[int] = ..., wrap_runs: _Optional[bool] = ..., joker_limit: _Optional[_Union[JokerLimit, str]] = ..., multipliers: _Optional[_Iterable[_Union[Multiplier, _Mapping]]] = ..., engine: _Optional[_Union[Engine, str]] = ..., scoring: _Optional[_Union[ScoringOptions, _Mapping]] = ..., joker_discard: _Optional[_Union[JokerDiscard, str]] = ..., discard_taken: _Optional[_Union[DiscardTaken, str]] = ...) -> None: ...
 
 class Group(_message.Message):
     __slots__ = ("kind", "cards", "stands_for")
@@ -359,16 +404,18 @@ class HandDispute(_message.Message):
     def __init__(self, cards: _Optional[_Iterable[str]] = ..., rules: _Optional[_Union[RuleOptions, _Mapping]] = ..., claimed_groups: _Optional[_Iterable[_Union[ClaimedGroup, _Mapping]]] = ..., claimed_points: _Optional[int] = ...) -> None: ...
 
 class CheckDisputesRequest(_message.Message):
-    __slots__ = ("id", "hand", "close", "deal")
+    __slots__ = ("id", "hand", "close", "deal", "record")
     ID_FIELD_NUMBER: _ClassVar[int]
     HAND_FIELD_NUMBER: _ClassVar[int]
     CLOSE_FIELD_NUMBER: _ClassVar[int]
     DEAL_FIELD_NUMBER: _ClassVar[int]
+    RECORD_FIELD_NUMBER: _ClassVar[int]
     id: str
     hand: HandDispute
     close: CheckCloseRequest
     deal: ScoreDealRequest
-    def __init__(self, id: _Optional[str] = ..., hand: _Optional[_Union[HandDispute, _Mapping]] = ..., close: _Optional[_Union[CheckCloseRequest, _Mapping]] = ..., deal: _Optional[_Union[ScoreDealRequest, _Mapping]] = ...) -> None: ...
+    record: ReplayDealRequest
+    def __init__(self, id: _Optional[str] = ..., hand: _Optional[_Union[HandDispute, _Mapping]] = ..., close: _Optional[_Union[CheckCloseRequest, _Mapping]] = ..., deal: _Optional[_Union[ScoreDealRequest, _Mapping]] = ..., record: _Optional[_Union[ReplayDealRequest, _Mapping]] = ...) -> None: ...
 
 class CaseError(_message.Message):
     __slots__ = ("field", "value", "message")
@@ -381,13 +428,14 @@ class CaseError(_message.Message):
     def __init__(self, field: _Optional[str] = ..., value: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
 
 class CheckDisputesResponse(_message.Message):
-    __slots__ = ("id", "outcome", "claims", "hand", "close", "deal", "error")
+    __slots__ = ("id", "outcome", "claims", "hand", "close", "deal", "record", "error")
     ID_FIELD_NUMBER: _ClassVar[int]
     OUTCOME_FIELD_NUMBER: _ClassVar[int]
     CLAIMS_FIELD_NUMBER: _ClassVar[int]
     HAND_FIELD_NUMBER: _ClassVar[int]
     CLOSE_FIELD_NUMBER: _ClassVar[int]
     DEAL_FIELD_NUMBER: _ClassVar[int]
+    RECORD_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
     id: str
     outcome: DisputeOutcome
@@ -395,5 +443,112 @@ class CheckDisputesResponse(_message.Message):
     hand: Linking
     close: Close
     deal: ScoreDealResponse
+    record: ReplayDealResponse
     error: CaseError
-    def __init__(self, id: _Optional[str] = ..., outcome: _Optional[_Union[DisputeOutcome, str]] = ..., claims: _Optional[_Iterable[_Union[ClaimVerdict, _Mapping]]] = ..., hand: _Optional[_Union[Linking, _Mapping]] = ..., close: _Optional[_Union[Close, _Mapping]] = ..., deal: _Optional[_Union[ScoreDealResponse, _Mapping]] = ..., error: _Optional[_Union[CaseError, _Mapping]] = ...) -> None: ...
+    def __init__(self, id: _Optional[str] = ..., outcome: _Optional[_Union[DisputeOutcome, str]] = ..., claims: _Optional[_Iterable[_Union[ClaimVerdict, _Mapping]]] = ..., hand: _Optional[_Union[Linking, _Mapping]] = ..., close: _Optional[_Union[Close, _Mapping]] = ..., deal: _Optional[_Union[ScoreDealResponse, _Mapping]] = ..., record: _Optional[_Union[ReplayDealResponse, _Mapping]] = ..., error: _Optional[_Union[CaseError, _Mapping]] = ...) -> None: ...
+
+class Seat(_message.Message):
+    __slots__ = ("name", "score")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    score: int
+    def __init__(self, name: _Optional[str] = ..., score: _Optional[int] = ...) -> None: ...
+
+class Shuffle(_message.Message):
+    __slots__ = ("algorithm", "server_seed", "server_seed_hash", "client_seed", "nonce")
+    ALGORITHM_FIELD_NUMBER: _ClassVar[int]
+    SERVER_SEED_FIELD_NUMBER: _ClassVar[int]
+    SERVER_SEED_HASH_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_SEED_FIELD_NUMBER: _ClassVar[int]
+    NONCE_FIELD_NUMBER: _ClassVar[int]
+    algorithm: str
+    server_seed: str
+    server_seed_hash: str
+    client_seed: str
+    nonce: int
+    def __init__(self, algorithm: _Optional[str] = ..., server_seed: _Optional[str] = ..., server_seed_hash: _Optional[str] = ..., client_seed: _Optional[str] = ..., nonce: _Optional[int] = ...) -> None: ...
+
+class Turn(_message.Message):
+    __slots__ = ("seat", "draw", "drawn", "discard", "close", "restock")
+    SEAT_FIELD_NUMBER: _ClassVar[int]
+    DRAW_FIELD_NUMBER: _ClassVar[int]
+    DRAWN_FIELD_NUMBER: _ClassVar[int]
+    DISCARD_FIELD_NUMBER: _ClassVar[int]
+    CLOSE_FIELD_NUMBER: _ClassVar[int]
+    RESTOCK_FIELD_NUMBER: _ClassVar[int]
+    seat: int
+    draw: DrawSource
+    drawn: str
+    discard: str
+    close: bool
+    restock: Pile
+    def __init__(self, seat: _Optional[int] = ..., draw: _Optional[_Union[DrawSource, str]] = ..., drawn: _Optional[str] = ..., discard: _Optional[str] = ..., close: _Optional[bool] = ..., restock: _Optional[_Union[Pile, _Mapping]] = ...) -> None: ...
+
+class DealRecord(_message.Message):
+    __slots__ = ("seats", "dealer", "deck", "shuffle", "turns", "eliminated")
+    SEATS_FIELD_NUMBER: _ClassVar[int]
+    DEALER_FIELD_NUMBER: _ClassVar[int]
+    DECK_FIELD_NUMBER: _ClassVar[int]
+    SHUFFLE_FIELD_NUMBER: _ClassVar[int]
+    TURNS_FIELD_NUMBER: _ClassVar[int]
+    ELIMINATED_FIELD_NUMBER: _ClassVar[int]
+    seats: _containers.RepeatedCompositeFieldContainer[Seat]
+    dealer: int
+    deck: Pile
+    shuffle: Shuffle
+    turns: _containers.RepeatedCompositeFieldContainer[Turn]
+    eliminated: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, seats: _Optional[_Iterable[_Union[Seat, _Mapping]]] = ..., dealer: _Optional[int] = ..., deck: _Optional[_Union[Pile, _Mapping]] = ..., shuffle: _Optional[_Union[Shuffle, _Mapping]] = ..., turns: _Optional[_Iterable[_Union[Turn, _Mapping]]] = ..., eliminated: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ReplayDealRequest(_message.Message):
+    __slots__ = ("record", "rules", "claims")
+    RECORD_FIELD_NUMBER: _ClassVar[int]
+    RULES_FIELD_NUMBER: _ClassVar[int]
+    CLAIMS_FIELD_NUMBER: _ClassVar[int]
+    record: DealRecord
+    rules: RuleOptions
+    claims: DealClaims
+    def __init__(self, record: _Optional[_Union[DealRecord, _Mapping]] = ..., rules: _Optional[_Union[RuleOptions, _Mapping]] = ..., claims: _Optional[_Union[DealClaims, _Mapping]] = ...) -> None: ...
+
+class Violation(_message.Message):
+    __slots__ = ("turn", "seat", "code", "message")
+    TURN_FIELD_NUMBER: _ClassVar[int]
+    SEAT_FIELD_NUMBER: _ClassVar[int]
+    CODE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    turn: int
+    seat: int
+    code: ViolationCode
+    message: str
+    def __init__(self, turn: _Optional[int] = ..., seat: _Optional[int] = ..., code: _Optional[_Union[ViolationCode, str]] = ..., message: _Optional[str] = ...) -> None: ...
+
+class ReplayDealResponse(_message.Message):
+    __slots__ = ("legal", "violation", "turns_played", "complete", "hands", "discard_pile", "stock", "discard", "result", "claims", "to_play", "closer", "reshuffles")
+    LEGAL_FIELD_NUMBER: _ClassVar[int]
+    VIOLATION_FIELD_NUMBER: _ClassVar[int]
+    TURNS_PLAYED_FIELD_NUMBER: _ClassVar[int]
+    COMPLETE_FIELD_NUMBER: _ClassVar[int]
+    HANDS_FIELD_NUMBER: _ClassVar[int]
+    DISCARD_PILE_FIELD_NUMBER: _ClassVar[int]
+    STOCK_FIELD_NUMBER: _ClassVar[int]
+    DISCARD_FIELD_NUMBER: _ClassVar[int]
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    CLAIMS_FIELD_NUMBER: _ClassVar[int]
+    TO_PLAY_FIELD_NUMBER: _ClassVar[int]
+    CLOSER_FIELD_NUMBER: _ClassVar[int]
+    RESHUFFLES_FIELD_NUMBER: _ClassVar[int]
+    legal: bool
+    violation: Violation
+    turns_played: int
+    complete: bool
+    hands: _containers.RepeatedCompositeFieldContainer[Player]
+    discard_pile: Pile
+    stock: Pile
+    discard: str
+    result: ScoreDealResponse
+    claims: _containers.RepeatedCompositeFieldContainer[ClaimVerdict]
+    to_play: int
+    closer: int
+    reshuffles: int
+    def __init__(self, legal: _Optional[bool] = ..., violation: _Optional[_Union[Violation, _Mapping]] = ..., turns_played: _Optional[int] = ..., complete: _Optional[bool] = ..., hands: _Optional[_Iterable[_Union[Player, _Mapping]]] = ..., discard_pile: _Optional[_Union[Pile, _Mapping]] = ..., stock: _Optional[_Union[Pile, _Mapping]] = ..., discard: _Optional[str] = ..., result: _Optional[_Union[ScoreDealResponse, _Mapping]] = ..., claims: _Optional[_Iterable[_Union[ClaimVerdict, _Mapping]]] = ..., to_play: _Optional[int] = ..., closer: _Optional[int] = ..., reshuffles: _Optional[int] = ...) -> None: ...

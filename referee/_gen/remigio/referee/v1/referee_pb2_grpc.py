@@ -55,6 +55,11 @@ class RefereeServiceStub:
                 request_serializer=remigio_dot_referee_dot_v1_dot_referee__pb2.CheckDisputesRequest.SerializeToString,
                 response_deserializer=remigio_dot_referee_dot_v1_dot_referee__pb2.CheckDisputesResponse.FromString,
                 _registered_method=True)
+        self.ReplayDeal = channel.unary_unary(
+                '/remigio.referee.v1.RefereeService/ReplayDeal',
+                request_serializer=remigio_dot_referee_dot_v1_dot_referee__pb2.ReplayDealRequest.SerializeToString,
+                response_deserializer=remigio_dot_referee_dot_v1_dot_referee__pb2.ReplayDealResponse.FromString,
+                _registered_method=True)
 
 
 class RefereeServiceServicer:
@@ -92,6 +97,15 @@ class RefereeServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReplayDeal(self, request, context):
+        """Replays a whole deal from its record (docs/rules.md §9): deals the cards, plays every turn
+        and names the first one that breaks a rule; a complete legal deal is scored as ScoreDeal
+        scores its end state. A violation is an OK reply that says legal: false and why.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RefereeServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -114,6 +128,11 @@ def add_RefereeServiceServicer_to_server(servicer, server):
                     servicer.CheckDisputes,
                     request_deserializer=remigio_dot_referee_dot_v1_dot_referee__pb2.CheckDisputesRequest.FromString,
                     response_serializer=remigio_dot_referee_dot_v1_dot_referee__pb2.CheckDisputesResponse.SerializeToString,
+            ),
+            'ReplayDeal': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReplayDeal,
+                    request_deserializer=remigio_dot_referee_dot_v1_dot_referee__pb2.ReplayDealRequest.FromString,
+                    response_serializer=remigio_dot_referee_dot_v1_dot_referee__pb2.ReplayDealResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -225,6 +244,33 @@ class RefereeService:
             '/remigio.referee.v1.RefereeService/CheckDisputes',
             remigio_dot_referee_dot_v1_dot_referee__pb2.CheckDisputesRequest.SerializeToString,
             remigio_dot_referee_dot_v1_dot_referee__pb2.CheckDisputesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReplayDeal(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/remigio.referee.v1.RefereeService/ReplayDeal',
+            remigio_dot_referee_dot_v1_dot_referee__pb2.ReplayDealRequest.SerializeToString,
+            remigio_dot_referee_dot_v1_dot_referee__pb2.ReplayDealResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,282 @@
+"""The mapping between deal records (RULES §9) and their protobuf messages, both ways.
+
+``record_from_proto`` reads a DealRecord message into a ``referee.record.Record``; an error names
+its field relative to the DealRecord in the contract's terms (``turns[3].discard``,
+``deck.cards[17]``), and the handler roots it at ``record``. The domain checks a record with its
+own field names, in which a deck and a restock are lists of cards (``deck[17]``,
+``turns[3].restock[2]``); ``proto_paths`` renames them to the message's fields (``deck.cards[17]``,
+``turns[3].restock.cards[2]``).
+
+``replay_to_proto`` gives the answer of a replay; ``record_to_proto`` and ``rules_to_proto`` write
+a record and its rules back as a request, for the command line (``simulate --json``, ``replay``
+reading the notation).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from referee._gen.remigio.referee.v1 import referee_pb2 as pb
+from referee.api.convert import MAX_SCORE, cards_from_proto, close_kind_to_proto
+from referee.cards import Card
+from referee.claims import DealClaims
+from referee.errors import InvalidDealError, InvalidRecordError, RefereeError, rooted_at
+from referee.limits import ELIMINATED, NAME, PILE_CARDS, PLAYERS, SHUFFLE_TEXT, TURNS
+from referee.record import DrawSource, Record, Seat, Turn
+from referee.replay import Replay, ViolationCode
+from referee.rules import (
+    DEFAULT_MULTIPLIERS,
+    CloseKind,
+    DiscardTaken,
+    Engine,
+    JokerDiscard,
+    JokerLimit,
+    RuleSet,
+    ScoringMode,
+)
+from referee.shuffle import Shuffle
+
+# Enum tables, built from the names so a renamed member fails at import rather than at a call.
+_DRAWS = {pb.DrawSource.Value(f"DRAW_SOURCE_{m.name}"): m for m in DrawSource}
+_DRAW_NUMBERS = {source: number for number, source in _DRAWS.items()}
+_VIOLATION_CODES = {m: pb.ViolationCode.Value(f"VIOLATION_CODE_{m.name}") for m in ViolationCode}
+_DISCARD_TAKEN_NUMBERS = {m: pb.DiscardTaken.Value(f"DISCARD_TAKEN_{m.name}") for m in DiscardTaken}
+
+
+# Proto -> domain ------------------------------------------------------------------------------
+
+
+def record_from_proto(record: pb.DealRecord, rules: RuleSet) -> Record:
+    """The record a DealRecord message gives, under ``rules``; an unnamed seat is ``player<i+1>``.
+
+    Only the message's own shape is checked here (limits, card codes, enum numbers, the shuffle's
+    fields); what no deal could leave is ``check_record``'s to find, run by the replay.
+    """
+    PLAYERS.check_count(record.seats, "seats")
+    TURNS.check_count(record.turns, "turns")
+    ELIMINATED.check_count(record.eliminated, "eliminated")
+    for i, name in enumerate(record.eliminated):
+        NAME.check_length(name, f"eliminated[{i}]")
+    seats = []
+    for i, seat in enumerate(record.seats):
+        NAME.check_length(seat.name, f"seats[{i}].name")
+        score = None
+        if seat.HasField("score"):
+            score = seat.score
+            # As a deal's players: the rule options bound every score parameter the same way.
+            if abs(score) > MAX_SCORE:
+                raise InvalidRecordError(f"seats[{i}].score", score, "a score must be at most 10^9 in size")
+        seats.append(Seat(seat.name or f"player{i + 1}", score))
+    order = record.WhichOneof("order")
+    deck = shuffle = None
+    if order == "deck":
+        deck = cards_from_proto(record.deck.cards, "deck.cards", PILE_CARDS)
+    elif order == "shuffle":
+        with rooted_at("shuffle"):
+            shuffle = shuffle_from_proto(record.shuffle)
+    else:
+        raise InvalidRecordError("deck", None, "a record gives the deck (top first) or a shuffle")
+    return Record(
+        seats=tuple(seats),
+        dealer=record.dealer,
+        deck=deck,
+        shuffle=shuffle,
+        turns=tuple(_turn_from_proto(turn, i) for i, turn in enumerate(record.turns)),
+        eliminated=tuple(record.eliminated),
+        rules=rules,
+    )
+
+
+def shuffle_from_proto(shuffle: pb.Shuffle) -> Shuffle:
+    """The seeded shuffle of a Shuffle message; an empty ``server_seed_hash`` is none committed."""
+    for name in ("algorithm", "server_seed", "server_seed_hash", "client_seed"):
+        SHUFFLE_TEXT.check_length(getattr(shuffle, name), name)
+    return Shuffle(
+        server_seed=shuffle.server_seed,
+        client_seed=shuffle.client_seed,
+        nonce=shuffle.nonce,
+        server_seed_hash=shuffle.server_seed_hash or None,
+        algorithm=shuffle.algorithm,
+    )
+
+
+def _turn_from_proto(turn: pb.Turn, i: int) -> Turn:
+    draw = _DRAWS.get(turn.draw)
+    if draw is None:
+        name = pb.DrawSource.Name(turn.draw) if turn.draw in pb.DrawSource.values() else turn.draw
+        raise InvalidRecordError(f"turns[{i}].draw", name, "a turn draws from the STOCK or the DISCARD pile")
+    restock = None
+    # Message presence tells a restock of no cards from none given.
+    if turn.HasField("restock"):
+        restock = cards_from_proto(turn.restock.cards, f"turns[{i}].restock.cards", PILE_CARDS)
+    return Turn(
+        draw=draw,
+        discard=Card.parse(turn.discard, f"turns[{i}].discard"),
+        close=turn.close,
+        seat=turn.seat if turn.HasField("seat") else None,
+        drawn=Card.parse(turn.drawn, f"turns[{i}].drawn") if turn.drawn else None,
+        restock=restock,
+    )
+
+
+def check_claimed_players(claims: DealClaims, seats: int) -> None:
+    """Raise naming ``claims.players[c].player`` for a claim about a seat the record does not have
+    (a complete record's claims are judged with the scoring; this finds them in any record)."""
+    for c, claim in enumerate(claims.players):
+        if not 0 <= claim.player < seats:
+            raise InvalidDealError(
+                f"claims.players[{c}].player", claim.player, f"no such player (0 to {max(seats, 1) - 1})"
+            )
+
+
+# The domain names a deck and a restock as lists of cards; the message holds them in a Pile. A
+# restock named alone is the total of all restocks (RESTOCK_CARDS, on Turn.restock): it stays.
+_DOMAIN_PILE = re.compile(r"^(deck(?=\[|$)|turns\[\d+\]\.restock(?=\[))")
+
+
+@contextmanager
+def proto_paths() -> Iterator[None]:
+    """Re-raise a ``RefereeError`` of the domain's record checks with its field named as in the
+    DealRecord message: ``deck[3]`` as ``deck.cards[3]``, ``turns[5].restock[2]`` as
+    ``turns[5].restock.cards[2]``."""
+    try:
+        yield
+    except RefereeError as error:
+        field = _DOMAIN_PILE.sub(r"\1.cards", error.field, count=1)
+        if field == error.field:
+            raise
+        raise type(error)(field, error.value, error.message) from None
+
+
+# Domain -> proto ------------------------------------------------------------------------------
+
+
+def replay_to_proto(result: Replay) -> pb.ReplayDealResponse:
+    """The answer of a replay, without its scored result (the handler adds it, as ScoreDeal gives it)."""
+    response = pb.ReplayDealResponse(
+        legal=result.legal,
+        turns_played=result.turns_played,
+        complete=result.complete,
+        hands=[
+            pb.Player(name=hand.name, cards=[card.code() for card in hand.cards], score=hand.score)
+            for hand in result.hands
+        ],
+        discard_pile=pb.Pile(cards=[card.code() for card in result.discard_pile]),
+        stock=pb.Pile(cards=[card.code() for card in result.stock]),
+        discard=result.discard.code() if result.discard is not None else "",
+        reshuffles=result.reshuffles,
+    )
+    violation = result.violation
+    if violation is not None:
+        response.violation.CopyFrom(
+            pb.Violation(
+                turn=violation.turn,
+                seat=violation.seat,
+                code=_VIOLATION_CODES[violation.code],
+                message=violation.message,
+            )
+        )
+    if result.to_play is not None:
+        response.to_play = result.to_play
+    if result.closer is not None:
+        response.closer = result.closer
+    return response
+
+
+def violation_code_name(number: int) -> str:
+    """A violation code's name without its prefix (``FALSE_CLOSE``)."""
+    return pb.ViolationCode.Name(number).removeprefix("VIOLATION_CODE_")
+
+
+def record_to_proto(record: Record) -> pb.DealRecord:
+    """A DealRecord message of a record (``record_from_proto`` reads it back)."""
+    message = pb.DealRecord(
+        seats=[pb.Seat(name=seat.name, score=seat.score) for seat in record.seats],
+        dealer=record.dealer,
+        turns=[_turn_to_proto(turn) for turn in record.turns],
+        eliminated=record.eliminated,
+    )
+    if record.shuffle is not None:
+        shuffle = record.shuffle
+        message.shuffle.CopyFrom(
+            pb.Shuffle(
+                algorithm=shuffle.algorithm,
+                server_seed=shuffle.server_seed,
+                server_seed_hash=shuffle.server_seed_hash or "",
+                client_seed=shuffle.client_seed,
+                nonce=shuffle.nonce,
+            )
+        )
+    else:
+        assert record.deck is not None
+        message.deck.CopyFrom(pb.Pile(cards=[card.code() for card in record.deck]))
+    return message
+
+
+def _turn_to_proto(turn: Turn) -> pb.Turn:
+    message = pb.Turn(
+        seat=turn.seat,
+        draw=_DRAW_NUMBERS[turn.draw],
+        drawn=turn.drawn.code() if turn.drawn is not None else "",
+        discard=turn.discard.code(),
+        close=turn.close,
+    )
+    if turn.restock is not None:
+        message.restock.CopyFrom(pb.Pile(cards=[card.code() for card in turn.restock]))
+    return message
+
+
+def rules_to_proto(rules: RuleSet) -> pb.RuleOptions:
+    """The RuleOptions message that asks for ``rules``: the options that differ from the defaults."""
+    default = RuleSet()
+    options = pb.RuleOptions()
+    if rules.decks != default.decks:
+        options.decks = rules.decks
+    if rules.joker_points != default.joker_points:
+        options.joker_points = rules.joker_points
+    if rules.wrap_runs != default.wrap_runs:
+        options.wrap_runs = rules.wrap_runs
+    if rules.joker_limit is not JokerLimit.UNLIMITED:
+        options.joker_limit = pb.JokerLimit.Value(f"JOKER_LIMIT_{rules.joker_limit.name}")
+    if rules.joker_discard is not JokerDiscard.CLEAN:
+        options.joker_discard = pb.JokerDiscard.Value(f"JOKER_DISCARD_{rules.joker_discard.name}")
+    if rules.discard_taken is not DiscardTaken.ALLOWED:
+        options.discard_taken = _DISCARD_TAKEN_NUMBERS[rules.discard_taken]
+    if rules.engine is not Engine.CPSAT:
+        options.engine = pb.Engine.Value(f"ENGINE_{rules.engine.name}")
+    for kind in CloseKind:
+        if rules.multiplier(kind) != DEFAULT_MULTIPLIERS[kind]:
+            options.multipliers.add(kind=close_kind_to_proto(kind), multiplier=rules.multiplier(kind))
+    scoring = rules.scoring
+    if scoring != type(scoring)():
+        options.scoring.SetInParent()
+        if scoring.mode is not None:
+            options.scoring.mode = pb.ScoringMode.Value(f"SCORING_MODE_{ScoringMode(scoring.mode).name}")
+        for name in ("start_score", "target", "close_bonus", "limit"):
+            value = getattr(scoring, name)
+            if value is not None:
+                setattr(options.scoring, name, value)
+    return options
+
+
+def request_of(record: Record, claims: pb.DealClaims | None = None) -> pb.ReplayDealRequest:
+    """The ReplayDealRequest of a record under its own rules."""
+    request = pb.ReplayDealRequest(record=record_to_proto(record), rules=rules_to_proto(record.rules))
+    if claims is not None:
+        request.claims.CopyFrom(claims)
+    return request
+
+
+__all__ = [
+    "check_claimed_players",
+    "proto_paths",
+    "record_from_proto",
+    "record_to_proto",
+    "replay_to_proto",
+    "request_of",
+    "rules_to_proto",
+    "shuffle_from_proto",
+    "violation_code_name",
+]
