@@ -10,8 +10,12 @@ BUF_VERSION := 1.75.0
 BUF         := $(TOOLS)/node_modules/.bin/buf
 GRPC_JS     := 1.14.7
 PROTO_LOADER := 0.8.1
+# The gateway's gRPC-Web client in the tests: Connect's web transport, the messages made at run
+# time from the descriptor set (nothing generated).
+BUF_PROTOBUF := 2.17.0
+CONNECT     := 2.3.0
 # buf lints the proto; grpc-js and proto-loader are the tests' client in another language.
-TOOLS_STAMP := $(TOOLS)/.installed-buf-$(BUF_VERSION)-grpc-js-$(GRPC_JS)-proto-loader-$(PROTO_LOADER)
+TOOLS_STAMP := $(TOOLS)/.installed-buf-$(BUF_VERSION)-grpc-js-$(GRPC_JS)-proto-loader-$(PROTO_LOADER)-connect-$(CONNECT)
 HOST        ?= 127.0.0.1
 PORT        ?= 50051
 IMAGE       ?= remigio-referee:latest
@@ -22,7 +26,7 @@ PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
 
-.PHONY: help venv .venv buf serve test test-fast lint format protos bench docker release image-proof clean distclean
+.PHONY: help venv .venv buf serve gateway browser test test-fast lint format protos bench docker release image-proof clean distclean
 
 help: ## list the targets
 	@grep -E '^[a-z][a-z .-]*:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
@@ -38,7 +42,8 @@ venv .venv: $(VENV_STAMP) ## create .venv and install the project with its dev e
 
 $(TOOLS_STAMP):
 	npm install --prefix $(TOOLS) --no-audit --no-fund --loglevel=error \
-		@bufbuild/buf@$(BUF_VERSION) @grpc/grpc-js@$(GRPC_JS) @grpc/proto-loader@$(PROTO_LOADER)
+		@bufbuild/buf@$(BUF_VERSION) @grpc/grpc-js@$(GRPC_JS) @grpc/proto-loader@$(PROTO_LOADER) \
+		@bufbuild/protobuf@$(BUF_PROTOBUF) @connectrpc/connect@$(CONNECT) @connectrpc/connect-web@$(CONNECT)
 	$(BUF) --version
 	touch $@
 
@@ -47,9 +52,23 @@ buf: $(TOOLS_STAMP) ## install buf (and the tests' Node.js gRPC client) into .to
 serve: $(VENV_STAMP) ## run the referee on HOST:PORT (default 127.0.0.1:50051)
 	$(BIN)/remigio-referee serve --host $(HOST) --port $(PORT)
 
+GATEWAY_PORT ?= 8080
+
+gateway: $(VENV_STAMP) ## run the referee (PORT) behind Envoy on HOST:GATEWAY_PORT (8080): JSON, gRPC-Web and gRPC
+	$(BIN)/python -m gateway run --listen $(HOST):$(GATEWAY_PORT) --upstream 127.0.0.1:$(PORT)
+
+# A real browser for the gateway's browser test: Debian's chromium, installed when this runs as
+# root with apt (as CI does); elsewhere the test says why it skips.
+browser: ## install Debian's chromium for the browser test, where apt-get and root allow
+	@if command -v chromium >/dev/null 2>&1; then echo "chromium: $$(command -v chromium)"; \
+	elif ! command -v apt-get >/dev/null 2>&1; then echo "browser: no apt-get here; the browser test will skip"; \
+	elif [ "$$(id -u)" != 0 ]; then echo "browser: not root; the browser test will skip (install chromium to run it)"; \
+	else apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null \
+		|| echo "browser: apt-get could not install chromium; the browser test will skip"; fi
+
 # Two runs: the tiers that only compute share both cores (-n 2); the server processes and the
 # attacks run alone, so their timing bounds measure the server, not a neighbour test.
-test: $(VENV_STAMP) $(TOOLS_STAMP) ## run every tier of the tests (slow ones deselected)
+test: $(VENV_STAMP) $(TOOLS_STAMP) browser ## run every tier of the tests (slow ones deselected)
 	$(BIN)/python -m pytest -q -ra -n 2 -m '(unit or property or service or tooling) and not slow' $(PYTEST_ARGS)
 	$(BIN)/python -m pytest -q -ra -m '(process or hostile) and not slow' $(PYTEST_ARGS)
 
@@ -62,6 +81,7 @@ lint: $(VENV_STAMP) $(TOOLS_STAMP) ## ruff, buf lint and format check, stale gen
 	$(BUF) lint
 	$(BUF) format --diff --exit-code
 	$(BIN)/python scripts/gen_protos.py --check
+	$(BIN)/python -m gateway openapi --check
 	$(BIN)/hadolint --failure-threshold warning Dockerfile
 
 format: $(VENV_STAMP) ## format the code and apply ruff's safe fixes

@@ -151,7 +151,16 @@ def run(args: argparse.Namespace) -> int:
     processes = [subprocess.Popen(referee)]
     processes.append(
         subprocess.Popen(
-            [_envoy(), "-c", str(envoy_yaml), "--log-level", "warn", "--concurrency", str(args.concurrency)]
+            [
+                _envoy(),
+                "-c",
+                str(envoy_yaml),
+                "--log-level",
+                "warn",
+                "--concurrency",
+                str(args.concurrency),
+                "--disable-hot-restart",
+            ]
         )
     )
     stop = {"signal": 0}

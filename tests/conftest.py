@@ -109,6 +109,7 @@ TIERS: dict[str, tuple[str, ...]] = {
     "process": (
         "test_access",
         "test_access_parts",
+        "test_gateway",
         "test_metrics",
         "test_node_client",
         "test_scaling",

