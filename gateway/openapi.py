@@ -215,7 +215,9 @@ def build(files: descriptor_pb2.FileDescriptorSet | None = None) -> dict[str, An
     """The OpenAPI document of the descriptor set's HTTP rules."""
     found = _Files(files if files is not None else descriptors.build())
     paths: dict[str, Any] = {}
-    roots = [STATUS, "grpc.health.v1.HealthCheckRequest", "grpc.health.v1.HealthCheckResponse"]
+    # The details the referee's errors carry, for clients that read them.
+    roots = [STATUS, "google.rpc.BadRequest", "google.rpc.RetryInfo"]
+    roots += ["grpc.health.v1.HealthCheckRequest", "grpc.health.v1.HealthCheckResponse"]
     service = found.services[SERVICE]
     for method in service.method:
         if not method.options.HasExtension(annotations_pb2.http):
