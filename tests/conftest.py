@@ -119,6 +119,7 @@ TIERS: dict[str, tuple[str, ...]] = {
     ),
     "hostile": (
         "test_fair_share",
+        "test_gateway_hostile",
         "test_hostile",
         "test_hostile_health",
         "test_hostile_input",
