@@ -79,6 +79,11 @@ def _add_config_options(parser: argparse.ArgumentParser, *, listen: str, upstrea
         default=0,
         help="proxies in front of the gateway trusted to append to x-forwarded-for (default 0)",
     )
+    parser.add_argument(
+        "--access-log",
+        metavar="FILE",
+        help="one JSON line per request to FILE (/dev/stdout for the console; default none)",
+    )
     parser.add_argument("--tls-cert", help="serve TLS with this PEM certificate chain (with --tls-key)")
     parser.add_argument("--tls-key", help="the private key of --tls-cert")
     parser.add_argument("--upstream-ca", help="reach the referee over TLS, trusting this CA (PEM)")
@@ -106,6 +111,7 @@ def _config(args: argparse.Namespace, descriptor_set: Path) -> GatewayConfig:
         upstream_ca=args.upstream_ca,
         upstream_cert=args.upstream_cert,
         upstream_key=args.upstream_key,
+        access_log=args.access_log,
     )
 
 
@@ -212,6 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     _add_config_options(config, listen="127.0.0.1:8080", upstream="127.0.0.1:50051")
     started = commands.add_parser("run", help="run the referee and Envoy on loopback")
     _add_config_options(started, listen="127.0.0.1:8080", upstream="127.0.0.1:50051")
+    started.set_defaults(access_log="/dev/stdout")
     started.add_argument("--concurrency", type=int, default=min(2, os.cpu_count() or 1), help="Envoy's worker threads")
     started.add_argument("referee_args", nargs="*", help="more `remigio-referee serve` options, after --")
     args = parser.parse_args(argv)

@@ -71,6 +71,8 @@ class GatewayConfig:
     upstream_cert: str | None = None
     upstream_key: str | None = None
     services: tuple[str, ...] = field(default=SERVICES)
+    # One JSON line per request to this file ("/dev/stdout" for the console), or none.
+    access_log: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("json_timeout", "grpc_timeout_max", "headers_timeout", "idle_timeout", "connection_idle_timeout", "health_interval"):  # fmt: skip
@@ -189,6 +191,36 @@ def _upstream_tls(config: GatewayConfig) -> str:
     return "transport_socket: " + json.dumps(context)
 
 
+def _access_log(config: GatewayConfig) -> list[dict[str, object]]:
+    if config.access_log is None:
+        return []
+    fields = {
+        "start": "%START_TIME%",
+        "method": "%REQ(:METHOD)%",
+        "path": "%REQ(X-ENVOY-ORIGINAL-PATH?:PATH)%",
+        "protocol": "%PROTOCOL%",
+        "status": "%RESPONSE_CODE%",
+        "grpc_status": "%GRPC_STATUS%",
+        "flags": "%RESPONSE_FLAGS%",
+        "duration_ms": "%DURATION%",
+        "bytes_in": "%BYTES_RECEIVED%",
+        "bytes_out": "%BYTES_SENT%",
+        "client": "%DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%",
+        "origin": "%REQ(ORIGIN)%",
+        "request_id": "%REQ(X-REQUEST-ID)%",
+    }
+    return [
+        {
+            "name": "envoy.access_loggers.file",
+            "typed_config": {
+                "@type": "type.googleapis.com/envoy.extensions.access_loggers.file.v3.FileAccessLog",
+                "path": config.access_log,
+                "log_format": {"json_format": fields},
+            },
+        }
+    ]
+
+
 def render(config: GatewayConfig) -> str:
     """Envoy's YAML configuration for ``config``."""
     values: dict[str, object] = {
@@ -215,6 +247,7 @@ def render(config: GatewayConfig) -> str:
         "services": json.dumps(list(config.services)),
         "health_path": json.dumps(HEALTH_PATH),
         "local_reply_mappers": json.dumps(_local_reply_mappers()),
+        "access_log": json.dumps(_access_log(config)),
         "downstream_tls": _downstream_tls(config),
         "upstream_tls": _upstream_tls(config),
     }

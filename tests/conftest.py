@@ -111,6 +111,7 @@ TIERS: dict[str, tuple[str, ...]] = {
         "test_access",
         "test_access_parts",
         "test_gateway",
+        "test_gateway_browser",
         "test_metrics",
         "test_node_client",
         "test_scaling",

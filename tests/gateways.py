@@ -74,6 +74,7 @@ class Gateway:
         upstream_port = int(self.referee.address.rsplit(":", 1)[1])
         self.port = free_port()
         options.setdefault("health_interval", "0.5s")
+        options.setdefault("access_log", str(folder / "access.log"))
         self.config = GatewayConfig(
             descriptor_set=str(descriptor_set()),
             listen_port=self.port,
@@ -124,6 +125,11 @@ class Gateway:
     def logged_calls(self) -> list[dict[str, Any]]:
         """The referee's log lines of calls (JSON), oldest first."""
         return [json.loads(line) for line in list(self.referee.lines) if line.startswith("{") and '"method"' in line]
+
+    def access_log(self) -> list[dict[str, Any]]:
+        """Envoy's access log lines so far (a line is written as its request ends)."""
+        path = Path(str(self.config.access_log))
+        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
 
     def logged_call(self, request_id: str, timeout: float = 10) -> dict[str, Any]:
         """The referee's log line of the call with ``request_id`` (it is written as the call ends)."""

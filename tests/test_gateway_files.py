@@ -105,6 +105,7 @@ def test_envoy_accepts_tls_at_the_edge_and_mutual_tls_to_the_referee(tmp_path: P
         upstream_ca=str(tmp_path / "ca.pem"),
         upstream_cert=files["client"][0],
         upstream_key=files["client"][1],
+        access_log=str(tmp_path / "access.log"),
     )
     _validate(config, tmp_path)
 

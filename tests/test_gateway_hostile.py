@@ -55,7 +55,9 @@ def test_oversized_bodies_are_refused_before_the_referee(gateway: Gateway) -> No
     huge = b'{"cards": ["' + b"A" * (8 << 20) + b'"]}'
     with httpx.Client(timeout=30) as client:
         for _ in range(3):
-            reply = client.post(gateway.url + "/v1/hands:solve", content=huge, headers={"content-type": "application/json"})
+            reply = client.post(
+                gateway.url + "/v1/hands:solve", content=huge, headers={"content-type": "application/json"}
+            )
             assert reply.status_code == 413 and _status_json(reply)["code"] == 8
 
         def chunks() -> Iterator[bytes]:  # no content-length: the size is only known as it comes
@@ -64,7 +66,9 @@ def test_oversized_bodies_are_refused_before_the_referee(gateway: Gateway) -> No
                 yield b"A" * 65536
             yield b'"]}'
 
-        reply = client.post(gateway.url + "/v1/disputes:check", content=chunks(), headers={"content-type": "application/json"})
+        reply = client.post(
+            gateway.url + "/v1/disputes:check", content=chunks(), headers={"content-type": "application/json"}
+        )
         assert reply.status_code == 413 and _status_json(reply)["code"] == 8
     # A gRPC message over the referee's limit is the referee's own RESOURCE_EXHAUSTED.
     with grpc.insecure_channel(f"127.0.0.1:{gateway.port}") as channel:
@@ -73,14 +77,17 @@ def test_oversized_bodies_are_refused_before_the_referee(gateway: Gateway) -> No
             stub.SolveHand(pb.SolveHandRequest(cards=["A" * (2 << 20)]), timeout=30)
         assert failed.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
     _healthy_and_serving(gateway)
-    assert not any(call["method"] == "SolveHand" and call["code"] != "OK" and "A" * 100 in json.dumps(call) for call in gateway.logged_calls())
+    assert not any(
+        call["method"] == "SolveHand" and call["code"] != "OK" and "A" * 100 in json.dumps(call)
+        for call in gateway.logged_calls()
+    )
 
 
 def _garbage(rng: random.Random) -> bytes:
     kinds = [
         lambda: os.urandom(rng.randrange(1, 2000)),
         lambda: b'{"cards": ' + b"[" * rng.randrange(1, 20000),
-        lambda: b'{"cards": ["AH"], "rules": {"decks": ' + str(10**rng.randrange(10, 400)).encode() + b"}}",
+        lambda: b'{"cards": ["AH"], "rules": {"decks": ' + str(10 ** rng.randrange(10, 400)).encode() + b"}}",
         lambda: b'{"cards": ["\xff\xfe\xfd"]}',
         lambda: b'{"cards": ["AH"]' + b"}" * rng.randrange(1, 100),
         lambda: json.dumps({"cards": HAND, "rules": {"engine": "ENGINE_" + "X" * rng.randrange(1, 5000)}}).encode(),
@@ -120,7 +127,7 @@ def _closed_within(sock: socket.socket, seconds: float) -> bool:
         while time.monotonic() < deadline:
             if not sock.recv(65536):
                 return True
-    except (TimeoutError, socket.timeout):
+    except TimeoutError:
         return False
     except ConnectionResetError:
         return True
@@ -151,7 +158,11 @@ def test_many_connections_leave_health_fast_and_the_referee_unbothered(gateway: 
             idle.append(_open(gateway.port))
         _healthy_and_serving(gateway)
         # The referee sees Envoy's few upstream connections, not the clients'.
-        sockets = [fd for fd in os.listdir(f"/proc/{gateway.referee.proc.pid}/fd") if "socket" in os.readlink(f"/proc/{gateway.referee.proc.pid}/fd/{fd}")]
+        sockets = [
+            fd
+            for fd in os.listdir(f"/proc/{gateway.referee.proc.pid}/fd")
+            if "socket" in os.readlink(f"/proc/{gateway.referee.proc.pid}/fd/{fd}")
+        ]
         assert len(sockets) < 100, len(sockets)
     finally:
         for sock in idle:
