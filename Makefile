@@ -82,14 +82,17 @@ lint: $(VENV_STAMP) $(TOOLS_STAMP) ## ruff, buf lint and format check, stale gen
 	$(BUF) format --diff --exit-code
 	$(BIN)/python scripts/gen_protos.py --check
 	$(BIN)/python -m gateway openapi --check
+	$(BIN)/python -m gateway kubernetes --check
 	$(BIN)/hadolint --failure-threshold warning Dockerfile
 
 format: $(VENV_STAMP) ## format the code and apply ruff's safe fixes
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-protos: $(VENV_STAMP) ## regenerate referee/_gen/ from protos/
+protos: $(VENV_STAMP) ## regenerate referee/_gen/, docs/openapi.yaml and the gateway's Kubernetes files from protos/
 	$(BIN)/python scripts/gen_protos.py
+	$(BIN)/python -m gateway openapi
+	$(BIN)/python -m gateway kubernetes
 
 bench: $(VENV_STAMP) ## run the benchmarks (linking engines, service, dispute batches)
 	$(BIN)/python -m bench.solver

@@ -115,6 +115,55 @@ def _config(args: argparse.Namespace, descriptor_set: Path) -> GatewayConfig:
     )
 
 
+# The gateway as a sidecar of each referee pod (deploy/kubernetes/components/gateway): TLS at the
+# edge and mutual TLS to the referee over loopback, both with the pod's own certificate; the
+# descriptor set and this file come from one ConfigMap.
+KUBERNETES = ROOT / "deploy" / "kubernetes" / "components" / "gateway"
+KUBERNETES_FILES = "/etc/remigio/gateway"
+KUBERNETES_TLS = "/etc/remigio/tls"
+
+
+def kubernetes_config() -> GatewayConfig:
+    """The sidecar's configuration, as the component's ConfigMap holds it."""
+    return GatewayConfig(
+        descriptor_set=f"{KUBERNETES_FILES}/referee.binpb",
+        listen_host="0.0.0.0",
+        listen_port=8080,
+        upstream_host="127.0.0.1",
+        upstream_port=50051,
+        tls_cert=f"{KUBERNETES_TLS}/tls.crt",
+        tls_key=f"{KUBERNETES_TLS}/tls.key",
+        upstream_ca=f"{KUBERNETES_TLS}/ca.crt",
+        upstream_cert=f"{KUBERNETES_TLS}/tls.crt",
+        upstream_key=f"{KUBERNETES_TLS}/tls.key",
+        access_log="/dev/stdout",
+    )
+
+
+def write_kubernetes(folder: Path = KUBERNETES) -> int:
+    """Write the component's envoy.yaml and referee.binpb; 0."""
+    descriptors.write(folder / "referee.binpb", comments=False)
+    (folder / "envoy.yaml").write_text(render(kubernetes_config()), encoding="utf-8")
+    return 0
+
+
+def check_kubernetes(folder: Path = KUBERNETES) -> int:
+    """0 when the component's files are what the proto and the template give, else 1."""
+    fresh = descriptors.without_comments(descriptors.build()).SerializeToString(deterministic=True)
+    stale = [
+        name
+        for name, want in (("referee.binpb", fresh), ("envoy.yaml", render(kubernetes_config()).encode()))
+        if not (folder / name).exists() or (folder / name).read_bytes() != want
+    ]
+    if stale:
+        print(
+            f"{', '.join(stale)} in {folder.relative_to(ROOT)} are stale; run `python -m gateway kubernetes`",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
 def _envoy() -> str:
     found = shutil.which("envoy") or shutil.which("envoy", path=str(Path(sys.executable).parent))
     if found is None:
@@ -216,6 +265,8 @@ def main(argv: list[str] | None = None) -> int:
         "--descriptor-set", type=Path, required=True, help="the descriptor set's path, as Envoy will see it"
     )
     _add_config_options(config, listen="127.0.0.1:8080", upstream="127.0.0.1:50051")
+    sidecar = commands.add_parser("kubernetes", help="write the Kubernetes component's envoy.yaml and descriptor set")
+    sidecar.add_argument("--check", action="store_true", help="exit 1 if they are not what the proto and template give")
     started = commands.add_parser("run", help="run the referee and Envoy on loopback")
     _add_config_options(started, listen="127.0.0.1:8080", upstream="127.0.0.1:50051")
     started.set_defaults(access_log="/dev/stdout")
@@ -227,6 +278,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "openapi":
         return openapi.check(args.out) if args.check else openapi.write(args.out)
+    if args.command == "kubernetes":
+        return check_kubernetes() if args.check else write_kubernetes()
     if args.command == "config":
         try:
             text = render(_config(args, args.descriptor_set))

@@ -64,8 +64,16 @@ def build() -> descriptor_pb2.FileDescriptorSet:
     return files
 
 
-def write(path: Path) -> Path:
+def without_comments(files: descriptor_pb2.FileDescriptorSet) -> descriptor_pb2.FileDescriptorSet:
+    """``files`` without their source information: what Envoy needs, a quarter of the size."""
+    for file in files.file:
+        file.ClearField("source_code_info")
+    return files
+
+
+def write(path: Path, *, comments: bool = True) -> Path:
     """Build the descriptor set into ``path`` (its folder made); ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(build().SerializeToString(deterministic=True))
+    files = build() if comments else without_comments(build())
+    path.write_bytes(files.SerializeToString(deterministic=True))
     return path

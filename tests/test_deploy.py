@@ -11,7 +11,9 @@ and ports, grace and worker count agree. The image test (slow) builds and runs t
 from __future__ import annotations
 
 import argparse
+import base64
 import copy
+import json
 import os
 import re
 import shutil
@@ -38,7 +40,11 @@ from referee.server.app import SERVICE_NAME
 ROOT = Path(__file__).resolve().parent.parent
 KUBERNETES = ROOT / "deploy" / "kubernetes"
 BASE = KUBERNETES / "base"
-LAYOUTS = {"base": BASE, "example": KUBERNETES / "overlays" / "example"}
+LAYOUTS = {
+    "base": BASE,
+    "example": KUBERNETES / "overlays" / "example",
+    "gateway": KUBERNETES / "overlays" / "gateway",
+}
 # The oldest Kubernetes the manifests are for (the preStop sleep action is on by default from
 # 1.30, and 1.31 is the oldest release still maintained here), and the newest the package knows.
 KUBERNETES_VERSIONS = ("1.31.0", kubernetes_validate.latest_version())
@@ -130,6 +136,10 @@ def test_the_schema_check_refuses_a_misspelt_field(objects: list[dict[str, Any]]
 
 
 def test_every_object_the_deployment_needs_is_there(objects: list[dict[str, Any]]) -> None:
+    # The gateway's configuration (its own layout) is checked in the gateway's section below.
+    objects = [
+        o for o in objects if not (o["kind"] == "ConfigMap" and o["metadata"]["name"].startswith("remigio-gateway"))
+    ]
     kinds = sorted((o["apiVersion"], o["kind"]) for o in objects if o["kind"] != "Namespace")
     assert kinds == [
         ("apps/v1", "Deployment"),
@@ -178,15 +188,17 @@ def test_the_pod_runs_locked_down(objects: list[dict[str, Any]]) -> None:
     assert security["runAsNonRoot"] is True
     assert security["runAsUser"] == security["runAsGroup"] == _dockerfile_user(), "the image's own user"
     assert security["seccompProfile"] == {"type": "RuntimeDefault"}
-    assert container["securityContext"] == {
-        "allowPrivilegeEscalation": False,
-        "privileged": False,
-        "readOnlyRootFilesystem": True,
-        "capabilities": {"drop": ["ALL"]},
-    }
+    for each in pod["containers"]:  # the referee, and the gateway where it runs beside it
+        assert each["securityContext"] == {
+            "allowPrivilegeEscalation": False,
+            "privileged": False,
+            "readOnlyRootFilesystem": True,
+            "capabilities": {"drop": ["ALL"]},
+        }, each["name"]
     assert pod["automountServiceAccountToken"] is False
     volumes = {volume["name"]: volume for volume in pod["volumes"]}
-    assert all(set(v) & {"emptyDir", "secret"} for v in volumes.values()), "only emptyDir and Secret volumes"
+    # The gateway's configuration is a ConfigMap; everything else is an emptyDir or a Secret.
+    assert all(set(v) & {"emptyDir", "secret"} or name == "gateway" for name, v in volumes.items())
     writable = {m["mountPath"] for m in container["volumeMounts"] if "emptyDir" in volumes[m["name"]]}
     assert writable == set(_dockerfile_volumes()), "an emptyDir on every VOLUME of the image, nowhere else"
     resources = container["resources"]
@@ -238,6 +250,9 @@ def test_every_port_is_the_one_the_server_is_told(objects: list[dict[str, Any]])
     assert env["REMIGIO_METRICS_PORT"]["value"] == str(ports["metrics"])
     assert env["REMIGIO_HOST"]["value"] in ("0.0.0.0", "::"), "reachable from outside the pod"
     assert ports["grpc"] in _dockerfile_exposed()
+    # A Service may target the gateway's port too, where the gateway runs beside the referee.
+    containers = _one(objects, "Deployment")["spec"]["template"]["spec"]["containers"]
+    ports = {name: number for each in containers for name, number in _ports(each).items()}
     for service in (o for o in objects if o["kind"] == "Service"):
         for port in service["spec"]["ports"]:
             assert port["targetPort"] in ports, f"Service {service['metadata']['name']} targets {port['targetPort']}"
@@ -248,6 +263,10 @@ def test_the_network_policy_lets_in_labelled_clients_and_monitoring(objects: lis
     policy = _one(objects, "NetworkPolicy")["spec"]
     assert policy["policyTypes"] == ["Ingress"]
     rules = {tuple(p["port"] for p in rule["ports"]): rule["from"] for rule in policy["ingress"]}
+    if ("gateway",) in rules:  # the gateway's layout: its own label for the pods that may call it
+        assert rules.pop(("gateway",)) == [
+            {"namespaceSelector": {}, "podSelector": {"matchLabels": {"remigio-referee/gateway-client": "true"}}}
+        ]
     assert set(rules) == {("grpc",), ("metrics",)}
     assert rules[("grpc",)] == [
         {"namespaceSelector": {}, "podSelector": {"matchLabels": {"remigio-referee/client": "true"}}}
@@ -461,6 +480,85 @@ def test_a_server_run_as_the_manifest_says_serves_metrics_with_a_worker_per_cpu(
             break
         time.sleep(0.2)
     assert up and float(up.group(1)) == limit, f"workers up: {up and up.group(1)}, CPU limit {limit}"
+
+
+# The gateway (components/gateway, in overlays/gateway) ------------------------------------------
+
+
+def _gateway_pod() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """The gateway layout's pod spec, its gateway container and its ConfigMap."""
+    objects = copy.deepcopy(list(_rendered("gateway")))
+    pod = _one(objects, "Deployment")["spec"]["template"]["spec"]
+    container = next(c for c in pod["containers"] if c["name"] == "gateway")
+    config_map = next(o for o in objects if o["kind"] == "ConfigMap")
+    return pod, container, config_map
+
+
+def test_the_gateway_runs_beside_every_referee_and_reaches_it_on_loopback() -> None:
+    from gateway.__main__ import kubernetes_config
+
+    pod, container, config_map = _gateway_pod()
+    referee = next(c for c in pod["containers"] if c["name"] == CONTAINER)
+    assert _env(referee)["REMIGIO_TRUSTED_PROXIES"]["value"] == "127.0.0.1/32"
+    volumes = {volume["name"]: volume for volume in pod["volumes"]}
+    assert volumes["gateway"]["configMap"]["name"] == config_map["metadata"]["name"]  # the hashed name
+    mounts = {mount["mountPath"]: mount["name"] for mount in container["volumeMounts"]}
+    assert mounts == {"/etc/remigio/gateway": "gateway", "/etc/remigio/tls": "tls"}
+    assert container["args"][:2] == ["--config-path", "/etc/remigio/gateway/envoy.yaml"]
+    config = kubernetes_config()
+    assert set(config_map["data"]) == {"envoy.yaml"} and set(config_map["binaryData"]) == {"referee.binpb"}
+    envoy = yaml.safe_load(config_map["data"]["envoy.yaml"])
+    (listener,) = envoy["static_resources"]["listeners"]
+    assert listener["address"]["socket_address"]["port_value"] == _ports(container)["gateway"]
+    (cluster,) = envoy["static_resources"]["clusters"]
+    endpoint = cluster["load_assignment"]["endpoints"][0]["lb_endpoints"][0]["endpoint"]["address"]["socket_address"]
+    assert endpoint == {"address": "127.0.0.1", "port_value": _ports(referee)["grpc"]}
+    # The referee speaks TLS (REMIGIO_TLS_CERT): the gateway reaches it with mutual TLS.
+    assert "REMIGIO_TLS_CERT" in _env(referee)
+    assert "UpstreamTlsContext" in json.dumps(cluster["transport_socket"])
+    assert "DownstreamTlsContext" in json.dumps(listener["filter_chains"][0]["transport_socket"])
+    assert config.descriptor_set.startswith("/etc/remigio/gateway/")
+    probe = container["readinessProbe"]["httpGet"]
+    assert probe == {"path": "/healthz", "port": "gateway", "scheme": "HTTPS"}
+
+
+def test_the_gateways_generated_files_are_current() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "gateway", "kubernetes", "--check"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def test_envoy_accepts_the_sidecars_configuration(tmp_path: Path) -> None:
+    import trustme
+    from gateways import envoy_binary
+
+    _, _, config_map = _gateway_pod()
+    files = tmp_path / "gateway"
+    tls = tmp_path / "tls"
+    files.mkdir()
+    tls.mkdir()
+    (files / "referee.binpb").write_bytes(base64.b64decode(config_map["binaryData"]["referee.binpb"]))
+    ca = trustme.CA()
+    leaf = ca.issue_cert("referee.remigio.svc")
+    ca.cert_pem.write_to_path(tls / "ca.crt")
+    leaf.cert_chain_pems[0].write_to_path(tls / "tls.crt")
+    leaf.private_key_pem.write_to_path(tls / "tls.key")
+    text = (
+        config_map["data"]["envoy.yaml"]
+        .replace("/etc/remigio/gateway", str(files))
+        .replace("/etc/remigio/tls", str(tls))
+    )
+    (files / "envoy.yaml").write_text(text)
+    done = subprocess.run(
+        [envoy_binary(), "--mode", "validate", "-c", str(files / "envoy.yaml"), "--disable-hot-restart"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 # The image ------------------------------------------------------------------------------------
