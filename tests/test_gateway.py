@@ -15,6 +15,7 @@ import re
 import shutil
 import struct
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -325,3 +326,45 @@ def test_grpc_web_from_nodejs(gateway: Gateway, tmp_path: Path) -> None:
         "message": "cards[0]: not a card code (rank A 2-10 J Q K, suit C D H S, or JK) ('ZZ')",
         "field": "cards[0]",
     }
+
+
+README_ADDRESS = "http://127.0.0.1:8080"
+
+
+def test_the_readmes_curl_examples_run_as_written(gateway: Gateway, tmp_path: Path) -> None:
+    curl = shutil.which("curl")
+    if curl is None:
+        pytest.skip("curl is not installed")
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("### Over HTTP") :]
+    section = section[: section.index("\n## ")]
+    (block,) = [
+        body
+        for language, body in re.findall(r"^```(\w*)\n(.*?)^```", section, re.M | re.S)
+        if language == "sh" and "curl" in body
+    ]
+    commands = [line.strip() for line in block.replace("\\\n", " ").splitlines() if line.strip()]
+    (shown_error,) = [
+        body for language, body in re.findall(r"^```(\w*)\n(.*?)^```", section, re.M | re.S) if language == "json"
+    ]
+    shutil.copytree(ROOT / "examples", tmp_path / "examples", ignore=shutil.ignore_patterns("node_modules"))
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(tmp_path)}
+    printed = []
+    for command in commands:
+        assert command.startswith(("curl ", "remigio-referee ")), command
+        done = subprocess.run(
+            ["sh", "-c", command.replace(README_ADDRESS, gateway.url)],
+            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert done.returncode == 0, f"{command}\n{done.stderr}"
+        if command.startswith("curl "):
+            printed.append(json.loads(done.stdout))
+    assert len(printed) == 7
+    assert printed[0]["linking"]["points"] == 9 and printed[0]["linking"]["unlinked"] == ["9C"]
+    assert printed[1]["claims"][0]["verdict"] == "VERDICT_CONFIRMED"
+    assert printed[3]["legal"] is True
+    assert [verdict["outcome"] for verdict in printed[4]] == ["DISPUTE_OUTCOME_CONFIRMED", "DISPUTE_OUTCOME_MALFORMED"]
+    assert printed[6] == {"status": "SERVING"}
+    with _client(False) as client:
+        error = client.post(gateway.url + "/v1/hands:solve", json={"cards": ["AH", "ZZ"]})
+    assert error.text == shown_error.strip()
