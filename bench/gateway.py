@@ -225,7 +225,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             rss_after = _rss_mb(stack.envoy.pid)
         finally:
             stack.stop()
-    ordered = sorted(rounds, key=lambda modes: modes["JSON, gateway"].rate / max(modes["native gRPC, direct"].rate, 1e-9))
+    ordered = sorted(
+        rounds, key=lambda modes: modes["JSON, gateway"].rate / max(modes["native gRPC, direct"].rate, 1e-9)
+    )
     median = ordered[len(ordered) // 2]
     print(f"{'mode':<22} {'calls/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'failed':>7}")
     for mode in median.values():
