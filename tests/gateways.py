@@ -8,6 +8,7 @@ import json
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -66,7 +67,7 @@ def free_port() -> int:
 class Gateway:
     """Envoy on a free loopback port in front of a referee process (``referee``)."""
 
-    def __init__(self, folder: Path, *referee_args: str, **options: Any) -> None:
+    def __init__(self, folder: Path, *referee_args: str, scheme: str = "http", **options: Any) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         self.referee = ServerProcess(
             "--port", "0", "--log-format", "json", "--trusted-proxies", ENVOY_ADDRESS, *referee_args
@@ -91,7 +92,8 @@ class Gateway:
              "--log-level", "warn"],
             stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.url = f"{scheme}://127.0.0.1:{self.port}"
+        self.scheme = scheme
         try:
             self.wait_healthy()
         except BaseException:
@@ -105,7 +107,13 @@ class Gateway:
             if self.envoy.poll() is not None:
                 raise AssertionError("envoy exited:\n" + self.log_path.read_text())
             with contextlib.suppress(OSError):
-                with urllib.request.urlopen(self.url + "/healthz", timeout=1) as reply:
+                # Under TLS only whether it answers at all: the tests' CA is the test's own.
+                context = None
+                if self.scheme == "https":
+                    context = ssl.create_default_context()
+                    context.check_hostname = False
+                    context.verify_mode = ssl.CERT_NONE
+                with urllib.request.urlopen(self.url + "/healthz", timeout=1, context=context) as reply:
                     if reply.status == 200:
                         return
             time.sleep(0.1)

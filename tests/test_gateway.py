@@ -13,6 +13,7 @@ import base64
 import json
 import re
 import shutil
+import ssl
 import struct
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from typing import Any
 import grpc
 import httpx
 import pytest
+import trustme
 from gateways import Gateway, document
 from google.protobuf import json_format
 from jsonschema import Draft202012Validator
@@ -368,3 +370,34 @@ def test_the_readmes_curl_examples_run_as_written(gateway: Gateway, tmp_path: Pa
     with _client(False) as client:
         error = client.post(gateway.url + "/v1/hands:solve", json={"cards": ["AH", "ZZ"]})
     assert error.text == shown_error.strip()
+
+
+def test_tls_at_the_edge_and_mutual_tls_to_the_referee(tmp_path: Path) -> None:
+    ca = trustme.CA()
+    names = {"referee": ("localhost", "127.0.0.1"), "edge": ("localhost", "127.0.0.1"), "gateway": ("gateway",)}
+    files: dict[str, tuple[str, str]] = {}
+    for name, hosts in names.items():
+        leaf = ca.issue_cert(*hosts)
+        leaf.private_key_pem.write_to_path(tmp_path / f"{name}-key.pem")
+        (tmp_path / f"{name}.pem").write_bytes(b"".join(blob.bytes() for blob in leaf.cert_chain_pems))
+        files[name] = (str(tmp_path / f"{name}.pem"), str(tmp_path / f"{name}-key.pem"))
+    ca.cert_pem.write_to_path(tmp_path / "ca.pem")
+    secured = Gateway(
+        tmp_path / "tls",
+        "--tls-cert", files["referee"][0], "--tls-key", files["referee"][1], "--tls-client-ca", str(tmp_path / "ca.pem"),
+        tls_cert=files["edge"][0], tls_key=files["edge"][1],
+        upstream_ca=str(tmp_path / "ca.pem"), upstream_cert=files["gateway"][0], upstream_key=files["gateway"][1],
+        scheme="https",
+    )  # fmt: skip
+    try:
+        for http2 in (False, True):
+            trusted = ssl.create_default_context(cafile=str(tmp_path / "ca.pem"))
+            with httpx.Client(verify=trusted, http1=not http2, http2=http2, timeout=30) as client:
+                reply = client.post(secured.url + "/v1/hands:solve", json={"cards": HAND})
+                assert reply.http_version == ("HTTP/2" if http2 else "HTTP/1.1")
+                assert reply.status_code == 200 and reply.json()["linking"]["points"] == 9
+        # The referee takes no call without a client certificate, so the gateway's is what got in.
+        with pytest.raises(httpx.HTTPError):
+            httpx.post(f"https://{secured.referee.address}/", verify=trusted, timeout=10)
+    finally:
+        secured.stop()
