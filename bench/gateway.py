@@ -21,6 +21,7 @@ import json
 import os
 import re
 import select
+import signal
 import socket
 import subprocess
 import sys
@@ -159,6 +160,7 @@ class Stack:
             [sys.executable, "-m", "referee.server", "--port", "0", "--trusted-proxies", "127.0.0.1/32",
              "--max-calls-per-client", "64"],
             cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            start_new_session=True,  # its group: the dispute job processes go with it
         )  # fmt: skip
         assert self.referee.stderr is not None
         for line in self.referee.stderr:
@@ -194,9 +196,10 @@ class Stack:
 
     def stop(self) -> None:
         """Stop both."""
-        for process in (self.envoy, self.referee):
-            process.kill()
-            process.wait()
+        self.envoy.kill()
+        self.envoy.wait()
+        os.killpg(self.referee.pid, signal.SIGKILL)
+        self.referee.wait()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

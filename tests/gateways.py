@@ -150,14 +150,16 @@ class Gateway:
         raise AssertionError(f"no log line of request {request_id}:\n" + "\n".join(self.referee.lines[-20:]))
 
     def stop(self) -> None:
-        """Stop Envoy and the referee."""
-        if self.envoy.poll() is None:
-            self.envoy.send_signal(signal.SIGTERM)
-            try:
-                self.envoy.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.envoy.kill()
-                self.envoy.wait(timeout=10)
-        self.log.close()
-        # Killed, not drained: these tests are about the gateway, and a drain takes seconds.
-        self.referee.kill()
+        """Stop Envoy and the referee, whatever happens to either."""
+        try:
+            if self.envoy.poll() is None:
+                self.envoy.send_signal(signal.SIGTERM)
+                try:
+                    self.envoy.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    self.envoy.kill()
+                    self.envoy.wait(timeout=5)
+        finally:
+            self.log.close()
+            # Killed, not drained: these tests are about the gateway, and a drain takes seconds.
+            self.referee.kill()
