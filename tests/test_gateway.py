@@ -292,6 +292,9 @@ def test_keys_and_quotas_hold_as_over_grpc(tmp_path: Path) -> None:
             check_against_document("/v1/hands:solve", 429, body)
             (retry,) = [d for d in body["details"] if d["@type"].endswith("google.rpc.RetryInfo")]
             assert retry["retry_delay"].endswith("s")
+            # Each case of the array route takes a token, as each case of the stream does.
+            cases = [{"id": str(n), "hand": {"cards": HAND}} for n in range(3)]
+            _error(client.post(keyed.url + "/v1/disputes:check", json=cases, headers=good), 429, 8)
             # The health route needs no key.
             assert client.get(keyed.url + "/healthz").status_code == 200
         # The same over gRPC through the same port.
