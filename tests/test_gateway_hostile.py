@@ -9,7 +9,6 @@ import random
 import socket
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import grpc
 import httpx
@@ -170,20 +169,17 @@ def test_many_connections_leave_health_fast_and_the_referee_unbothered(gateway: 
     _healthy_and_serving(gateway)
 
 
-def test_a_referee_that_is_gone_is_a_json_503_and_health_says_so(tmp_path: Path) -> None:
-    alone = Gateway(tmp_path / "gone")
-    try:
-        alone.referee.kill()
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            health = httpx.get(alone.url + "/healthz", timeout=5)
-            if health.status_code == 503:
-                break
-            time.sleep(0.1)
-        assert health.status_code == 503
-        assert health.json() == {"code": 14, "message": "the referee is not serving", "status": "NOT_SERVING"}
-        reply = httpx.post(alone.url + "/v1/hands:solve", json={"cards": HAND}, timeout=10)
-        assert reply.status_code == 503 and _status_json(reply)["code"] == 14
-        assert alone.envoy.poll() is None
-    finally:
-        alone.stop()
+def test_a_referee_that_is_gone_is_a_json_503_and_health_says_so(gateway: Gateway) -> None:
+    """The last test of the module: it kills the module's referee."""
+    gateway.referee.kill()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        health = httpx.get(gateway.url + "/healthz", timeout=5)
+        if health.status_code == 503:
+            break
+        time.sleep(0.1)
+    assert health.status_code == 503
+    assert health.json() == {"code": 14, "message": "the referee is not serving", "status": "NOT_SERVING"}
+    reply = httpx.post(gateway.url + "/v1/hands:solve", json={"cards": HAND}, timeout=10)
+    assert reply.status_code == 503 and _status_json(reply)["code"] == 14
+    assert gateway.envoy.poll() is None
