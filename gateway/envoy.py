@@ -212,6 +212,8 @@ def _access_log(config: GatewayConfig) -> list[dict[str, object]]:
     return [
         {
             "name": "envoy.access_loggers.file",
+            # GET /healthz, asked every few seconds by probes, would drown the calls.
+            "filter": {"not_health_check_filter": {}},
             "typed_config": {
                 "@type": "type.googleapis.com/envoy.extensions.access_loggers.file.v3.FileAccessLog",
                 "path": config.access_log,
