@@ -226,6 +226,12 @@ def build(files: descriptor_pb2.FileDescriptorSet | None = None) -> dict[str, An
         request, reply = method.input_type.lstrip("."), method.output_type.lstrip(".")
         roots += [request, reply]
         text = found.comments.get(("method", SERVICE, method.name), method.name)
+        if method.client_streaming or method.server_streaming:
+            text += (
+                " Over HTTP the stream is a JSON array, whole: the cases in one array, the verdicts in"
+                " another, in order; fewer verdicts than cases means the stream was ended early (a"
+                " key's quota running out), the reason in the trailers over HTTP/2."
+            )
         for number, path in enumerate(_bindings(rule)):
             paths[path] = {
                 "post": {
