@@ -294,10 +294,15 @@ class RefereeServicer:
             call.code = grpc.StatusCode.CANCELLED
             raise
         except Exception as error:  # every failure leaves through the one mapping in status.py
-            self._fail(call, context, error)
-            return None
-        context.set_trailing_metadata(self._metadata(call))
-        return reply
+            status = self._failed(call, error)
+        else:
+            context.set_trailing_metadata(self._metadata(call))
+            return reply
+        # A unary call ends with no reply message only through abort. Raised here, outside the
+        # except clause, the abort chains no error, and its traceback holds this frame alone, in
+        # which no request lives (it lived in ``_answer``'s frame, let go with the error).
+        await context.abort(status.code, status.details, status.trailing_metadata)
+        return None  # pragma: no cover (abort raises)
 
     async def _answer(
         self, handler: Callable[[Message], Message], message_type: type[Message], context: grpc.aio.ServicerContext
@@ -316,16 +321,21 @@ class RefereeServicer:
             client, concurrency, _handled, handler, message_type, data, cap, deadline, self.max_message_bytes
         )
 
-    def _fail(self, call: _Call, context: grpc.aio.ServicerContext, error: Exception) -> None:
-        """End the call with the status of ``error``.
+    def _failed(self, call: _Call, error: Exception) -> grpc.Status:
+        """The status to end the call with for ``error``, and ``error`` let go of.
 
-        The status is set on the context rather than raised with ``abort``: an abort is an exception
-        whose traceback holds the handler's frames (and the request in them) in reference cycles
-        that only a full garbage collection frees, and it costs more than a return.
+        The error's traceback holds the frames it passed through, and they hold the request (its
+        bytes, the decoded message) in reference cycles that only a full garbage collection frees,
+        which the server runs rarely: cleared here, a refused request leaves nothing behind.
         """
         status = with_metadata(status_for(error, call.request_id), self._metadata(call))
         forget(error)
         call.code = status.code
+        return status
+
+    def _fail(self, call: _Call, context: grpc.aio.ServicerContext, error: Exception) -> None:
+        """End a stream with the status of ``error``, set on the context (a stream sends no more)."""
+        status = self._failed(call, error)
         context.set_trailing_metadata(status.trailing_metadata)
         context.set_code(status.code)
         context.set_details(status.details)
