@@ -283,8 +283,9 @@ def card_svg(card: Card, stands_for: str = "") -> str:
 def cards_svg(cards: Sequence[Card], title: str = "Cards", note: str = "", discard: Card | None = None) -> str:
     """Cards in a row, as given, with ``note`` under them and ``discard`` face down at the end."""
     canvas = _Canvas([])
-    y = _MARGIN
-    x = _MARGIN
+    canvas.text(_MARGIN, _MARGIN + 12, title, size=14, bold=True)
+    y: float = _MARGIN + 22
+    x: float = _MARGIN
     for card in cards:
         canvas.add(_card(x, y, card), x + CARD_WIDTH, y + CARD_HEIGHT)
         x += CARD_WIDTH + _CARD_GAP
@@ -306,7 +307,8 @@ def claimed_svg(groups: Sequence[Sequence[Card]], unlinked: Sequence[Card] = (),
     """A claimed linking as a client sent it: each claimed group boxed as given (not judged), then
     the cards left out of every group."""
     canvas = _Canvas([])
-    x, y = float(_MARGIN), float(_MARGIN)
+    canvas.text(_MARGIN, _MARGIN + 12, title, size=14, bold=True)
+    x, y = float(_MARGIN), float(_MARGIN + 22)
     for i, group in enumerate(groups):
         x = _loose(canvas, x, y, group, f"claimed group {i}")
     if unlinked:
@@ -392,7 +394,7 @@ def deal_svg(result: DealResult, title: str = "Scored deal") -> str:
     top = y + 22
     y = top
     for player in result.players:
-        x = _MARGIN + _NAME_COLUMN
+        x: float = _MARGIN + _NAME_COLUMN
         if player.closer:
             x = _linking(canvas, x, y + 4, result.close.linking, points=False)
             if result.close.discard is not None:
@@ -434,6 +436,7 @@ def deal_svg(result: DealResult, title: str = "Scored deal") -> str:
     # The row backgrounds go under everything else.
     canvas.parts[0:0] = backgrounds
     canvas.width = max(canvas.width, right)
+    canvas.height = max(canvas.height, y)
     y = (rows[-1][0] + _BOX_HEIGHT + 8) if rows else y
     if result.match_over and result.winner:
         canvas.text(_MARGIN, y + 20, f"Match over: {result.winner} wins", size=14, bold=True, fill=GOOD)
@@ -472,7 +475,8 @@ def replay_svg(replay: Replay, title: str = "") -> str:
     y: float = _MARGIN + 22
     if violation is not None:
         _badge(canvas, _MARGIN, y, f"turn {violation.turn}: {violation.code.value}", BAD)
-        y = _paragraph(canvas, _MARGIN, y + 24, f"{_seat_name(replay, violation.seat)} {violation.message}", fill=BAD)
+        # The message names the turn and the player already.
+        y = _paragraph(canvas, _MARGIN, y + 24, violation.message, fill=BAD)
     elif replay.complete and replay.close is not None and replay.close.kind is not None:
         _badge(canvas, _MARGIN, y, f"closed: {_kind_text(replay.close)}", GOOD)
         y += 32
@@ -537,6 +541,7 @@ def replay_svg(replay: Replay, title: str = "") -> str:
         )
     canvas.parts[0:0] = backgrounds
     canvas.width = max(canvas.width, rows_right + 8)
+    canvas.height = max(canvas.height, y)
     return canvas.document(title, _describe_replay(replay))
 
 
@@ -551,8 +556,7 @@ def _describe_replay(replay: Replay) -> str:
     violation = replay.violation
     if violation is not None:
         parts.append(
-            f"first violation at turn {violation.turn}, {violation.code.value}: "
-            f"{_seat_name(replay, violation.seat)} {violation.message}"
+            f"first violation, {violation.code.value}, by {_seat_name(replay, violation.seat)}: {violation.message}"
         )
     elif replay.complete and replay.close is not None:
         parts.append(f"closed legally: {_describe_close(replay.close)}")
