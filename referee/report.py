@@ -337,9 +337,7 @@ def _listed_row(verdict: str, outcome: str) -> str:
     except (ValueError, AttributeError):
         case_id, why = "", "the verdict line is not JSON"
     why = why if len(why) <= _REASON_CHARS else why[: _REASON_CHARS - 1] + "…"
-    return (
-        f'<tr><td>{_h(case_id)}</td><td><span class="outcome {outcome}">{outcome}</span></td><td>{_h(why)}</td></tr>\n'
-    )
+    return f'<tr class="listed"><td>{_h(case_id)}</td><td><span class="outcome {outcome}">{outcome}</span></td><td>{_h(why)}</td></tr>\n'
 
 
 def _why(message: Mapping[str, Any]) -> str:
