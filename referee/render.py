@@ -16,6 +16,7 @@ import re
 import textwrap
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from referee.cards import JOKER_CODE, Card, Suit, rank_code
 from referee.closing import Close
@@ -131,8 +132,19 @@ def _n(value: float) -> str:
 def _card(x: float, y: float, card: Card, stands_for: str | None = None, mark: str = "") -> str:
     """One card face up at (x, y); a joker in a group (``stands_for`` given: "" in a group of jokers
     only) shows what it stands for; ``mark`` outlines the card in that colour."""
-    outline = f'<rect x="-2" y="-2" width="{CARD_WIDTH + 4}" height="{CARD_HEIGHT + 4}" rx="6" fill="none" stroke="{mark}" stroke-width="3"/>'
-    frame = outline if mark else ""
+    head, body = _card_parts(card, stands_for, mark)
+    return f'{head} transform="translate({_n(x)},{_n(y)})"{body}'
+
+
+@lru_cache(maxsize=1024)
+def _card_parts(card: Card, stands_for: str | None, mark: str) -> tuple[str, str]:
+    """A card's element but its position: the same few cards are drawn again and again."""
+    frame = (
+        f'<rect x="-2" y="-2" width="{CARD_WIDTH + 4}" height="{CARD_HEIGHT + 4}" rx="6" fill="none" '
+        f'stroke="{mark}" stroke-width="3"/>'
+        if mark
+        else ""
+    )
     if card.is_joker:
         label = "" if stands_for is None else stand_in(stands_for)
         inner = (
@@ -143,16 +155,14 @@ def _card(x: float, y: float, card: Card, stands_for: str | None = None, mark: s
         stands = "" if stands_for is None else f' data-stands-for="{escape(stands_for)}"'
         if label:
             inner += f'<text x="18" y="46" font-size="11" font-weight="700" text-anchor="middle">{escape(label)}</text>'
-        return (
-            f'<g class="card joker" data-card="{JOKER_CODE}"{stands} '
-            f'transform="translate({_n(x)},{_n(y)})" fill="{JOKER_COLOUR}">{frame}{inner}</g>'
-        )
+        return f'<g class="card joker" data-card="{JOKER_CODE}"{stands}', f' fill="{JOKER_COLOUR}">{frame}{inner}</g>'
     assert card.rank is not None and card.suit is not None
     return (
-        f'<g class="card" data-card="{card.code()}" transform="translate({_n(x)},{_n(y)})" fill="{card_colour(card)}">'
-        f'{frame}<rect width="{CARD_WIDTH}" height="{CARD_HEIGHT}" rx="4" fill="#ffffff" stroke="#757575"/>'
+        f'<g class="card" data-card="{card.code()}"',
+        f' fill="{card_colour(card)}">{frame}'
+        f'<rect width="{CARD_WIDTH}" height="{CARD_HEIGHT}" rx="4" fill="#ffffff" stroke="#757575"/>'
         f'<text x="4" y="16" font-size="15" font-weight="700">{rank_code(card.rank)}</text>'
-        f'<text x="18" y="43" font-size="22" text-anchor="middle">{card.suit.symbol}</text></g>'
+        f'<text x="18" y="43" font-size="22" text-anchor="middle">{card.suit.symbol}</text></g>',
     )
 
 

@@ -34,7 +34,8 @@ OUTCOMES = ("CONFIRMED", "WRONG", "INVALID", "NO_CLAIM", "MALFORMED")
 DRAWN_CASES = 500
 DRAWN_BYTES = 4_000_000
 LISTED_CASES = 2_000
-KEPT_CASE_CHARS = 200_000  # a longer case is not kept to draw its claims (its verdict still is)
+KEPT_CASE_CHARS = 200_000
+SECTION_CHARS = 200_000  # the drawings of one case at most (16 players' hands take about 60,000)  # a longer case is not kept to draw its claims (its verdict still is)
 _REASON_CHARS = 200
 
 _COLOURS = {
@@ -359,13 +360,23 @@ def _why(message: Mapping[str, Any]) -> str:
 def _case_section(number: int, verdict: str, case: str | None) -> str:
     """One case drawn: its id and outcome, the claims against the referee's values, and the
     claimed linking or close beside the referee's answer."""
+    unreadable = (
+        f'<section class="case" data-outcome="UNREADABLE"><h3>verdict {number} '
+        '<span class="outcome UNREADABLE">UNREADABLE</span></h3><p class="error">not a verdict</p></section>\n'
+    )
     try:
         message = json.loads(verdict)
-        if not isinstance(message, dict):
-            raise ValueError
-    except ValueError:
-        return f'<section class="case"><h3>verdict {number}</h3><p class="error">not a JSON object</p></section>\n'
-    outcome = outcome_of(verdict) or "UNREADABLE"
+    except (ValueError, RecursionError):
+        return unreadable
+    if not isinstance(message, dict):
+        return unreadable
+    try:
+        return _drawn_section(message, outcome_of(verdict) or "UNREADABLE", case)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return unreadable
+
+
+def _drawn_section(message: Mapping[str, Any], outcome: str, case: str | None) -> str:
     case_id = str(message.get("id", ""))
     out = [
         f'<section class="case" data-outcome="{outcome}"><h3>{_h(case_id)} '
@@ -380,7 +391,11 @@ def _case_section(number: int, verdict: str, case: str | None) -> str:
     claims = message.get("claims") or []
     if claims:
         out.append(_claims_table(claims))
-    claimed, answer = _drawings(message, _case_of(case))
+    # A case that could not be read has no answer to draw, and its claims may be of any size.
+    claimed, answer = ([], []) if outcome == "MALFORMED" else _drawings(message, _case_of(case))
+    if sum(map(len, claimed + answer)) > SECTION_CHARS:
+        claimed, answer = [], []
+        out.append("<p>Too large to draw here: the verdicts file holds it.</p>\n")
     if claimed or answer:
         out.append('<div class="pair">')
         for caption, drawings in (("Claimed", claimed), ("The referee", answer)):
@@ -411,7 +426,7 @@ def _case_of(case: str | None) -> Mapping[str, Any]:
         return {}
     try:
         value = json.loads(case)
-    except ValueError:
+    except (ValueError, RecursionError):
         return {}
     return value if isinstance(value, dict) else {}
 
