@@ -181,12 +181,19 @@ def _cards_width(count: int) -> float:
     return count * CARD_WIDTH + max(0, count - 1) * _CARD_GAP
 
 
+# The boxes cards sit in: (fill, stroke, dashed).
+_GROUP_BOX = ("#eef6f0", "#5b8f6a", False)  # a group the referee found
+_LOOSE_BOX = ("#fff4e5", "#d08a2c", True)  # cards in no group
+_CLAIMED_BOX = ("#eef3fb", "#5b7fb0", False)  # a group as a client claimed it, not judged
+
+
 def _box(
-    canvas: _Canvas, x: float, y: float, cards: Sequence[str], count: int, label: str, fill: str, stroke: str
+    canvas: _Canvas, x: float, y: float, cards: Sequence[str], count: int, label: str, style: tuple[str, str, bool]
 ) -> float:
     """A box holding ``count`` card drawings with ``label`` under them; the x where the next starts."""
+    fill, stroke, dashed = style
     width = max(_cards_width(count), len(label) * 11 * _CHAR) + 2 * _PAD
-    dash = ' stroke-dasharray="5 3"' if stroke != "#5b8f6a" else ""
+    dash = ' stroke-dasharray="5 3"' if dashed else ""
     canvas.add(
         f'<rect x="{_n(x)}" y="{_n(y)}" width="{_n(width)}" height="{_BOX_HEIGHT}" rx="6" fill="{fill}" '
         f'stroke="{stroke}"{dash}/>' + "".join(cards),
@@ -203,13 +210,15 @@ def _group(canvas: _Canvas, x: float, y: float, group: Group) -> float:
         _card(x + _PAD + i * (CARD_WIDTH + _CARD_GAP), y + _PAD, card, stands if card.is_joker else None)
         for i, (card, stands) in enumerate(zip(group.cards, group.stands_for))
     ]
-    return _box(canvas, x, y, cards, len(group.cards), _KIND_LABELS[group.kind], "#eef6f0", "#5b8f6a")
+    return _box(canvas, x, y, cards, len(group.cards), _KIND_LABELS[group.kind], _GROUP_BOX)
 
 
-def _loose(canvas: _Canvas, x: float, y: float, cards: Sequence[Card], label: str) -> float:
-    """Cards set apart in a dashed box (the unlinked cards, a claimed group)."""
+def _loose(
+    canvas: _Canvas, x: float, y: float, cards: Sequence[Card], label: str, style: tuple[str, str, bool] = _LOOSE_BOX
+) -> float:
+    """Cards as they are in a box (by default dashed: the cards set apart, in no group)."""
     drawn = [_card(x + _PAD + i * (CARD_WIDTH + _CARD_GAP), y + _PAD, card) for i, card in enumerate(cards)]
-    return _box(canvas, x, y, drawn, len(cards), label, "#fff4e5", "#d08a2c")
+    return _box(canvas, x, y, drawn, len(cards), label, style)
 
 
 def _linking(canvas: _Canvas, x: float, y: float, linking: Linking, points: bool = True) -> float:
@@ -320,7 +329,7 @@ def claimed_svg(groups: Sequence[Sequence[Card]], unlinked: Sequence[Card] = (),
     canvas.text(_MARGIN, _MARGIN + 12, title, size=14, bold=True)
     x, y = float(_MARGIN), float(_MARGIN + 22)
     for i, group in enumerate(groups):
-        x = _loose(canvas, x, y, group, f"claimed group {i}")
+        x = _loose(canvas, x, y, group, f"claimed group {i}", _CLAIMED_BOX)
     if unlinked:
         x = _loose(canvas, x + _GROUP_GAP, y, unlinked, "left out")
     if not groups and not unlinked:
