@@ -217,20 +217,20 @@ class Report:
             '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
             f"<title>{_h(self.title)}</title>\n<style>{_STYLE}</style>\n</head>\n<body>\n",
             f"<h1>{_h(self.title)}</h1>\n",
-            f'<section id="summary">\n<h2>Summary: {total} case{_s(total)}</h2>\n',
+            f'<section id="summary">\n<h2>Summary: {total:,} case{_s(total)}</h2>\n',
             _chart(self.counts),
             _counts_table(self.counts),
         ]
         if self.skipped:
             out.append(
-                f"<p>{self.skipped} case{_s(self.skipped)} judged in an earlier run (resumed) are not here.</p>\n"
+                f"<p>{self.skipped:,} case{_s(self.skipped)} judged in an earlier run (resumed) are not here.</p>\n"
             )
         drawn, listed, counted = len(self._sections), len(self._listed), sum(self._unlisted.values())
-        out.append(f'<p class="tally">{not_confirmed} case{_s(not_confirmed)} not confirmed: {drawn} drawn below')
+        out.append(f'<p class="tally">{not_confirmed:,} case{_s(not_confirmed)} not confirmed: {drawn:,} drawn below')
         if listed or counted:
-            out.append(f", {listed} listed without a drawing")
+            out.append(f", {listed:,} listed without a drawing")
         if counted:
-            out.append(f", {counted} left out (only counted: {_by_outcome(self._unlisted)})")
+            out.append(f", {counted:,} left out (only counted: {_by_outcome(self._unlisted)})")
         out.append(".</p>\n</section>\n")
         if self._sections:
             out.append(f'<section id="cases">\n<h2>Cases not confirmed, drawn ({drawn})</h2>\n')
@@ -238,15 +238,15 @@ class Report:
             out.append("</section>\n")
         if self._listed:
             out.append(
-                f'<section id="listed">\n<h2>Not drawn ({sum(self._undrawn.values())}: '
-                f"{_by_outcome(self._undrawn)})</h2>\n<p>The drawings are capped at {self.drawn_cases} cases "
+                f'<section id="listed">\n<h2>Not drawn ({sum(self._undrawn.values()):,}: '
+                f"{_by_outcome(self._undrawn)})</h2>\n<p>The drawings are capped at {self.drawn_cases:,} cases "
                 f"and {self.drawn_bytes // 1_000_000} MB so that the page opens quickly; the verdicts file holds "
                 "every case.</p>\n<table>\n<tr><th>case</th><th>outcome</th><th>why</th></tr>\n"
             )
             out.extend(self._listed)
             out.append("</table>\n")
             if counted:
-                out.append(f"<p>{counted} more case{_s(counted)} not listed: {_by_outcome(self._unlisted)}.</p>\n")
+                out.append(f"<p>{counted:,} more case{_s(counted)} not listed: {_by_outcome(self._unlisted)}.</p>\n")
             out.append("</section>\n")
         out.append("</body>\n</html>\n")
         return "".join(out)
@@ -287,7 +287,7 @@ def _s(count: int) -> str:
 
 
 def _by_outcome(counts: Counter[str]) -> str:
-    return ", ".join(f"{name} {counts[name]}" for name in (*OUTCOMES, "UNREADABLE") if counts[name])
+    return ", ".join(f"{name} {counts[name]:,}" for name in (*OUTCOMES, "UNREADABLE") if counts[name])
 
 
 def _chart(counts: Counter[str]) -> str:

@@ -207,10 +207,11 @@ def test_a_report_of_100000_cases_stays_small_and_is_written_in_seconds(tmp_path
     not_confirmed = 100_000 - counts["CONFIRMED"]
     drawn = page.count('<section class="case"')
     assert 0 < drawn <= 500 and page.count('<tr class="listed">') == 2000
-    left_out = re.search(r"(\d+) left out \(only counted", page)
+    left_out = re.search(r"([\d,]+) left out \(only counted", page)
     assert left_out is not None
-    assert f"{not_confirmed} cases not confirmed: {drawn} drawn below, 2000 listed without a drawing" in page
-    assert drawn + 2000 + int(left_out.group(1)) == not_confirmed
+    assert f"{not_confirmed:,} cases not confirmed: {drawn} drawn below, 2,000 listed without a drawing" in page
+    assert drawn + 2000 + int(left_out.group(1).replace(",", "")) == not_confirmed
+    assert "Summary: 100,000 cases" in page
     assert_self_contained(page, parse_html=False)
 
 
