@@ -229,3 +229,24 @@ def test_lines_that_are_no_verdict_are_counted_and_never_break_the_page() -> Non
     assert report.counts["UNREADABLE"] == 2 and "UNREADABLE" in page
     assert page.count('<section class="case"') == 5
     assert_self_contained(page)
+
+
+def test_the_same_verdicts_give_the_same_page() -> None:
+    cases = [line for line in DISPUTES.read_text(encoding="utf-8").splitlines() if line.strip()]
+    judged = [(case, judge_line(Line(n, case), "search")) for n, case in enumerate(cases, 1)]
+    pages = []
+    for _ in range(2):
+        report = Report("again")
+        for case, verdict in judged:
+            report.add(verdict, case)
+        pages.append(report.html())
+    assert pages[0] == pages[1]
+
+
+def test_a_resumed_batch_says_which_cases_its_report_leaves_to_the_earlier_run(tmp_path: Path) -> None:
+    out, page = tmp_path / "verdicts.jsonl", tmp_path / "report.html"
+    assert cli("batch", str(DISPUTES), "-o", str(out), "--jobs", "1", "--engine", "search").returncode == 0
+    again = cli("batch", str(DISPUTES), "-o", str(out), "--resume", "--report", str(page), "--jobs", "1")
+    assert again.returncode == 0, again.stderr
+    text = page.read_text(encoding="utf-8")
+    assert "Summary: 0 cases" in text and "7 cases judged in an earlier run (resumed) are not here" in text
