@@ -102,6 +102,14 @@ call_observers: list[Callable[[CallEnd], None]] = []
 
 def _log_call(call: CallEnd) -> None:
     name = call.method if call.items is None else f"{call.method}[{call.items}]"
+    more = ""
+    if call.code is grpc.StatusCode.RESOURCE_EXHAUSTED:
+        # A client refused over its share (or its quota) may be refused thousands of times a second:
+        # its lines share the refusals' budget, and the next line says how many were left out.
+        held_back = access.refusal_line()
+        if held_back is None:
+            return
+        more = f" ({held_back} refusal lines left out before this one)" if held_back else ""
     duration_ms = round(call.seconds * 1000, 2)
     fields = {
         "method": name,
@@ -117,12 +125,13 @@ def _log_call(call: CallEnd) -> None:
         fields["trace_id"] = call.trace_id
         extras += f" trace_id={call.trace_id}"
     log.info(
-        "%s %s %.2fms request_id=%s%s",
+        "%s %s %.2fms request_id=%s%s%s",
         name,
         call.code.name,
         duration_ms,
         call.request_id,
         extras,
+        more,
         extra={"rpc": fields},
     )
 
@@ -309,14 +318,15 @@ class RefereeServicer:
     ) -> bytes:
         """The reply to the call's one request: what a unary call does between its start and its end."""
         access.take_call()  # the key's quota, before anything is read or computed
-        data = await self._receive(context)
-        remaining = context.time_remaining()
-        deadline = None if remaining is None else time.monotonic() + remaining
-        cap = self.limits.solve_cap_seconds
         key = access.current_key()
         # A client is its key, or its address when keys are off: its calls share its fair share.
         client = key.name if key is not None else access.client_address(context.peer())
         concurrency = key.concurrency if key is not None else None
+        self.compute.admits(client, concurrency)  # a client over its share is refused before it is read
+        data = await self._receive(context)
+        remaining = context.time_remaining()
+        deadline = None if remaining is None else time.monotonic() + remaining
+        cap = self.limits.solve_cap_seconds
         return await self.compute.run(
             client, concurrency, _handled, handler, message_type, data, cap, deadline, self.max_message_bytes
         )
