@@ -67,6 +67,7 @@ import dataclasses
 import json
 import os
 import re
+import resource
 import select
 import signal
 import socket
@@ -153,6 +154,7 @@ class Report:
 
     note: str = ""
     problems: list[str] = field(default_factory=list)
+    attacker_cores: float | None = None  # the CPU its process took, in cores, when it had one
 
 
 Attack = Callable[[Bench, Report], contextlib.AbstractContextManager[None]]
@@ -287,6 +289,7 @@ def _attacker(bench: Bench, report: Report, attack: str, *args: str, target: str
     block ends; the dict it yields holds the attacker's outcomes once the block has ended."""
     command = [sys.executable, "-m", "bench.attackers", attack, target or bench.server.target]
     command += ["--workers", str(bench.workers), *args]
+    children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     process = subprocess.Popen(command, cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert process.stdin is not None and process.stdout is not None
     outcomes: dict[str, float] = {}
@@ -308,6 +311,10 @@ def _attacker(bench: Bench, report: Report, attack: str, *args: str, target: str
         lines = out.strip().splitlines()
         if lines:
             outcomes.update(json.loads(lines[-1]))
+        # The attacker is the only child reaped meanwhile: the CPU it took from the machine's cores.
+        children = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = children.ru_utime + children.ru_stime - children_before.ru_utime - children_before.ru_stime
+        outcomes["cores"] = report.attacker_cores = cpu / outcomes["seconds"] if outcomes.get("seconds") else 0.0
 
 
 def _count(outcomes: dict[str, float], *names: str) -> int:
@@ -315,7 +322,7 @@ def _count(outcomes: dict[str, float], *names: str) -> int:
 
 
 def _others(outcomes: dict[str, float], *expected: str) -> dict[str, float]:
-    return {name: n for name, n in outcomes.items() if name not in (*expected, "seconds")}
+    return {name: n for name, n in outcomes.items() if name not in (*expected, "seconds", "cores")}
 
 
 def _rate(n: float, outcomes: dict[str, float]) -> str:
@@ -426,7 +433,7 @@ def _logflood(bench: Bench, report: Report) -> Iterator[None]:
         yield
     seconds = outcomes.get("seconds", 0.0) or 1.0
     refusals = [line for line in bench.server.log_since(start).splitlines() if "refused" in line]
-    calls = _count(outcomes, *(name for name in outcomes if name != "seconds"))
+    calls = _count(outcomes, *_others(outcomes))
     written = sum(len(line) + 1 for line in refusals)
     longest = max((len(line) for line in refusals), default=0)
     report.note = (
@@ -577,7 +584,9 @@ def measure(
         health_failed=len(health_failures),
         rss_mb=rss_mb,
         log_kb_s=log_kb_s,
-        note=report.note,
+        note=report.note
+        if report.attacker_cores is None
+        else f"{report.note}; the attacker took {report.attacker_cores:.2f} cores",
     )
     problems = list(report.problems)
     if attack == "flood":
