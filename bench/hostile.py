@@ -116,6 +116,7 @@ READY_TIMEOUT = 60.0
 HAND = "AH 2H 3H 5C 5D 5S KS KD 9C 4D".split()  # 33 points
 VICTIM_ANSWERED, VICTIM_P99_MS = 0.95, 100.0  # the flood's target
 METRICS_ON = re.compile(r"metrics on (http://\S+/metrics)")
+WORKER_GONE = re.compile(r"worker pid \d+ (?:sent no heartbeat for [\d.]+s|[^;\n]+ after [\d.]+s)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -559,7 +560,11 @@ def measure(
             h2client.close(connections)
         window = time.monotonic() - started
         log_kb_s = (server.log_size() - log_before) / 1024 / window
-        rss_mb = _rss_mb(workers) - rss_before if _live_workers(server) == workers else None
+        rss_mb = None
+        with contextlib.suppress(OSError):  # a worker that went away since
+            if _live_workers(server) == workers:
+                rss_mb = _rss_mb(workers) - rss_before
+        replaced = WORKER_GONE.findall(server.log_since(log_before))
     answered, failed, solve_ms = 0, 0, []
     for load in loads:
         h2client.settle(load)
@@ -596,6 +601,8 @@ def measure(
         row = dataclasses.replace(row, note=note)
     elif failed and attack not in MAY_FAIL:
         problems.append(f"{attack}: {failed} SolveHand calls failed")
+    if replaced and attack not in ("kill", "stop"):
+        problems.append(f"{attack}: a worker was replaced ({'; '.join(replaced)})")
     if health_failures and attack not in MAY_FAIL - {"flood"}:
         problems.append(f"{attack}: {len(health_failures)} health checks failed ({sorted(set(health_failures))})")
     return row, problems
