@@ -95,10 +95,14 @@ protos: $(VENV_STAMP) ## regenerate referee/_gen/, docs/openapi.yaml and the gat
 	$(BIN)/python -m gateway openapi
 	$(BIN)/python -m gateway kubernetes
 
-bench: $(VENV_STAMP) ## run the benchmarks (linking engines, service, dispute batches)
+# Each with its default run, one at a time (about twelve minutes on two cores); the quick forms
+# are in CONTRIBUTING.md.
+bench: $(VENV_STAMP) ## run the benchmarks (linking engines, service, attacks, dispute batches, replay)
 	$(BIN)/python -m bench.solver
 	$(BIN)/python -m bench.service
+	$(BIN)/python -m bench.hostile
 	$(BIN)/python -m bench.batch
+	$(BIN)/python -m bench.replay
 
 docker: ## build the container image (needs a Docker engine)
 	docker build --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) -t $(IMAGE) .

@@ -3,7 +3,7 @@
 Run from the repository root::
 
     python -m bench.batch                      # default run (about three minutes on 2 cores)
-    python -m bench.batch --count 2000 --cpsat-count 1000     # a short run
+    python -m bench.batch --quick              # a short run: --count 2000 --cpsat-count 1000
 
 It writes ``--count`` (default 20,000) dispute cases to a temporary JSON-lines file, each a whole
 end-of-deal state of 4 players (``bench.service.make_deals``: the closer's 10 shown cards are real
@@ -62,6 +62,7 @@ HOST = "127.0.0.1"
 SEED = 20240601
 DEFAULT_COUNT = 20_000
 DEFAULT_CPSAT_COUNT = 10_000
+QUICK_COUNT, QUICK_CPSAT_COUNT = 2_000, 1_000
 JOBS = 2
 SERVER_WORKERS = 2
 DEFAULT_SERVER_JOBS = 4
@@ -215,7 +216,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--server-jobs", type=int, default=DEFAULT_SERVER_JOBS, help="concurrent streams to the server")
     parser.add_argument("--engines", default="cpsat,search", help="comma-separated engines (default cpsat,search)")
     parser.add_argument("--no-server", action="store_true", help="local runs only")
+    parser.add_argument("--quick", action="store_true", help="a short run: 2,000 cases, 1,000 of them for CP-SAT")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.count, args.cpsat_count = QUICK_COUNT, QUICK_CPSAT_COUNT
     args.cpsat_count = min(args.cpsat_count, args.count)
     args.engine_list = [e for e in args.engines.split(",") if e]
     return args

@@ -31,6 +31,7 @@ message.
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import select
 import socket
@@ -88,8 +89,9 @@ def grpc_message(message: bytes) -> bytes:
     return b"\x00" + len(message).to_bytes(4, "big") + message
 
 
-def header_block(authority: str, method: str, timeout_s: float) -> bytes:
-    """The HPACK block of every call of ``method`` (a path like ``/pkg.Service/Method``)."""
+def header_block(authority: str, method: str, timeout_s: float, metadata: Sequence[tuple[str, str]] = ()) -> bytes:
+    """The HPACK block of every call of ``method`` (a path like ``/pkg.Service/Method``), with
+    ``metadata`` (lower-case names, such as ``authorization``) after gRPC's own fields."""
     return b"".join(
         (
             b"\x83",  # :method POST (static table 3)
@@ -99,6 +101,7 @@ def header_block(authority: str, method: str, timeout_s: float) -> bytes:
             _literal(b"content-type", b"application/grpc", name_index=31),
             _literal(b"te", b"trailers"),
             _literal(b"grpc-timeout", f"{max(1, round(timeout_s * 1000))}m".encode()),
+            *(_literal(name.encode(), value.encode()) for name, value in metadata),
         )
     )
 
@@ -284,10 +287,12 @@ def connect(address: tuple[str, int], client: Client, block: bytes, timeout: flo
     return _Connection(client, sock, block)
 
 
-def open_connections(target: str, method: str, clients: Sequence[Client], timeout: float) -> list[_Connection]:
-    """One connection per client to ``target`` (``host:port``), each call of ``method``."""
+def open_connections(
+    target: str, method: str, clients: Sequence[Client], timeout: float, metadata: Sequence[tuple[str, str]] = ()
+) -> list[_Connection]:
+    """One connection per client to ``target`` (``host:port``), each call of ``method`` with ``metadata``."""
     host, port = target.rsplit(":", 1)
-    block = header_block(target, method, timeout)
+    block = header_block(target, method, timeout, metadata)
     return [connect((host, int(port)), client, block, timeout) for client in clients]
 
 
@@ -321,7 +326,14 @@ def run(
                     continue
                 request = pool[conn.index % len(pool)]
                 conn.index += conn.client.step
-                conn.send_call(request, when if period else now)
+                try:
+                    conn.send_call(request, when if period else now)
+                except OSError as error:  # the server closed the connection since its last reply
+                    conn.closed = f"connection lost: {error}"
+                    conn.cancel(conn.closed, now)
+                    with contextlib.suppress(OSError, ValueError):
+                        poller.unregister(conn.sock.fileno())
+                    continue
                 busy[conn] = now + timeout
             if not due and not busy:
                 break

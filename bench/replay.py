@@ -2,7 +2,7 @@
 
 Run from the repository root::
 
-    python -m bench.replay                 # default run (about a minute on 2 cores)
+    python -m bench.replay                 # default run (a few seconds on 2 cores)
     python -m bench.replay --quick         # a short run
 
 The records come from ``referee.simulate`` with fixed seeds, so two runs time the same records.

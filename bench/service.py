@@ -415,7 +415,11 @@ def _cpu_seconds(pid: int) -> float:
 class Server:
     """The referee as a subprocess on a free loopback port."""
 
-    def __init__(self, workers: int, threads: int | None = None) -> None:
+    def __init__(
+        self, workers: int, threads: int | None = None, extra: Sequence[str] = (), one_client: bool = True
+    ) -> None:
+        """``one_client``: every client of the benchmark counts as one (they share an address and
+        have no key), so the per-client cap is lifted; ``extra``: more ``serve`` flags."""
         self.workers = workers
         self.log = tempfile.TemporaryFile(mode="w+", encoding="utf-8", prefix="bench-service-")
         command = [
@@ -430,10 +434,11 @@ class Server:
             str(workers),
             # Each reply names its process, so the report can show how connections were spread.
             "--debug-pid",
-            # Every simulated client comes from one address: one client's fair share would cap them all.
-            "--max-calls-per-client",
-            "100000",
         ]
+        if one_client:
+            # Every simulated client comes from one address: one client's fair share would cap them all.
+            command += ["--max-calls-per-client", "100000"]
+        command += extra
         if threads is not None:
             command += ["--threads", str(threads)]
         self.process = subprocess.Popen(
@@ -447,9 +452,25 @@ class Server:
         """Where the server listens."""
         return f"{HOST}:{self.port}"
 
-    def _log_text(self) -> str:
-        self.log.seek(0)
-        return self.log.read()
+    def _log_text(self, start: int = 0) -> str:
+        """The log from byte ``start`` on, read without moving the file offset the server writes at."""
+        fd, chunks = self.log.fileno(), []
+        while chunk := os.pread(fd, 1 << 20, start):
+            chunks.append(chunk)
+            start += len(chunk)
+        return b"".join(chunks).decode("utf-8", "replace")
+
+    def log_size(self) -> int:
+        """Bytes the server has written to its log (stderr) so far."""
+        return os.fstat(self.log.fileno()).st_size
+
+    def log_search(self, pattern: str) -> re.Match[str] | None:
+        """The first match of ``pattern`` in the server's log so far."""
+        return re.search(pattern, self._log_text())
+
+    def log_since(self, start: int) -> str:
+        """What the server has logged from byte ``start`` (a ``log_size``) on."""
+        return self._log_text(start)
 
     def log_tail(self, lines: int = 15) -> str:
         """The last lines of the server's stderr."""

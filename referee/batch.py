@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     import grpc
 
     from referee._gen.remigio.referee.v1 import referee_pb2
+    from referee.report import Report
 
 EXIT_OK = 0
 EXIT_MALFORMED = 3  # every case was judged, some were MALFORMED
@@ -71,6 +72,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--jobs", type=int, default=usable_cpus(), help="local processes, or concurrent streams")
     parser.add_argument("--resume", action="store_true", help="skip the cases whose ids the output already holds")
     parser.add_argument("--engine", choices=tuple(Engine), help="engine for cases that name none")
+    parser.add_argument(
+        "--report",
+        metavar="FILE",
+        help="also write a dispute report: one self-contained HTML page, the cases not confirmed drawn",
+    )
     from referee.client import add_arguments as add_connection_arguments
 
     add_connection_arguments(parser)
@@ -103,6 +109,9 @@ def run(args: argparse.Namespace) -> int:
         source.close()
         print(f"remigio-referee batch: {error}", file=sys.stderr)
         return 2
+    if args.report and not _writable(args.report):
+        source.close()
+        return 2
     try:
         done = _resume_ids(args.output) if args.resume else set()
         sink: TextIO = (
@@ -112,11 +121,18 @@ def run(args: argparse.Namespace) -> int:
         source.close()
         print(f"remigio-referee batch: cannot write {args.output}: {error.strerror}", file=sys.stderr)
         return 2
-    lines = (
+    lines: Iterator[Line] = (
         line
         for line in (Line(n, text) for n, text in enumerate(source, start=1))
         if line.text.strip() and not (done and _line_id(line) in done)
     )
+    report = None
+    if args.report:
+        from referee.report import Report
+
+        report = Report(f"Dispute report: {'stdin' if args.input == '-' else os.path.basename(args.input)}")
+        report.skipped = len(done)
+        lines = report.watch(lines)
     progress = Progress(total - len(done), enabled=sys.stderr.isatty())
     counts: Counter[str] = Counter()
     status = EXIT_OK
@@ -126,6 +142,8 @@ def run(args: argparse.Namespace) -> int:
             sink.write(verdict + "\n")
             sink.flush()
             counts[_outcome_of(verdict)] += 1
+            if report is not None:
+                report.add(verdict)
             progress.step()
     except _Unreachable as error:
         print(f"\nremigio-referee batch: {error}", file=sys.stderr)
@@ -136,9 +154,33 @@ def run(args: argparse.Namespace) -> int:
             sink.close()
         source.close()
     _summary(counts, progress.elapsed, skipped=len(done))
+    if report is not None and not _write_report(report, args.report):
+        status = 2
     if status == EXIT_OK and counts["MALFORMED"]:
         status = EXIT_MALFORMED
     return status
+
+
+def _writable(path: str) -> bool:
+    """Whether the report can be written to ``path`` (bad usage, said on stderr, when not)."""
+    try:
+        open(path, "w", encoding="utf-8").close()
+    except OSError as error:
+        print(f"remigio-referee batch: cannot write {path}: {error.strerror}", file=sys.stderr)
+        return False
+    return True
+
+
+def _write_report(report: Report, path: str) -> bool:
+    """Write the dispute report; False, said on stderr, when it cannot be."""
+    from referee.report import write_report
+
+    try:
+        write_report(report, path)
+    except OSError as error:
+        print(f"remigio-referee batch: cannot write {path}: {error.strerror}", file=sys.stderr)
+        return False
+    return True
 
 
 # Reading cases -----------------------------------------------------------------------------

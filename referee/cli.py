@@ -62,17 +62,20 @@ def build_parser() -> argparse.ArgumentParser:
     solve = commands.add_parser("solve", help="best linking of a hand (cards, or one hand per line on stdin)")
     solve.add_argument("cards", nargs="*", metavar="CARD")
     add_rule_flags(solve)
+    add_svg_flag(solve, "the linking")
     solve.set_defaults(run=_run_solve)
 
     close = commands.add_parser("close", help="verdict on a close: 11 cards, or 10 with --discard")
     close.add_argument("cards", nargs="+", metavar="CARD")
     close.add_argument("--discard", metavar="CARD", help="the face-down discard, when 10 cards are given")
     add_rule_flags(close)
+    add_svg_flag(close, "the close verdict")
     close.set_defaults(run=_run_close)
 
     score = commands.add_parser("score", help="score an end-of-deal state (ScoreDealRequest JSON; - for stdin)")
     score.add_argument("file", metavar="FILE")
     add_rule_flags(score)
+    add_svg_flag(score, "the scored deal")
     score.set_defaults(run=_run_score)
 
     from referee.cli_records import add_commands as add_record_commands
@@ -124,6 +127,33 @@ def add_rule_flags(parser: argparse.ArgumentParser) -> None:
         help="may a card taken from the discard pile be thrown back at once (default ALLOWED)",
     )
     rules.add_argument("--engine", choices=ENGINES, help="linking engine (default cpsat)")
+
+
+def add_svg_flag(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument("--svg", metavar="FILE", help=f"also write {what} drawn, as an SVG picture, to FILE")
+
+
+def write_svg(path: str | None, answer: Message) -> None:
+    """Write the drawing of ``answer`` (a Linking, Close or ScoreDealResponse) to ``path`` (none:
+    nothing); a file it cannot write is bad usage."""
+    if not path:
+        return
+    from referee import render, report
+
+    # The drawings take domain values: the answer is read back from its JSON, as a report reads it.
+    data = jsonmsg.to_dict(answer)
+    name = answer.DESCRIPTOR.name
+    if name == "Linking":
+        drawing = render.linking_svg(report.linking_from_json(data))
+    elif name == "Close":
+        drawing = render.close_svg(report.close_from_json(data))
+    else:
+        drawing = render.deal_svg(report.deal_from_json(data))
+    try:
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(drawing)
+    except OSError as error:
+        raise UsageError(f"cannot write {path}: {error.strerror or 'unwritable'}") from None
 
 
 def rule_options(args: argparse.Namespace, into: Any) -> None:
@@ -208,8 +238,11 @@ def _run_solve(args: argparse.Namespace) -> int:
 
     if args.cards:
         linking = answer(args.cards)
+        write_svg(args.svg, linking)
         dump_json(jsonmsg.to_dict(linking), sys.stdout) if args.json else print(format_linking(linking))
         return EXIT_OK
+    if args.svg:
+        raise UsageError("--svg draws one hand: give its cards as arguments")
     status = EXIT_OK
     for number, line in enumerate(sys.stdin, start=1):
         cards = line.split()
@@ -240,6 +273,7 @@ def _run_close(args: argparse.Namespace) -> int:
     request = pb.CheckCloseRequest(cards=args.cards, discard=args.discard or "")
     rule_options(args, request.rules)
     close = check_close(request).close
+    write_svg(args.svg, close)
     if args.json:
         dump_json(jsonmsg.to_dict(close), sys.stdout)
     else:
@@ -259,6 +293,7 @@ def _run_score(args: argparse.Namespace) -> int:
         raise RefereeError(args.file, text[:60], f"not a ScoreDealRequest in protobuf JSON: {error}") from None
     rule_options(args, request.rules)
     response = score_deal(request)
+    write_svg(args.svg, response)
     if args.json:
         dump_json(jsonmsg.to_dict(response), sys.stdout)
     else:

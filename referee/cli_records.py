@@ -21,6 +21,7 @@ from referee.cli import (
     EXIT_OK,
     UsageError,
     add_rule_flags,
+    add_svg_flag,
     card_codes,
     dump_json,
     format_deal,
@@ -44,6 +45,7 @@ def add_commands(commands: Any) -> None:
         "--notation", action="store_true", help="print the record in the notation instead of replaying it"
     )
     add_rule_flags(replay)
+    add_svg_flag(replay, "the deal as replayed (every hand, the pile, the first violation)")
     replay.set_defaults(run=_run_replay)
 
     shuffle = commands.add_parser("shuffle", help="the commitment and the deck order of remigio-shuffle-v1")
@@ -106,11 +108,28 @@ def _run_replay(args: argparse.Namespace) -> int:
     from referee.api.handlers import replay_deal
 
     response = replay_deal(request)
+    if args.svg:
+        _write_replay_svg(args.svg, request)
     if args.json:
         dump_json(jsonmsg.to_dict(response), sys.stdout)
     else:
         print(format_replay(response))
     return EXIT_OK
+
+
+def _write_replay_svg(path: str, request: Any) -> None:
+    """The deal as replayed, drawn (every hand, the pile, the first violation), to ``path``."""
+    from referee import render
+    from referee.api.convert import rules_from_proto
+    from referee.api.records import record_from_proto
+    from referee.replay import replay
+
+    drawing = render.replay_svg(replay(record_from_proto(request.record, rules_from_proto(request.rules))))
+    try:
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(drawing)
+    except OSError as error:
+        raise UsageError(f"cannot write {path}: {error.strerror or 'unwritable'}") from None
 
 
 def notation_of(request: Any) -> str:

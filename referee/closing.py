@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -109,6 +110,10 @@ def check_close(shown: Sequence[Card], discard: Card, rules: RuleSet, field: str
     return _judge(sort_cards(shown), discard, rules)
 
 
+# A replayed deal's close is judged by the replay and again when its end state is scored (the
+# same code path as ScoreDeal): a verdict is a value of its cards and rules, so the second is a
+# lookup. Bounded like the linking cache; a call that runs out of time caches nothing.
+@functools.lru_cache(maxsize=4096)
 def _judge(shown: tuple[Card, ...], discard: Card, rules: RuleSet) -> Close:
     if not discard_allowed(discard, rules):
         linking = best_linking(shown, rules)

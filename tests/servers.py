@@ -44,6 +44,20 @@ def server_env() -> dict[str, str]:
     return env
 
 
+def refused_start(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m referee.server ARGS`` where it must refuse to start: its exit status and
+    output, once it has ended (within a minute)."""
+    return subprocess.run(
+        [sys.executable, "-m", "referee.server", *args],
+        cwd=ROOT,
+        env={**server_env(), **(env or {})},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
 class ServerProcess:
     """A server process on 127.0.0.1 whose stderr a thread reads, line by line, into ``lines``."""
 

@@ -20,7 +20,7 @@ import pytest
 import trustme
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
-from servers import METRICS, ROOT, ServerProcess, server_env
+from servers import METRICS, ROOT, ServerProcess, refused_start, server_env
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
@@ -489,14 +489,7 @@ def test_batch_through_a_tls_server_with_keys(tls_server: ServerProcess, pki: Pk
 def test_an_open_bind_without_tls_or_keys_is_warned_about_at_start() -> None:
     # 192.0.2.1 (TEST-NET-1) is on no interface here: the warning comes first, then the bind fails,
     # so nothing ever listens beyond loopback.
-    done = subprocess.run(
-        [sys.executable, "-m", "referee.server", "--host", "192.0.2.1", "--port", "0"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=server_env(),
-        timeout=120,
-    )
+    done = refused_start("--host", "192.0.2.1", "--port", "0")
     assert done.returncode == 1
     assert "listening on 192.0.2.1:0 without TLS or API keys: anyone who can reach this port" in done.stderr
     assert "cannot bind" in done.stderr

@@ -190,3 +190,15 @@ def test_simulate_piped_into_replay_as_real_processes() -> None:
     replayed = cli("replay", "-", stdin=made.stdout)
     assert replayed.returncode == 0, replayed.stderr
     assert replayed.stdout.startswith("legal: complete in ")
+
+
+def test_replay_draws_the_deal_with_svg(tmp_path) -> None:
+    import xml.etree.ElementTree as ElementTree
+
+    record = tmp_path / "deal.txt"
+    assert cli("simulate", "--players", "3", "--seed", "5", "-o", str(record)).returncode == 0
+    picture = tmp_path / "deal.svg"
+    run = cli("replay", str(record), "--svg", str(picture))
+    assert run.returncode == 0, run.stderr
+    root = ElementTree.fromstring(picture.read_text(encoding="utf-8"))
+    assert root.tag.endswith("svg") and root.find("{http://www.w3.org/2000/svg}title") is not None

@@ -25,7 +25,7 @@ from pathlib import Path
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from servers import LISTENING, ROOT, WORKERS, ServerProcess, descendants, server_env
+from servers import LISTENING, ROOT, WORKERS, ServerProcess, descendants, refused_start, server_env
 
 from bench.stall import Staller
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
@@ -431,14 +431,7 @@ def test_a_stopped_worker_is_killed_and_replaced(workers: Server) -> None:
 @pytest.mark.parametrize("count", ["1", "2"])
 def test_a_second_instance_on_a_port_in_use_refuses_to_start(workers: Server, count: str) -> None:
     port = workers.address.rsplit(":", 1)[1]
-    second = subprocess.run(
-        [sys.executable, "-m", "referee.server", "--host", "127.0.0.1", "--port", port, "--workers", count],
-        cwd=ROOT,
-        env=server_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    second = refused_start("--host", "127.0.0.1", "--port", port, "--workers", count)
     assert second.returncode == 1
     assert "already in use" in second.stderr
     assert "listening" not in second.stderr

@@ -20,7 +20,7 @@ from pathlib import Path
 import grpc
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from servers import LISTENING, METRICS, WORKERS, server_env
+from servers import LISTENING, METRICS, WORKERS, refused_start
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
@@ -272,13 +272,7 @@ def test_the_metrics_port_comes_from_the_environment_too(monkeypatch: pytest.Mon
 
 def serve_and_fail(*args: str) -> subprocess.CompletedProcess[str]:
     """Run ``serve`` with ``args`` where it must refuse to start; its exit status and stderr."""
-    return subprocess.run(
-        [sys.executable, "-m", "referee.server", "--host", "127.0.0.1", "--port", "0", *args],
-        env=server_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return refused_start("--host", "127.0.0.1", "--port", "0", *args)
 
 
 def test_a_bad_metrics_port_is_a_usage_error_naming_it() -> None:

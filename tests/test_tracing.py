@@ -15,7 +15,7 @@ from concurrent import futures
 
 import grpc
 import pytest
-from servers import ServerProcess, server_env
+from servers import ServerProcess, refused_start, server_env
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
@@ -160,15 +160,7 @@ def test_without_the_flag_no_span_and_no_trace_id_in_the_log(collector: Collecto
 
 @pytest.mark.parametrize("endpoint", ["127.0.0.1:4317", "ftp://collector:4317", "http://", "http://host:port"])
 def test_a_bad_endpoint_is_a_usage_error_naming_it(endpoint: str) -> None:
-    import subprocess
-
-    done = subprocess.run(
-        [sys.executable, "-m", "referee.server", "--port", "0", "--otlp-endpoint", endpoint],
-        env=server_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = refused_start("--port", "0", "--otlp-endpoint", endpoint)
     assert done.returncode == 2
     assert "--otlp-endpoint" in done.stderr and repr(endpoint) in done.stderr
 

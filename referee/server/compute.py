@@ -62,11 +62,7 @@ class ComputePool:
     ) -> _T:
         """``work(*args)`` on a compute slot, in ``client``'s turn; ``Busy`` at once when the pool is
         full or the client already has ``cap`` (by default ``per_client``) calls admitted."""
-        if self.admitted >= self.limit:
-            raise Busy(f"this server process already has {self.admitted} calls running or waiting; retry later")
-        most = min(cap or self.per_client, self.limit)
-        if self._admitted_by[client] >= most:
-            raise Busy(f"this client already has {most} calls running or waiting on this server process; retry later")
+        self.admits(client, cap)
         self.admitted += 1
         self._admitted_by[client] += 1
         try:
@@ -80,6 +76,14 @@ class ComputePool:
             self._admitted_by[client] -= 1
             if not self._admitted_by[client]:
                 del self._admitted_by[client]
+
+    def admits(self, client: str, cap: int | None) -> None:
+        """``Busy`` when a call of ``client`` would not be admitted now (``run`` checks it again)."""
+        if self.admitted >= self.limit:
+            raise Busy(f"this server process already has {self.admitted} calls running or waiting; retry later")
+        most = min(cap or self.per_client, self.limit)
+        if self._admitted_by[client] >= most:
+            raise Busy(f"this client already has {most} calls running or waiting on this server process; retry later")
 
     async def _turn(self, client: str) -> None:
         """Wait until a slot is free and it is ``client``'s turn; the slot is then taken."""

@@ -102,6 +102,14 @@ call_observers: list[Callable[[CallEnd], None]] = []
 
 def _log_call(call: CallEnd) -> None:
     name = call.method if call.items is None else f"{call.method}[{call.items}]"
+    more = ""
+    if call.code is grpc.StatusCode.RESOURCE_EXHAUSTED:
+        # A client refused over its share (or its quota) may be refused thousands of times a second:
+        # its lines share the refusals' budget, and the next line says how many were left out.
+        held_back = access.refusal_line()
+        if held_back is None:
+            return
+        more = f" ({held_back} refusal lines left out before this one)" if held_back else ""
     duration_ms = round(call.seconds * 1000, 2)
     fields = {
         "method": name,
@@ -117,12 +125,13 @@ def _log_call(call: CallEnd) -> None:
         fields["trace_id"] = call.trace_id
         extras += f" trace_id={call.trace_id}"
     log.info(
-        "%s %s %.2fms request_id=%s%s",
+        "%s %s %.2fms request_id=%s%s%s",
         name,
         call.code.name,
         duration_ms,
         call.request_id,
         extras,
+        more,
         extra={"rpc": fields},
     )
 
@@ -259,16 +268,10 @@ class RefereeServicer:
         handler = _HANDLERS[name]
         message_type = getattr(pb, f"{name}Request")
 
-        async def call(requests: AsyncIterator[bytes], context: grpc.aio.ServicerContext) -> bytes:
-            reply = await self._unary(name, handler, message_type, context)
-            if reply is None:
-                # The status set on the context, sent alone (gRPC's trailers-only reply): a returned
-                # None would send an empty message before it, and an HTTP gateway shows the status
-                # and its details only when no message came. Raised here, where no frame holds the
-                # request, so the traceback keeps nothing of it alive.
-                await context.abort(context.code(), context.details())
-            assert reply is not None
-            return reply
+        async def call(
+            requests: AsyncIterator[bytes], context: grpc.aio.ServicerContext
+        ) -> bytes | None:  # None: the status set on the context ends the call
+            return await self._unary(name, handler, message_type, context)
 
         call.__name__ = name
         return call
@@ -310,38 +313,49 @@ class RefereeServicer:
             call.code = grpc.StatusCode.CANCELLED
             raise
         except Exception as error:  # every failure leaves through the one mapping in status.py
-            self._fail(call, context, error)
-            return None
-        context.set_trailing_metadata(self._metadata(call))
-        return reply
+            status = self._failed(call, error)
+        else:
+            context.set_trailing_metadata(self._metadata(call))
+            return reply
+        # A unary call ends with no reply message only through abort. Raised here, outside the
+        # except clause, the abort chains no error, and its traceback holds this frame alone, in
+        # which no request lives (it lived in ``_answer``'s frame, let go with the error).
+        await context.abort(status.code, status.details, status.trailing_metadata)
+        return None  # pragma: no cover (abort raises)
 
     async def _answer(
         self, handler: Callable[[Message], Message], message_type: type[Message], context: grpc.aio.ServicerContext
     ) -> bytes:
         """The reply to the call's one request: what a unary call does between its start and its end."""
         access.take_call()  # the key's quota, before anything is read or computed
-        data = await self._receive(context)
-        remaining = context.time_remaining()
-        deadline = None if remaining is None else time.monotonic() + remaining
-        cap = self.limits.solve_cap_seconds
         key = access.current_key()
         # A client is its key, or its address when keys are off: its calls share its fair share.
         client = key.name if key is not None else self._client(context)
         concurrency = key.concurrency if key is not None else None
+        self.compute.admits(client, concurrency)  # a client over its share is refused before it is read
+        data = await self._receive(context)
+        remaining = context.time_remaining()
+        deadline = None if remaining is None else time.monotonic() + remaining
+        cap = self.limits.solve_cap_seconds
         return await self.compute.run(
             client, concurrency, _handled, handler, message_type, data, cap, deadline, self.max_message_bytes
         )
 
-    def _fail(self, call: _Call, context: grpc.aio.ServicerContext, error: Exception) -> None:
-        """End the call with the status of ``error``.
+    def _failed(self, call: _Call, error: Exception) -> grpc.Status:
+        """The status to end the call with for ``error``, and ``error`` let go of.
 
-        The status is set on the context rather than raised with ``abort``: an abort is an exception
-        whose traceback holds the handler's frames (and the request in them) in reference cycles
-        that only a full garbage collection frees, and it costs more than a return.
+        The error's traceback holds the frames it passed through, and they hold the request (its
+        bytes, the decoded message) in reference cycles that only a full garbage collection frees,
+        which the server runs rarely: cleared here, a refused request leaves nothing behind.
         """
         status = with_metadata(status_for(error, call.request_id), self._metadata(call))
         forget(error)
         call.code = status.code
+        return status
+
+    def _fail(self, call: _Call, context: grpc.aio.ServicerContext, error: Exception) -> None:
+        """End a stream with the status of ``error``, set on the context (a stream sends no more)."""
+        status = self._failed(call, error)
         context.set_trailing_metadata(status.trailing_metadata)
         context.set_code(status.code)
         context.set_details(status.details)

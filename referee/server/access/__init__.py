@@ -29,7 +29,7 @@ from referee.server.access.keys import (
 from referee.server.access.plan import AccessPlan, exposure_warning, is_loopback
 from referee.server.access.proxies import TrustedProxies
 from referee.server.access.quotas import QuotaTable
-from referee.server.access.refusals import Refusal, know_methods, method_label, refused
+from referee.server.access.refusals import Refusal, know_methods, method_label, refusal_line, refused
 from referee.server.status import QuotaExceeded, quota_status
 
 __all__ = [
@@ -62,6 +62,7 @@ __all__ = [
     "parse_keys",
     "parse_rate",
     "quota_status",
+    "refusal_line",
     "refused",
     "take_call",
 ]

@@ -54,6 +54,14 @@ class _LineBudget:
 
 
 _refusal_lines = _LineBudget(REFUSAL_LINES_PER_SECOND, REFUSAL_LINES_BURST)
+
+
+def refusal_line() -> int | None:
+    """Take a line of the refusals' log budget (every refusal's line, the call log's included):
+    None when the line must be left out, else how many were left out before it."""
+    return _refusal_lines.take()
+
+
 # Method names the log may print as they are; any other path is quoted, cut short and escaped.
 _KNOWN_METHODS: set[str] = set()
 
@@ -78,7 +86,7 @@ def refused(reason: Refusal, key_name: str, method: str) -> None:
     CheckDisputes case: count them here. Only names are logged, never what a client sent, and
     no more than ``REFUSAL_LINES_PER_SECOND`` lines a second.
     """
-    held_back = _refusal_lines.take()
+    held_back = refusal_line()
     if held_back is not None:
         more = f" ({held_back} refusal lines left out before this one)" if held_back else ""
         log.info("refused %s: %s key=%s%s", method_label(method), reason.value, key_name or "-", more)
