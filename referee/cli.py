@@ -336,8 +336,10 @@ def format_deal(response: Any) -> str:
         lines.append(f"match over: {response.winner} wins")
     for claim in response.claims:
         verdict = pb.Verdict.Name(claim.verdict).removeprefix("VERDICT_")
+        about = f" ({claim.player_name})" if claim.HasField("player") else ""
         lines.append(
-            f"claim {claim.field}: {verdict} (claimed {claim.claimed}, referee {claim.expected}) {claim.reason}".rstrip()
+            f"claim {claim.field}{about}: {verdict} (claimed {claim.claimed}, referee {claim.expected}) "
+            f"{claim.reason}".rstrip()
         )
     return "\n".join(lines)
 

@@ -124,8 +124,10 @@ def test_score_reads_a_deal_in_protobuf_json(tmp_path: Path) -> None:
     assert answer["close"]["kind"] == "CLOSE_KIND_LINKED_CLEAN"
     assert [(p["name"], p["score_change"], p["score"]) for p in answer["players"]] == [("ana", 66, 66), ("bo", 0, 0)]
     assert answer["claims"][0]["verdict"] == "VERDICT_WRONG" and answer["claims"][0]["expected"] == "33"
+    assert (answer["claims"][0]["player"], answer["claims"][0]["player_name"]) == (1, "bo")
     readable = cli("score", "-", stdin=json.dumps(deal))
     assert "ana: closer, 0 points, change +66, score 66" in readable.stdout
+    assert "claim claims.players[0].points (bo): WRONG (claimed 30, referee 33)" in readable.stdout
 
 
 def test_a_malformed_card_exits_non_zero_naming_it() -> None:

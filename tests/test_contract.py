@@ -187,7 +187,7 @@ MESSAGES = {
     "Linking": "groups unlinked points",
     "Close": "valid kind multiplier discard groups reason unlinked",
     "ClaimedGroup": "cards",
-    "ClaimVerdict": "field verdict claimed expected reason",
+    "ClaimVerdict": "field verdict claimed expected reason player? player_name",
     "SolveHandRequest": "cards rules",
     "SolveHandResponse": "linking",
     "CheckCloseRequest": "cards discard rules claimed_kind? claimed_multiplier?",
