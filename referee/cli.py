@@ -237,6 +237,14 @@ def _run_close(args: argparse.Namespace) -> int:
     from referee._gen.remigio.referee.v1 import referee_pb2 as pb
     from referee.api.handlers import check_close
 
+    # The request's own errors name its fields; here the flags that set them are named instead.
+    count = len(args.cards)
+    if count == 10 and not args.discard:
+        raise UsageError("10 cards are a close's shown cards: name the face-down discard with --discard CARD")
+    if count == 11 and args.discard:
+        raise UsageError("with 11 cards the referee picks the discard: leave out --discard, or give the 10 shown")
+    if count not in (10, 11):
+        raise UsageError(f"a close takes 11 cards, or 10 shown cards and --discard CARD; {count} given")
     request = pb.CheckCloseRequest(cards=args.cards, discard=args.discard or "")
     rule_options(args, request.rules)
     close = check_close(request).close

@@ -18,6 +18,7 @@ from pathlib import Path
 import grpc
 import pytest
 import trustme
+from commands import cli
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from servers import METRICS, ROOT, ServerProcess, server_env
@@ -481,6 +482,47 @@ def test_batch_through_a_tls_server_with_keys(tls_server: ServerProcess, pki: Pk
     )
     assert by_env.returncode == 0, by_env.stderr
     assert BOB not in done.stderr + refused.stderr and ALICE not in by_env.stderr
+
+
+def _batch_in_process(target: str, tmp_path: Path, *options: str) -> subprocess.CompletedProcess[str]:
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(json.dumps({"id": "c0", "hand": {"cards": HAND, "claimed_points": 9}}) + "\n")
+    return cli("batch", str(cases), "-o", str(tmp_path / "out.jsonl"), "--jobs", "1", "--target", target, *options)
+
+
+def test_batch_says_what_to_give_each_server_it_cannot_use(
+    tls_server: ServerProcess, mtls_server: tuple[ServerProcess, int], pki: Pki, tmp_path: Path, monkeypatch
+) -> None:
+    monkeypatch.delenv("REMIGIO_API_KEY", raising=False)
+    ca = ("--tls-ca", str(pki.path("ca.pem")))
+    # Plain text at a TLS port: not "no server", but TLS and the flag that turns it on.
+    plain = _batch_in_process(tls_server.address, tmp_path)
+    assert plain.returncode == 4
+    assert "the port speaks TLS: give the CA that signed its certificate with --tls-ca FILE" in plain.stderr
+    # A CA that did not sign the server's certificate.
+    other = _batch_in_process(tls_server.address, tmp_path, "--tls-ca", str(pki.path("other-ca.pem")))
+    assert other.returncode == 4 and "certificate was not accepted" in other.stderr and "--tls-ca" in other.stderr
+    # No key: which flag or variable gives one.
+    keyless = _batch_in_process(tls_server.address, tmp_path, *ca)
+    assert keyless.returncode == 4 and "UNAUTHENTICATED" in keyless.stderr
+    assert "give one with --api-key-file FILE or the variable REMIGIO_API_KEY" in keyless.stderr
+    wrong = tmp_path / "wrong.key"
+    wrong.write_text("not-a-key-of-this-server\n")
+    refused = _batch_in_process(tls_server.address, tmp_path, *ca, "--api-key-file", str(wrong))
+    assert refused.returncode == 4 and f"the key of --api-key-file {wrong} was refused" in refused.stderr
+    # Mutual TLS without a client certificate: one is needed, and the flags that give it.
+    server, health_port = mtls_server
+    certless = _batch_in_process(server.address, tmp_path, *ca)
+    assert certless.returncode == 4
+    assert "it wants a client certificate (mutual TLS): give --tls-cert FILE and --tls-key FILE" in certless.stderr
+    stranger = ("--tls-cert", str(pki.path("stranger.pem")), "--tls-key", str(pki.path("stranger-key.pem")))
+    refused_cert = _batch_in_process(server.address, tmp_path, *ca, *stranger)
+    assert refused_cert.returncode == 4 and "did not accept the client certificate of --tls-cert" in refused_cert.stderr
+    # TLS at a plain-text port.
+    tls_at_plain = _batch_in_process(f"127.0.0.1:{health_port}", tmp_path, *ca)
+    assert tls_at_plain.returncode == 4 and "the port speaks plain text, not TLS" in tls_at_plain.stderr
+    for run in (plain, other, keyless, refused, certless, refused_cert, tls_at_plain):
+        assert "Traceback" not in run.stderr
 
 
 # Safe defaults --------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -103,6 +104,37 @@ def test_the_joker_discard_flag(flag: list[str], discard: str, kind: str) -> Non
 def test_readable_close() -> None:
     run = cli("close", *"AH 2H 3H 4H 5H 6H 7H 8H 9H 10H KC".split())
     assert run.stdout.splitlines()[0] == "valid close: STRAIGHT_FLUSH_CLEAN ×6, discard K♣"
+
+
+@pytest.mark.parametrize(
+    ("cards", "discard", "says"),
+    [
+        ("3H 4H 5H 6H JK 8H 9H 10H JH QH", None, "name the face-down discard with --discard CARD"),
+        ("3H 4H 5H 6H JK 8H 9H 10H JH QH 2C", "KD", "leave out --discard"),
+        ("3H 4H 5H 6H JK 8H 9H", None, "11 cards, or 10 shown cards and --discard CARD; 7 given"),
+    ],
+)
+def test_a_close_of_the_wrong_count_names_the_flag(cards: str, discard: str | None, says: str) -> None:
+    run = cli("close", *(["--discard", discard] if discard else []), *cards.split())
+    assert run.returncode == 2 and run.stdout == ""
+    assert run.stderr.startswith("remigio-referee close: ") and says in run.stderr, run.stderr
+    assert run.stderr.count("\n") == 1
+
+
+def test_serve_help_shows_every_default() -> None:
+    run = cli("serve", "--help")
+    assert run.returncode == 0
+    options = run.stdout.split("options:", 1)[1]
+    # One entry per option: its lines up to the next option's.
+    entries = re.split(r"\n  (?=-)", options)[1:]
+    assert len(entries) > 30
+    for entry in entries:
+        if entry.startswith("-h, --help"):
+            continue
+        text = " ".join(entry.split())
+        assert re.search(r"default [^ )]", text), f"no default shown: {text}"
+    assert "see below" not in run.stdout
+    assert "default usable cores / workers" in " ".join(run.stdout.split())
 
 
 def test_score_reads_a_deal_in_protobuf_json(tmp_path: Path) -> None:

@@ -327,19 +327,35 @@ def test_the_readme_secured_examples_run_with_the_key_file_keygen_writes(tmp_pat
         )
         assert done.returncode == 0, done.stderr
         assert _expected_lines(example) == ["9"] and done.stdout.splitlines() == ["9"], done.stdout
-        (grpcurl,) = [command for command in commands if command.startswith("grpcurl ")]
+        grpcurls = [command for command in commands if command.startswith("grpcurl ")]
+        (grpcurl,) = [command for command in grpcurls if "authorization" in command]
         assert SECURED_ADDRESS in grpcurl
         env["PATH"] = os.pathsep.join([str(Path(_grpcurl()).parent), env["PATH"]])
-        asked = subprocess.run(
-            ["sh", "-c", grpcurl.replace(SECURED_ADDRESS, served.address)],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+
+        def shell(command: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                ["sh", "-c", command.replace(SECURED_ADDRESS, served.address)],
+                cwd=tmp_path,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+
+        asked = shell(grpcurl)
         assert asked.returncode == 0, asked.stderr
         assert json.loads(asked.stdout)["linking"]["points"] == 9
+        # The health check with keys on: no key, and the proto file from a clone instead of reflection.
+        (health,) = [command for command in grpcurls if "grpc.health.v1.Health/Check" in command]
+        assert "authorization" not in health and "-proto grpc/health/v1/health.proto" in health
+        shutil.copytree(ROOT / "protos", tmp_path / "protos")
+        checked = shell(health)
+        assert checked.returncode == 0, checked.stderr
+        assert json.loads(checked.stdout) == {"status": "SERVING"}
+        assert '`{"status": "SERVING"}`' in text
+        # Through reflection, as grpcurl asks without the file, the same check needs a key.
+        reflected = shell(re.sub(r"-import-path \S+ -proto \S+ ", "", health))
+        assert reflected.returncode != 0 and "Unauthenticated" in reflected.stderr, reflected.stderr
     finally:
         served.terminate()
 
