@@ -36,6 +36,10 @@ ENGINES = tuple(Engine)
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status."""
+    if "serve" in (argv if argv is not None else sys.argv[1:]):
+        from referee.server.logs import quiet_grpc_core
+
+        quiet_grpc_core(argv if argv is not None else sys.argv[1:])  # before the parser imports gRPC
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "command", None):

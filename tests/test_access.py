@@ -4,9 +4,11 @@ certificates and keys can change under a running server."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -21,7 +23,7 @@ import trustme
 from commands import cli
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
-from servers import METRICS, ROOT, ServerProcess, server_env
+from servers import LISTENING, METRICS, ROOT, WORKERS, ServerProcess, server_env
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
@@ -523,6 +525,62 @@ def test_batch_says_what_to_give_each_server_it_cannot_use(
     assert tls_at_plain.returncode == 4 and "the port speaks plain text, not TLS" in tls_at_plain.stderr
     for run in (plain, other, keyless, refused, certless, refused_cert, tls_at_plain):
         assert "Traceback" not in run.stderr
+
+
+# Logs ------------------------------------------------------------------------------------------
+
+
+def test_with_json_logs_every_line_the_server_writes_is_a_json_object(pki: Pki, key_file: Path) -> None:
+    server = ServerProcess(
+        "--port", "0", "--workers", "2", "--log-format", "json", "--dispute-jobs", "1", "--metrics-port", "0",
+        "--tls-cert", str(pki.path("server.pem")), "--tls-key", str(pki.path("server-key.pem")),
+        "--api-keys", str(key_file),
+    )  # fmt: skip
+    try:
+        server.wait_for(WORKERS)
+        server.listening()
+        server.wait_for(LISTENING)
+        cases = [pb.CheckDisputesRequest(id=f"c{n}", hand=CASE_HAND) for n in range(3)]
+        with Referee(server.address, api_key=ALICE, tls_ca=pki.path("ca.pem")) as referee:
+            assert referee.solve_hand(HAND).linking.points == 9
+            assert len(list(referee.check_disputes(cases))) == 3
+            with pytest.raises(grpc.RpcError):
+                referee.solve_hand(["ZZ"])
+        with _secure(server.address, pki) as channel:
+            assert _solve_code(channel) == grpc.StatusCode.UNAUTHENTICATED  # a call without a key
+        # Failed TLS handshakes: a plain-text client, and bytes that are neither TLS nor HTTP/2.
+        with grpc.insecure_channel(server.address) as channel:
+            assert _solve_code(channel) == grpc.StatusCode.UNAVAILABLE
+        host, port = server.address.rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=5) as sock:
+            sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            with contextlib.suppress(OSError):
+                sock.recv(100)
+        deadline = time.monotonic() + 10
+        while not any('"method": "CheckDisputes"' in line for line in list(server.lines)):
+            assert time.monotonic() < deadline, "\n".join(server.lines)
+            time.sleep(0.05)
+    finally:
+        server.terminate()
+    lines = list(server.lines)
+    logged = []
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            raise AssertionError(f"not a JSON line: {line!r}") from None
+        assert isinstance(record, dict) and {"time", "level", "logger", "pid", "message"} <= record.keys(), line
+        logged.append(record)
+    messages = [record["message"] for record in logged]
+    for said in ("2 workers on", "metrics on", "listening on", "refused", "SIGTERM received", "stopped (pid"):
+        assert any(said in message for message in messages), f"no line says {said!r}: {messages}"
+    assert sum(message.startswith("listening on") for message in messages) == 2
+    calls = [record for record in logged if "method" in record]
+    assert {call["method"] for call in calls} == {"SolveHand", "CheckDisputes"}
+    (stream,) = [call for call in calls if call["method"] == "CheckDisputes"]
+    assert stream["cases"] == 3 and stream["code"] == "OK" and stream["key"] == "alice"
+    assert not any("cases" in call for call in calls if call["method"] != "CheckDisputes")
+    assert sorted(call["code"] for call in calls if call["method"] == "SolveHand") == ["INVALID_ARGUMENT", "OK"]
 
 
 # Safe defaults --------------------------------------------------------------------------------

@@ -103,13 +103,16 @@ call_observers: list[Callable[[CallEnd], None]] = []
 def _log_call(call: CallEnd) -> None:
     name = call.method if call.items is None else f"{call.method}[{call.items}]"
     duration_ms = round(call.seconds * 1000, 2)
-    fields = {
-        "method": name,
+    # The JSON line's method is the method alone, a stream's case count in a field of its own.
+    fields: dict[str, object] = {
+        "method": call.method,
         "code": call.code.name,
         "duration_ms": duration_ms,
         "request_id": call.request_id,
         "peer": call.peer,
     }
+    if call.items is not None:
+        fields["cases"] = call.items
     if call.key:
         fields["key"] = call.key
     extras = f" key={call.key}" if call.key else ""
