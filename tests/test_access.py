@@ -253,6 +253,20 @@ def test_refusals_are_counted_by_key_name(tls_server: ServerProcess, pki: Pki) -
     assert _metric(tls_server, "referee_quota_refusals_total", "bob") >= codes.count(grpc.StatusCode.RESOURCE_EXHAUSTED)
 
 
+def test_the_served_certificates_expiry_is_a_metric(tls_server: ServerProcess, pki: Pki) -> None:
+    from cryptography import x509
+
+    (url,) = [found.group(1) for line in list(tls_server.lines) if (found := METRICS.search(line))]
+    with urllib.request.urlopen(url, timeout=10) as reply:
+        text = reply.read().decode()
+    found = re.search(r"^referee_tls_certificate_expiry_timestamp_seconds (\S+)$", text, re.M)
+    assert found, text
+    served = x509.load_pem_x509_certificate(pki.path("server.pem").read_bytes())
+    assert float(found.group(1)) == served.not_valid_after_utc.timestamp()
+    assert re.search(r'^referee_reload_failures_total\{file="api_keys"\} 0\.0$', text, re.M)
+    assert re.search(r'^referee_reload_failures_total\{file="tls"\} 0\.0$', text, re.M)
+
+
 # Mutual TLS and the health port ---------------------------------------------------------------
 
 
