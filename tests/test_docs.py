@@ -255,6 +255,36 @@ def test_the_readme_grpcurl_examples_get_the_referees_answers(server: ServerProc
             assert printed == json_format.MessageToDict(expected, preserving_proto_field_name=True), shlex.join(words)
 
 
+def test_the_quickstart_runs_as_written(server: ServerProcess) -> None:
+    """The two commands: ``make serve`` serves on the address the client then calls, and the
+    client prints what the quickstart shows; its headline figure is in docs/benchmarks.md."""
+    section = _section(README.read_text(encoding="utf-8"), "Quickstart")
+    commands = [command for block in _blocks(section, "sh") for command in _commands(block)]
+    assert commands == ["make serve", f".venv/bin/python examples/client.py {EXAMPLE_ADDRESS}"]
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    # What `make serve` runs, the virtual environment aside: the server on the client's address.
+    planned = subprocess.run(["make", "-n", "-W", "pyproject.toml", "serve"], cwd=ROOT, capture_output=True, text=True)
+    assert planned.returncode == 0, planned.stderr
+    serve = shlex.split(planned.stdout.strip().splitlines()[-1])
+    assert serve[0].endswith("remigio-referee") and serve[1] == "serve", planned.stdout
+    host, port = serve[serve.index("--host") + 1], serve[serve.index("--port") + 1]
+    assert f"{host}:{port}" == EXAMPLE_ADDRESS
+    # The client, against a server started as `serve` starts it (on a free port instead).
+    words = shlex.split(commands[1].replace(EXAMPLE_ADDRESS, server.address))
+    if not (ROOT / words[0]).exists():
+        words[0] = sys.executable  # the environment the tests run in stands in for .venv
+    done = subprocess.run(words, cwd=ROOT, env=server_env(), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    (shown,) = _blocks(section, "text")
+    assert done.stdout.splitlines()[: len(shown.splitlines())] == shown.splitlines(), done.stdout
+    figure = re.search(r"\*\*A best linking takes ([\d.]+) ms\*\*", section)
+    assert figure, "no headline figure"
+    measured = (ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8")
+    rows = [line for line in measured.splitlines() if "CP-SAT end-of-deal link median" in line]
+    assert any(re.search(rf"\b{re.escape(figure.group(1))}\b", row) for row in rows), rows
+
+
 def _expected_lines(example: str) -> list[str]:
     """What the example's print calls are said to print, from their trailing comments."""
     return [found.group(1) for line in example.splitlines() if "print(" in line and (found := EXPECTED.search(line))]
