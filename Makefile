@@ -10,8 +10,13 @@ BUF_VERSION := 1.75.0
 BUF         := $(TOOLS)/node_modules/.bin/buf
 GRPC_JS     := 1.14.7
 PROTO_LOADER := 0.8.1
+# protoc-gen-es generates the typed TypeScript client (make clients); protobuf-es is its runtime.
+PROTOBUF_ES := 2.17.0
+# tsc type-checks the typed example against the generated declarations (tests/test_contract.py).
+TYPESCRIPT  := 5.9.3
+TYPES_NODE  := 20.19.43
 # buf lints the proto; grpc-js and proto-loader are the tests' client in another language.
-TOOLS_STAMP := $(TOOLS)/.installed-buf-$(BUF_VERSION)-grpc-js-$(GRPC_JS)-proto-loader-$(PROTO_LOADER)
+TOOLS_STAMP := $(TOOLS)/.installed-buf-$(BUF_VERSION)-grpc-js-$(GRPC_JS)-proto-loader-$(PROTO_LOADER)-es-$(PROTOBUF_ES)-ts-$(TYPESCRIPT)
 HOST        ?= 127.0.0.1
 PORT        ?= 50051
 IMAGE       ?= remigio-referee:latest
@@ -22,7 +27,7 @@ PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
 
-.PHONY: help venv .venv buf serve test test-fast lint format protos bench docker release image-proof clean distclean
+.PHONY: help venv .venv buf serve test test-fast lint format protos clients bench docker release image-proof clean distclean
 
 help: ## list the targets
 	@grep -E '^[a-z][a-z .-]*:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
@@ -38,7 +43,9 @@ venv .venv: $(VENV_STAMP) ## create .venv and install the project with its dev e
 
 $(TOOLS_STAMP):
 	npm install --prefix $(TOOLS) --no-audit --no-fund --loglevel=error \
-		@bufbuild/buf@$(BUF_VERSION) @grpc/grpc-js@$(GRPC_JS) @grpc/proto-loader@$(PROTO_LOADER)
+		@bufbuild/buf@$(BUF_VERSION) @grpc/grpc-js@$(GRPC_JS) @grpc/proto-loader@$(PROTO_LOADER) \
+		@bufbuild/protoc-gen-es@$(PROTOBUF_ES) @bufbuild/protobuf@$(PROTOBUF_ES) \
+		typescript@$(TYPESCRIPT) @types/node@$(TYPES_NODE)
 	$(BUF) --version
 	touch $@
 
@@ -70,6 +77,9 @@ format: $(VENV_STAMP) ## format the code and apply ruff's safe fixes
 
 protos: $(VENV_STAMP) ## regenerate referee/_gen/ from protos/
 	$(BIN)/python scripts/gen_protos.py
+
+clients: $(TOOLS_STAMP) ## regenerate the typed TypeScript client (examples/node/gen/) from protos/ (buf.gen.yaml)
+	$(BUF) generate
 
 bench: $(VENV_STAMP) ## run the benchmarks (linking engines, service, dispute batches)
 	$(BIN)/python -m bench.solver

@@ -409,9 +409,15 @@ def test_every_example_file_has_its_section_in_the_readme() -> None:
 
 def test_the_node_example_pins_the_packages_the_makefile_pins() -> None:
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
-    pins = dict(re.findall(r"^(GRPC_JS|PROTO_LOADER)\s*:=\s*(\S+)$", makefile, re.MULTILINE))
+    pins = dict(re.findall(r"^(GRPC_JS|PROTO_LOADER|PROTOBUF_ES)\s*:=\s*(\S+)$", makefile, re.MULTILINE))
     package = json.loads((ROOT / "examples" / "node" / "package.json").read_text(encoding="utf-8"))
-    assert package["dependencies"] == {"@grpc/grpc-js": pins["GRPC_JS"], "@grpc/proto-loader": pins["PROTO_LOADER"]}
+    assert package["dependencies"] == {
+        "@grpc/grpc-js": pins["GRPC_JS"],
+        "@grpc/proto-loader": pins["PROTO_LOADER"],
+        # The runtime of the code protoc-gen-es generated: the generator's own version.
+        "@bufbuild/protobuf": pins["PROTOBUF_ES"],
+    }
+    assert "@bufbuild/protoc-gen-es@$(PROTOBUF_ES)" in makefile
 
 
 def _verdict_ids(path: Path) -> list[str]:
