@@ -12,10 +12,15 @@ GRPC_JS     := 1.14.7
 PROTO_LOADER := 0.8.1
 # The gateway's gRPC-Web client in the tests: Connect's web transport, the messages made at run
 # time from the descriptor set (nothing generated).
-BUF_PROTOBUF := 2.17.0
 CONNECT     := 2.3.0
+# protoc-gen-es generates the typed TypeScript client (make clients); protobuf-es is its runtime
+# and the gateway test's messages.
+PROTOBUF_ES := 2.17.0
+# tsc type-checks the typed example against the generated declarations (tests/test_contract.py).
+TYPESCRIPT  := 5.9.3
+TYPES_NODE  := 20.19.43
 # buf lints the proto; grpc-js and proto-loader are the tests' client in another language.
-TOOLS_STAMP := $(TOOLS)/.installed-buf-$(BUF_VERSION)-grpc-js-$(GRPC_JS)-proto-loader-$(PROTO_LOADER)-connect-$(CONNECT)
+TOOLS_STAMP := $(TOOLS)/.installed-buf-$(BUF_VERSION)-grpc-js-$(GRPC_JS)-proto-loader-$(PROTO_LOADER)-connect-$(CONNECT)-es-$(PROTOBUF_ES)-ts-$(TYPESCRIPT)
 HOST        ?= 127.0.0.1
 PORT        ?= 50051
 IMAGE       ?= remigio-referee:latest
@@ -26,7 +31,7 @@ PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
 
-.PHONY: help venv .venv buf serve gateway browser test test-fast lint format protos bench docker release image-proof clean distclean
+.PHONY: help venv .venv buf serve gateway browser test test-fast lint format protos clients bench docker release image-proof clean distclean
 
 help: ## list the targets
 	@grep -E '^[a-z][a-z .-]*:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
@@ -43,7 +48,8 @@ venv .venv: $(VENV_STAMP) ## create .venv and install the project with its dev e
 $(TOOLS_STAMP):
 	npm install --prefix $(TOOLS) --no-audit --no-fund --loglevel=error \
 		@bufbuild/buf@$(BUF_VERSION) @grpc/grpc-js@$(GRPC_JS) @grpc/proto-loader@$(PROTO_LOADER) \
-		@bufbuild/protobuf@$(BUF_PROTOBUF) @connectrpc/connect@$(CONNECT) @connectrpc/connect-web@$(CONNECT)
+		@bufbuild/protobuf@$(PROTOBUF_ES) @connectrpc/connect@$(CONNECT) @connectrpc/connect-web@$(CONNECT) \
+		@bufbuild/protoc-gen-es@$(PROTOBUF_ES) typescript@$(TYPESCRIPT) @types/node@$(TYPES_NODE)
 	$(BUF) --version
 	touch $@
 
@@ -94,6 +100,9 @@ protos: $(VENV_STAMP) ## regenerate referee/_gen/, docs/openapi.yaml and the gat
 	$(BIN)/python scripts/gen_protos.py
 	$(BIN)/python -m gateway openapi
 	$(BIN)/python -m gateway kubernetes
+
+clients: $(TOOLS_STAMP) ## regenerate the typed TypeScript client (examples/node/gen/) from protos/ (buf.gen.yaml)
+	$(BUF) generate
 
 # Each with its default run, one at a time (about twelve minutes on two cores); the quick forms
 # are in CONTRIBUTING.md.

@@ -400,7 +400,7 @@ def _remote(lines: Iterable[Line], args: argparse.Namespace) -> Iterator[str]:
         ]
         if not all(_connected(referee.channel, CONNECT_SECONDS) for referee in referees):
             secure = " over TLS" if access["tls"] or access["tls_ca"] is not None else ""
-            raise _Unreachable(f"no referee server answers{secure} at {args.target}")
+            raise _Unreachable(f"no referee server answers{secure} at {args.target}{_hint(args.target, access)}")
         idle: queue.Queue[Referee] = queue.Queue()
         for referee in referees:
             idle.put(referee)
@@ -445,7 +445,36 @@ def _remote(lines: Iterable[Line], args: argparse.Namespace) -> Iterator[str]:
                     future.cancel()
                 if isinstance(error, _Unreachable):
                     raise
-                raise _Unreachable(f"the server failed: {error.code().name}: {error.details()}") from None
+                advice = ""
+                if error.code() == grpc.StatusCode.UNAUTHENTICATED:
+                    advice = (
+                        f" (the key of {_key_source(args)} was refused)"
+                        if access["api_key"]
+                        else " (give one with --api-key-file FILE or the variable REMIGIO_API_KEY)"
+                    )
+                raise _Unreachable(f"the server failed: {error.code().name}: {error.details()}{advice}") from None
+
+
+def _key_source(args: argparse.Namespace) -> str:
+    return f"--api-key-file {args.api_key_file}" if args.api_key_file else "REMIGIO_API_KEY"
+
+
+def _hint(target: str, access: dict[str, object]) -> str:
+    """The reason a probe of the target's first address finds for a failed connection, after a
+    colon; "" when it finds none."""
+    from referee.client import connection_hint
+
+    text = target.strip()
+    if _TARGET_URI.match(text):
+        scheme, _, rest = text.partition(":")
+        if scheme not in ("dns", "ipv4", "ipv6"):
+            return ""
+        text = rest.rpartition("/")[2] if scheme == "dns" else rest
+    host, _, port = text.split(",")[0].strip().rpartition(":")
+    if not host or not port.isdigit():
+        return ""
+    hint = connection_hint(host.strip("[]"), int(port), access)
+    return f": {hint}" if hint else ""
 
 
 def _sendable(case: referee_pb2.CheckDisputesRequest | str) -> referee_pb2.CheckDisputesRequest | str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from referee.cards import Card, format_cards
 from referee.closing import Close
@@ -28,13 +28,16 @@ class Verdict(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class ClaimVerdict:
-    """The referee's answer to one claim, with the claimed and the right value as text."""
+    """The referee's answer to one claim, with the claimed and the right value as text, and for a
+    claim about a player, which player (index and name)."""
 
     field: str
     verdict: Verdict
     claimed: str
     expected: str
     reason: str = ""
+    player: int | None = None
+    player_name: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,14 +111,16 @@ def judge_close_claims(
     no_close: bool = False,
 ) -> list[ClaimVerdict]:
     """Verdicts on a claimed close kind and multiplier (None: not claimed); ``no_close`` claims
-    that the close is not valid, a claim on the kind that comes first, where the kind's comes."""
+    that the close is not valid, a claim on the kind that comes first, where the kind's comes.
+    Of a close that is not valid, each verdict's reason says why it is not (its kind is empty)."""
+    found = "" if close.valid else f"the close is not valid: {close.reason}"
     verdicts = []
     if no_close:
-        verdicts.append(judge_value(kind_field, None, close.kind))
+        verdicts.append(replace(judge_value(kind_field, None, close.kind), reason=found))
     elif kind is not None:
-        verdicts.append(judge_value(kind_field, kind, close.kind))
+        verdicts.append(replace(judge_value(kind_field, kind, close.kind), reason=found))
     if multiplier is not None:
-        verdicts.append(judge_value(multiplier_field, multiplier, close.multiplier))
+        verdicts.append(replace(judge_value(multiplier_field, multiplier, close.multiplier), reason=found))
     return verdicts
 
 
@@ -137,14 +142,17 @@ def judge_deal_claims(
         if not 0 <= claim.player < len(result.players):
             raise InvalidDealError(f"{at}.player", claim.player, f"no such player (0 to {len(result.players) - 1})")
         player = result.players[claim.player]
+        about = []
         if claim.groups is not None:
-            verdicts.append(judge_linking(f"{at}.groups", hands[claim.player], claim.groups, player.linking, rules))
+            about.append(judge_linking(f"{at}.groups", hands[claim.player], claim.groups, player.linking, rules))
         if claim.points is not None:
-            verdicts.append(judge_value(f"{at}.points", claim.points, player.points))
+            about.append(judge_value(f"{at}.points", claim.points, player.points))
         if claim.score_change is not None:
-            verdicts.append(judge_value(f"{at}.score_change", claim.score_change, player.score_change))
+            about.append(judge_value(f"{at}.score_change", claim.score_change, player.score_change))
         if claim.new_score is not None:
-            verdicts.append(judge_value(f"{at}.new_score", claim.new_score, player.score))
+            about.append(judge_value(f"{at}.new_score", claim.new_score, player.score))
+        # The field path counts claims, not players: the verdict names the player it is about.
+        verdicts.extend(replace(v, player=claim.player, player_name=player.name) for v in about)
     return verdicts
 
 

@@ -36,6 +36,10 @@ ENGINES = tuple(Engine)
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status."""
+    if "serve" in (argv if argv is not None else sys.argv[1:]):
+        from referee.server.logs import quiet_grpc_core
+
+        quiet_grpc_core(argv if argv is not None else sys.argv[1:])  # before the parser imports gRPC
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "command", None):
@@ -270,6 +274,14 @@ def _run_close(args: argparse.Namespace) -> int:
     from referee._gen.remigio.referee.v1 import referee_pb2 as pb
     from referee.api.handlers import check_close
 
+    # The request's own errors name its fields; here the flags that set them are named instead.
+    count = len(args.cards)
+    if count == 10 and not args.discard:
+        raise UsageError("10 cards are a close's shown cards: name the face-down discard with --discard CARD")
+    if count == 11 and args.discard:
+        raise UsageError("with 11 cards the referee picks the discard: leave out --discard, or give the 10 shown")
+    if count not in (10, 11):
+        raise UsageError(f"a close takes 11 cards, or 10 shown cards and --discard CARD; {count} given")
     request = pb.CheckCloseRequest(cards=args.cards, discard=args.discard or "")
     rule_options(args, request.rules)
     close = check_close(request).close
@@ -371,8 +383,10 @@ def format_deal(response: Any) -> str:
         lines.append(f"match over: {response.winner} wins")
     for claim in response.claims:
         verdict = pb.Verdict.Name(claim.verdict).removeprefix("VERDICT_")
+        about = f" ({claim.player_name})" if claim.HasField("player") else ""
         lines.append(
-            f"claim {claim.field}: {verdict} (claimed {claim.claimed}, referee {claim.expected}) {claim.reason}".rstrip()
+            f"claim {claim.field}{about}: {verdict} (claimed {claim.claimed}, referee {claim.expected}) "
+            f"{claim.reason}".rstrip()
         )
     return "\n".join(lines)
 

@@ -17,6 +17,8 @@ from __future__ import annotations
 import json
 import os
 import random
+import socket
+import ssl
 import threading
 import time
 from collections import deque
@@ -359,6 +361,64 @@ def access_from(args: Any) -> dict[str, Any]:
     }
 
 
+# The first bytes an HTTP/2 client sends: the preface and an empty SETTINGS frame.
+_HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes.fromhex("000000040000000000")
+PROBE_SECONDS = 3.0
+
+
+def connection_hint(host: str, port: int, access: dict[str, Any], timeout: float = PROBE_SECONDS) -> str:
+    """Why a server at ``host:port`` took no call over the connection ``access`` (``access_from``)
+    describes, and the option that fixes it; "" when a probe of the port finds no reason.
+
+    The port is probed the way TLS sees it: a plain-text client at a TLS port, a TLS client at a
+    plain-text port, a certificate its CA did not sign, and a server that closes the connection
+    once the handshake is done, as one that wants a client certificate (mutual TLS) does.
+    """
+    wants_tls = bool(access.get("tls") or access.get("tls_ca") is not None or access.get("tls_cert") is not None)
+    try:
+        sock = socket.create_connection((host, port), timeout=timeout)
+    except OSError as error:
+        return f"nothing accepts a connection there ({error.strerror or error})"
+    with sock:
+        # First without checking anything: is it TLS at all?
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        context.set_alpn_protocols(["h2"])
+        try:
+            context.wrap_socket(sock, server_hostname=host).close()
+        except (ssl.SSLError, OSError):
+            if wants_tls:
+                return "the port speaks plain text, not TLS: leave out --tls-ca, --tls, --tls-cert and --tls-key"
+            return ""
+    if not wants_tls:
+        return "the port speaks TLS: give the CA that signed its certificate with --tls-ca FILE (or --tls for the system's CAs)"
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.set_alpn_protocols(["h2"])
+    if access.get("tls_ca") is not None:
+        context.load_verify_locations(cadata=access["tls_ca"].decode("ascii", "replace"))
+    else:
+        context.load_default_certs()
+    try:
+        with (
+            socket.create_connection((host, port), timeout=timeout) as sock,
+            context.wrap_socket(sock, server_hostname=host) as tls,
+        ):
+            tls.sendall(_HTTP2_PREFACE)
+            answered = tls.recv(9)
+    except ssl.SSLCertVerificationError as error:
+        ca = "the CA of --tls-ca" if access.get("tls_ca") is not None else "a CA this system trusts (--tls)"
+        return f"the server's certificate was not accepted ({error.verify_message}): is it signed by {ca}, for {host}?"
+    except (ssl.SSLError, OSError):
+        answered = b""
+    if answered:
+        return ""
+    # The handshake was done, then the server closed the connection: it checks client certificates.
+    if access.get("tls_cert") is None:
+        return "the server closed the connection after the TLS handshake: it wants a client certificate (mutual TLS): give --tls-cert FILE and --tls-key FILE"
+    return "the server closed the connection after the TLS handshake: it did not accept the client certificate of --tls-cert (is it signed by the CA the server trusts?)"
+
+
 # ``pb``: the contract's messages (``pb.ScoreDealRequest``, ``pb.CheckDisputesRequest``, ...), for
 # requests built by hand or parsed from protobuf JSON.
-__all__ = ["Referee", "access_from", "add_arguments", "pb", "retry_delay"]
+__all__ = ["Referee", "access_from", "add_arguments", "connection_hint", "pb", "retry_delay"]

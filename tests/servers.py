@@ -109,9 +109,9 @@ class ServerProcess:
         total = 0
         for line in list(self.lines):
             if line.startswith("{"):
-                method = json.loads(line).get("method", "")
-                if found := re.fullmatch(r"CheckDisputes\[(\d+)\]", method):
-                    total += int(found.group(1))
+                logged = json.loads(line)
+                if logged.get("method") == "CheckDisputes":
+                    total += int(logged.get("cases", 0))
         return total
 
     def rss_mb(self) -> float:

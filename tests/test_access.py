@@ -4,9 +4,11 @@ certificates and keys can change under a running server."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -18,9 +20,10 @@ from pathlib import Path
 import grpc
 import pytest
 import trustme
+from commands import cli
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
-from servers import METRICS, ROOT, ServerProcess, refused_start, server_env
+from servers import LISTENING, METRICS, ROOT, WORKERS, ServerProcess, refused_start, server_env
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
@@ -248,6 +251,20 @@ def test_refusals_are_counted_by_key_name(tls_server: ServerProcess, pki: Pki) -
     assert grpc.StatusCode.RESOURCE_EXHAUSTED in codes
     assert _metric(tls_server, "referee_auth_failures_total", "-") == failures + 1
     assert _metric(tls_server, "referee_quota_refusals_total", "bob") >= codes.count(grpc.StatusCode.RESOURCE_EXHAUSTED)
+
+
+def test_the_served_certificates_expiry_is_a_metric(tls_server: ServerProcess, pki: Pki) -> None:
+    from cryptography import x509
+
+    (url,) = [found.group(1) for line in list(tls_server.lines) if (found := METRICS.search(line))]
+    with urllib.request.urlopen(url, timeout=10) as reply:
+        text = reply.read().decode()
+    found = re.search(r"^referee_tls_certificate_expiry_timestamp_seconds (\S+)$", text, re.M)
+    assert found, text
+    served = x509.load_pem_x509_certificate(pki.path("server.pem").read_bytes())
+    assert float(found.group(1)) == served.not_valid_after_utc.timestamp()
+    assert re.search(r'^referee_reload_failures_total\{file="api_keys"\} 0\.0$', text, re.M)
+    assert re.search(r'^referee_reload_failures_total\{file="tls"\} 0\.0$', text, re.M)
 
 
 # Mutual TLS and the health port ---------------------------------------------------------------
@@ -481,6 +498,103 @@ def test_batch_through_a_tls_server_with_keys(tls_server: ServerProcess, pki: Pk
     )
     assert by_env.returncode == 0, by_env.stderr
     assert BOB not in done.stderr + refused.stderr and ALICE not in by_env.stderr
+
+
+def _batch_in_process(target: str, tmp_path: Path, *options: str) -> subprocess.CompletedProcess[str]:
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(json.dumps({"id": "c0", "hand": {"cards": HAND, "claimed_points": 9}}) + "\n")
+    return cli("batch", str(cases), "-o", str(tmp_path / "out.jsonl"), "--jobs", "1", "--target", target, *options)
+
+
+def test_batch_says_what_to_give_each_server_it_cannot_use(
+    tls_server: ServerProcess, mtls_server: tuple[ServerProcess, int], pki: Pki, tmp_path: Path, monkeypatch
+) -> None:
+    monkeypatch.delenv("REMIGIO_API_KEY", raising=False)
+    ca = ("--tls-ca", str(pki.path("ca.pem")))
+    # Plain text at a TLS port: not "no server", but TLS and the flag that turns it on.
+    plain = _batch_in_process(tls_server.address, tmp_path)
+    assert plain.returncode == 4
+    assert "the port speaks TLS: give the CA that signed its certificate with --tls-ca FILE" in plain.stderr
+    # A CA that did not sign the server's certificate.
+    other = _batch_in_process(tls_server.address, tmp_path, "--tls-ca", str(pki.path("other-ca.pem")))
+    assert other.returncode == 4 and "certificate was not accepted" in other.stderr and "--tls-ca" in other.stderr
+    # No key: which flag or variable gives one.
+    keyless = _batch_in_process(tls_server.address, tmp_path, *ca)
+    assert keyless.returncode == 4 and "UNAUTHENTICATED" in keyless.stderr
+    assert "give one with --api-key-file FILE or the variable REMIGIO_API_KEY" in keyless.stderr
+    wrong = tmp_path / "wrong.key"
+    wrong.write_text("not-a-key-of-this-server\n")
+    refused = _batch_in_process(tls_server.address, tmp_path, *ca, "--api-key-file", str(wrong))
+    assert refused.returncode == 4 and f"the key of --api-key-file {wrong} was refused" in refused.stderr
+    # Mutual TLS without a client certificate: one is needed, and the flags that give it.
+    server, health_port = mtls_server
+    certless = _batch_in_process(server.address, tmp_path, *ca)
+    assert certless.returncode == 4
+    assert "it wants a client certificate (mutual TLS): give --tls-cert FILE and --tls-key FILE" in certless.stderr
+    stranger = ("--tls-cert", str(pki.path("stranger.pem")), "--tls-key", str(pki.path("stranger-key.pem")))
+    refused_cert = _batch_in_process(server.address, tmp_path, *ca, *stranger)
+    assert refused_cert.returncode == 4 and "did not accept the client certificate of --tls-cert" in refused_cert.stderr
+    # TLS at a plain-text port.
+    tls_at_plain = _batch_in_process(f"127.0.0.1:{health_port}", tmp_path, *ca)
+    assert tls_at_plain.returncode == 4 and "the port speaks plain text, not TLS" in tls_at_plain.stderr
+    for run in (plain, other, keyless, refused, certless, refused_cert, tls_at_plain):
+        assert "Traceback" not in run.stderr
+
+
+# Logs ------------------------------------------------------------------------------------------
+
+
+def test_with_json_logs_every_line_the_server_writes_is_a_json_object(pki: Pki, key_file: Path) -> None:
+    server = ServerProcess(
+        "--port", "0", "--workers", "2", "--log-format", "json", "--dispute-jobs", "1", "--metrics-port", "0",
+        "--tls-cert", str(pki.path("server.pem")), "--tls-key", str(pki.path("server-key.pem")),
+        "--api-keys", str(key_file),
+    )  # fmt: skip
+    try:
+        server.wait_for(WORKERS)
+        server.listening()
+        server.wait_for(LISTENING)
+        cases = [pb.CheckDisputesRequest(id=f"c{n}", hand=CASE_HAND) for n in range(3)]
+        with Referee(server.address, api_key=ALICE, tls_ca=pki.path("ca.pem")) as referee:
+            assert referee.solve_hand(HAND).linking.points == 9
+            assert len(list(referee.check_disputes(cases))) == 3
+            with pytest.raises(grpc.RpcError):
+                referee.solve_hand(["ZZ"])
+        with _secure(server.address, pki) as channel:
+            assert _solve_code(channel) == grpc.StatusCode.UNAUTHENTICATED  # a call without a key
+        # Failed TLS handshakes: a plain-text client, and bytes that are neither TLS nor HTTP/2.
+        with grpc.insecure_channel(server.address) as channel:
+            assert _solve_code(channel) == grpc.StatusCode.UNAVAILABLE
+        host, port = server.address.rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=5) as sock:
+            sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            with contextlib.suppress(OSError):
+                sock.recv(100)
+        deadline = time.monotonic() + 10
+        while not any('"method": "CheckDisputes"' in line for line in list(server.lines)):
+            assert time.monotonic() < deadline, "\n".join(server.lines)
+            time.sleep(0.05)
+    finally:
+        server.terminate()
+    lines = list(server.lines)
+    logged = []
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            raise AssertionError(f"not a JSON line: {line!r}") from None
+        assert isinstance(record, dict) and {"time", "level", "logger", "pid", "message"} <= record.keys(), line
+        logged.append(record)
+    messages = [record["message"] for record in logged]
+    for said in ("2 workers on", "metrics on", "listening on", "refused", "SIGTERM received", "stopped (pid"):
+        assert any(said in message for message in messages), f"no line says {said!r}: {messages}"
+    assert sum(message.startswith("listening on") for message in messages) == 2
+    calls = [record for record in logged if "method" in record]
+    assert {call["method"] for call in calls} == {"SolveHand", "CheckDisputes"}
+    (stream,) = [call for call in calls if call["method"] == "CheckDisputes"]
+    assert stream["cases"] == 3 and stream["code"] == "OK" and stream["key"] == "alice"
+    assert not any("cases" in call for call in calls if call["method"] != "CheckDisputes")
+    assert sorted(call["code"] for call in calls if call["method"] == "SolveHand") == ["INVALID_ARGUMENT", "OK"]
 
 
 # Safe defaults --------------------------------------------------------------------------------

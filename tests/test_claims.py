@@ -171,6 +171,34 @@ def test_close_claims_on_an_invalid_close() -> None:
     assert verdicts[1].expected == "0"
 
 
+def test_a_kind_claimed_of_a_false_close_says_what_the_referee_found() -> None:
+    close = check_close(cards("AC 3D 5H 7S 10C JD KH 2S 4C 6D"), Card.parse("8H"), RULES)
+    assert not close.valid and close.reason
+    verdicts = judge_close_claims(close, CloseKind.LINKED, 1)
+    # No kind to name: the reason says why the close is not valid, on the multiplier's too.
+    assert [(v.verdict, v.claimed, v.expected) for v in verdicts] == [
+        (Verdict.WRONG, "LINKED", ""),
+        (Verdict.WRONG, "1", "0"),
+    ]
+    assert all(v.reason == f"the close is not valid: {close.reason}" for v in verdicts), verdicts
+    # The claim that it is not valid is confirmed, and says why too.
+    (none,) = judge_close_claims(close, None, None, no_close=True)
+    assert (none.verdict, none.claimed, none.expected) == (Verdict.CONFIRMED, "", "")
+    assert none.reason == f"the close is not valid: {close.reason}"
+    # Close claims are about no player.
+    assert all(v.player is None and v.player_name == "" for v in [*verdicts, none])
+
+
+def test_claims_of_a_valid_close_carry_no_reason() -> None:
+    close = check_close(cards(CLOSER), Card.parse("KC"), RULES)
+    verdicts = [*judge_close_claims(close, CloseKind.LINKED, 1), *judge_close_claims(close, None, None, no_close=True)]
+    assert [(v.verdict, v.expected, v.reason) for v in verdicts] == [
+        (Verdict.WRONG, "LINKED_CLEAN", ""),
+        (Verdict.WRONG, "2", ""),
+        (Verdict.WRONG, "LINKED_CLEAN", ""),
+    ]
+
+
 def test_no_close_claims_no_verdicts() -> None:
     close = check_close(cards(CLOSER), Card.parse("KC"), RULES)
     assert judge_close_claims(close, None, None) == []
@@ -277,6 +305,41 @@ def test_deal_claims_on_an_invalid_close() -> None:
         "claims.players[1].points": (Verdict.CONFIRMED, "33", "33"),
         "claims.players[1].new_score": (Verdict.CONFIRMED, "0", "0"),
     }
+
+
+def test_deal_claims_name_the_player(pool_deal: tuple[DealResult, list[tuple[Card, ...]]]) -> None:
+    result, hands = pool_deal
+    claims = DealClaims(
+        players=(
+            PlayerClaim(player=2, points=41, groups=(cards("KD JK JK"),)),
+            PlayerClaim(player=0, new_score=386),
+        ),
+        close_kind=CloseKind.LINKED_CLEAN,
+    )
+    verdicts = judge_deal_claims(claims, result, hands, RULES)
+    # The field path counts claims; each player's verdict names the player by index and name.
+    assert [(v.field, v.player, v.player_name) for v in verdicts] == [
+        ("claims.close_kind", None, ""),
+        ("claims.players[0].groups", 2, "Carla"),
+        ("claims.players[0].points", 2, "Carla"),
+        ("claims.players[1].new_score", 0, "Ana"),
+    ]
+    # Every verdict has the referee's value, or a reason why it has none.
+    assert all(v.expected or v.reason for v in verdicts), verdicts
+
+
+def test_deal_claims_of_a_false_close_say_why_it_is_not_valid() -> None:
+    hands = [cards("AC 3D 5H 7S 10C JD KH 2S 4C 6D"), cards(HAND_33)]
+    players = tuple(PlayerHand(name, hand) for name, hand in zip(("Ana", "Beto"), hands))
+    result = score_deal(Deal(players=players, closer=0, discard=Card.parse("8H")), RULES)
+    (kind,) = judge_deal_claims(DealClaims(close_kind=CloseKind.REMIGIO), result, hands, RULES)
+    assert (kind.field, kind.verdict, kind.claimed, kind.expected) == (
+        "claims.close_kind",
+        Verdict.WRONG,
+        "REMIGIO",
+        "",
+    )
+    assert kind.reason == f"the close is not valid: {result.close.reason}"
 
 
 @pytest.mark.parametrize("player", [3, -1])

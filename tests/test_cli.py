@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -105,6 +106,37 @@ def test_readable_close() -> None:
     assert run.stdout.splitlines()[0] == "valid close: STRAIGHT_FLUSH_CLEAN ×6, discard K♣"
 
 
+@pytest.mark.parametrize(
+    ("cards", "discard", "says"),
+    [
+        ("3H 4H 5H 6H JK 8H 9H 10H JH QH", None, "name the face-down discard with --discard CARD"),
+        ("3H 4H 5H 6H JK 8H 9H 10H JH QH 2C", "KD", "leave out --discard"),
+        ("3H 4H 5H 6H JK 8H 9H", None, "11 cards, or 10 shown cards and --discard CARD; 7 given"),
+    ],
+)
+def test_a_close_of_the_wrong_count_names_the_flag(cards: str, discard: str | None, says: str) -> None:
+    run = cli("close", *(["--discard", discard] if discard else []), *cards.split())
+    assert run.returncode == 2 and run.stdout == ""
+    assert run.stderr.startswith("remigio-referee close: ") and says in run.stderr, run.stderr
+    assert run.stderr.count("\n") == 1
+
+
+def test_serve_help_shows_every_default() -> None:
+    run = cli("serve", "--help")
+    assert run.returncode == 0
+    options = run.stdout.split("options:", 1)[1]
+    # One entry per option: its lines up to the next option's.
+    entries = re.split(r"\n  (?=-)", options)[1:]
+    assert len(entries) > 30
+    for entry in entries:
+        if entry.startswith("-h, --help"):
+            continue
+        text = " ".join(entry.split())
+        assert re.search(r"default [^ )]", text), f"no default shown: {text}"
+    assert "see below" not in run.stdout
+    assert "default usable cores / workers" in " ".join(run.stdout.split())
+
+
 def test_score_reads_a_deal_in_protobuf_json(tmp_path: Path) -> None:
     deal = {
         "deal": {
@@ -124,8 +156,10 @@ def test_score_reads_a_deal_in_protobuf_json(tmp_path: Path) -> None:
     assert answer["close"]["kind"] == "CLOSE_KIND_LINKED_CLEAN"
     assert [(p["name"], p["score_change"], p["score"]) for p in answer["players"]] == [("ana", 66, 66), ("bo", 0, 0)]
     assert answer["claims"][0]["verdict"] == "VERDICT_WRONG" and answer["claims"][0]["expected"] == "33"
+    assert (answer["claims"][0]["player"], answer["claims"][0]["player_name"]) == (1, "bo")
     readable = cli("score", "-", stdin=json.dumps(deal))
     assert "ana: closer, 0 points, change +66, score 66" in readable.stdout
+    assert "claim claims.players[0].points (bo): WRONG (claimed 30, referee 33)" in readable.stdout
 
 
 def test_a_malformed_card_exits_non_zero_naming_it() -> None:

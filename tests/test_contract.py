@@ -15,6 +15,7 @@ from pathlib import Path
 
 import grpc
 import pytest
+import yaml
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -76,6 +77,68 @@ def test_buf_format(buf: Path) -> None:
 def test_generated_code_is_current() -> None:
     result = _run([sys.executable, ROOT / "scripts" / "gen_protos.py", "--check"])
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_typed_typescript_client_is_current(buf: Path, tmp_path: Path) -> None:
+    """`make clients` (buf.gen.yaml) run into a fresh folder gives the committed examples/node/gen/."""
+    plugin = ROOT / ".tools" / "node_modules" / ".bin" / "protoc-gen-es"
+    if not plugin.exists():
+        _require(None, "protoc-gen-es", "run `make buf` (make test does)")
+    template = yaml.safe_load((ROOT / "buf.gen.yaml").read_text(encoding="utf-8"))
+    (plugin_config,) = template["plugins"]
+    assert plugin_config["local"] == ".tools/node_modules/.bin/protoc-gen-es"
+    assert "target=js+dts" in plugin_config["opt"]
+    committed = ROOT / plugin_config["out"]
+    plugin_config["out"] = str(tmp_path / "gen")
+    (tmp_path / "buf.gen.yaml").write_text(yaml.safe_dump(template), encoding="utf-8")
+    result = _run([buf, "generate", "--template", tmp_path / "buf.gen.yaml"])
+    assert result.returncode == 0, result.stdout + result.stderr
+
+    def files(folder: Path) -> dict[str, bytes]:
+        return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+    fresh = files(tmp_path / "gen")
+    assert sorted(fresh) == ["remigio/referee/v1/referee_pb.d.ts", "remigio/referee/v1/referee_pb.js"]
+    assert files(committed) == fresh, "examples/node/gen/ is stale: run `make clients`"
+
+
+def _tsc(folder: Path) -> subprocess.CompletedProcess[str]:
+    """tsc, strict, over the typed example in ``folder`` (the .tools packages as its node_modules)."""
+    tsc = ROOT / ".tools" / "node_modules" / ".bin" / "tsc"
+    options = ["--noEmit", "--allowJs", "--checkJs", "--strict", "--target", "es2022", "--module", "commonjs"]
+    options += ["--moduleResolution", "node", "--types", "node"]
+    return _run([tsc, *options, "typed-client.js"], cwd=folder)
+
+
+def test_the_typed_example_type_checks_against_the_generated_declarations(tmp_path: Path) -> None:
+    if not (ROOT / ".tools" / "node_modules" / ".bin" / "tsc").exists() or shutil.which("node") is None:
+        _require(None, "tsc", "run `make buf` (make test does)")
+    example = ROOT / "examples" / "node"
+    shutil.copytree(example / "gen", tmp_path / "gen")
+    source = (example / "typed-client.js").read_text(encoding="utf-8")
+    assert source.startswith("// @ts-check")
+    (tmp_path / "typed-client.js").write_text(source, encoding="utf-8")
+    (tmp_path / "node_modules").symlink_to(ROOT / ".tools" / "node_modules")
+    checked = _tsc(tmp_path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    # The check has teeth: a misspelt field and a string for an enum are refused.
+    wrong = source.replace("solved.linking?.points", "solved.linking?.pointz").replace(
+        "claimedKind: CloseKind.REMIGIO", 'claimedKind: "REMIGIO"'
+    )
+    (tmp_path / "typed-client.js").write_text(wrong, encoding="utf-8")
+    refused = _tsc(tmp_path)
+    assert refused.returncode != 0 and "pointz" in refused.stdout and "CloseKind" in refused.stdout, refused.stdout
+
+
+def test_the_proto_names_its_package_for_each_language() -> None:
+    from referee._gen.remigio.referee.v1 import referee_pb2
+
+    options = referee_pb2.DESCRIPTOR.GetOptions()
+    assert options.java_package == "remigio.referee.v1" and options.java_multiple_files
+    assert options.go_package.endswith(";refereev1")
+    assert options.csharp_namespace == "Remigio.Referee.V1"
+    assert options.swift_prefix and options.objc_class_prefix
+    assert options.php_namespace == "Remigio\\Referee\\V1" and options.ruby_package == "Remigio::Referee::V1"
 
 
 def test_service_descriptor_has_the_five_methods() -> None:
@@ -187,7 +250,7 @@ MESSAGES = {
     "Linking": "groups unlinked points",
     "Close": "valid kind multiplier discard groups reason unlinked",
     "ClaimedGroup": "cards",
-    "ClaimVerdict": "field verdict claimed expected reason",
+    "ClaimVerdict": "field verdict claimed expected reason player? player_name",
     "SolveHandRequest": "cards rules",
     "SolveHandResponse": "linking",
     "CheckCloseRequest": "cards discard rules claimed_kind? claimed_multiplier?",

@@ -49,6 +49,11 @@ LAYOUTS = {
 # 1.30, and 1.31 is the oldest release still maintained here), and the newest the package knows.
 KUBERNETES_VERSIONS = ("1.31.0", kubernetes_validate.latest_version())
 CONTAINER = "referee"
+# Objects of operators' CRDs (cert-manager, the Prometheus Operator): not in the Kubernetes schemas,
+# checked here for what the referee needs of them.
+OPERATOR_GROUPS = ("cert-manager.io/", "monitoring.coreos.com/")
+OVERLAY_NAMESPACE = "remigio"
+OPERATIONS = ROOT / "docs" / "operations.md"
 # Variables and flags of server features that other work is adding; their checks are expected
 # to fail until it lands (xfail, not strict: they pass as soon as the server accepts them).
 PENDING: dict[str, str] = {}
@@ -81,6 +86,11 @@ def objects(request: pytest.FixtureRequest) -> list[dict[str, Any]]:
     return copy.deepcopy(list(_rendered(request.param)))
 
 
+def _builtin(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The objects of Kubernetes' own kinds (not of an operator's CRDs)."""
+    return [o for o in objects if not o["apiVersion"].startswith(OPERATOR_GROUPS)]
+
+
 def _one(objects: list[dict[str, Any]], kind: str, name: str | None = None) -> dict[str, Any]:
     found = [o for o in objects if o["kind"] == kind and (name is None or o["metadata"]["name"] == name)]
     assert len(found) == 1, f"{len(found)} objects of kind {kind} named {name}"
@@ -109,7 +119,7 @@ def _cpu(quantity: str) -> float:
 
 @pytest.mark.parametrize("version", KUBERNETES_VERSIONS)
 def test_every_object_validates_against_the_kubernetes_schemas(objects: list[dict[str, Any]], version: str) -> None:
-    for obj in objects:
+    for obj in _builtin(objects):
         try:
             kubernetes_validate.validate(obj, version, strict=True)
         except kubernetes_validate.ValidationError as error:
@@ -140,7 +150,7 @@ def test_every_object_the_deployment_needs_is_there(objects: list[dict[str, Any]
     objects = [
         o for o in objects if not (o["kind"] == "ConfigMap" and o["metadata"]["name"].startswith("remigio-gateway"))
     ]
-    kinds = sorted((o["apiVersion"], o["kind"]) for o in objects if o["kind"] != "Namespace")
+    kinds = sorted((o["apiVersion"], o["kind"]) for o in _builtin(objects) if o["kind"] != "Namespace")
     assert kinds == [
         ("apps/v1", "Deployment"),
         ("autoscaling/v2", "HorizontalPodAutoscaler"),
@@ -151,7 +161,8 @@ def test_every_object_the_deployment_needs_is_there(objects: list[dict[str, Any]
         ("v1", "ServiceAccount"),
     ]
     deployment = _one(objects, "Deployment")
-    assert deployment["spec"]["replicas"] == 3
+    # The autoscaler owns the count: a replicas here would be set back at every apply.
+    assert "replicas" not in deployment["spec"]
     services = {o["spec"].get("clusterIP"): o for o in objects if o["kind"] == "Service"}
     assert set(services) == {"None", None}, "one headless Service and one with a cluster IP"
     assert services[None]["spec"]["type"] == "ClusterIP"
@@ -280,7 +291,13 @@ def test_tls_and_keys_come_from_secret_mounts(objects: list[dict[str, Any]]) -> 
     pod = _one(objects, "Deployment")["spec"]["template"]["spec"]
     container = _container(objects)
     secrets = {v["name"]: v["secret"] for v in pod["volumes"] if "secret" in v}
-    assert sorted(s["secretName"] for s in secrets.values()) == ["remigio-referee-api-keys", "remigio-referee-tls"]
+    names = sorted(s["secretName"] for s in secrets.values())
+    mutual = "REMIGIO_TLS_CLIENT_CA" in _env(container)
+    assert names == [
+        "remigio-referee-api-keys",
+        *(["remigio-referee-client-ca"] if mutual else []),
+        "remigio-referee-tls",
+    ]
     mounts = {m["mountPath"]: m for m in container["volumeMounts"] if m["name"] in secrets}
     for mount in mounts.values():
         # No subPath: a subPath mount never sees a renewed Secret.
@@ -298,12 +315,136 @@ def test_the_example_overlay_changes_what_it_says() -> None:
     container = _container(objects)
     assert container["image"] == "registry.example.com/games/remigio-referee:0.1.0"
     assert container["resources"]["limits"]["cpu"] == "4"
-    assert _env(container)["REMIGIO_TLS_CLIENT_CA"]["value"] == "/etc/remigio/tls/ca.crt"
+    assert _env(container)["REMIGIO_TLS_CLIENT_CA"]["value"] == "/etc/remigio/client-ca/ca.crt"
     namespace = _one(objects, "Namespace")
     assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
     assert {o["metadata"].get("namespace") for o in objects if o["kind"] != "Namespace"} == {
         namespace["metadata"]["name"]
     }
+
+
+def test_the_pods_spread_over_zones_and_nodes(objects: list[dict[str, Any]]) -> None:
+    pod = _one(objects, "Deployment")["spec"]["template"]["spec"]
+    labels = _one(objects, "Deployment")["spec"]["template"]["metadata"]["labels"]
+    spread = {c["topologyKey"]: c for c in pod["topologySpreadConstraints"]}
+    assert set(spread) == {"topology.kubernetes.io/zone", "kubernetes.io/hostname"}
+    for constraint in spread.values():
+        assert constraint["maxSkew"] == 1
+        # A cluster of one zone (or a zone short of nodes) still schedules.
+        assert constraint["whenUnsatisfiable"] == "ScheduleAnyway"
+        assert constraint["labelSelector"]["matchLabels"].items() <= labels.items()
+        assert constraint["matchLabelKeys"] == ["pod-template-hash"], "counted per revision"
+
+
+# The example's operators: cert-manager and the Prometheus Operator --------------------------------
+
+
+def _secret_files(objects: list[dict[str, Any]]) -> dict[str, tuple[str, str]]:
+    """Each REMIGIO_* file variable of the container: (the Secret it comes from, the key)."""
+    pod = _one(objects, "Deployment")["spec"]["template"]["spec"]
+    container = _container(objects)
+    volumes = {v["name"]: v["secret"] for v in pod["volumes"] if "secret" in v}
+    mounts = {m["mountPath"]: volumes[m["name"]] for m in container["volumeMounts"] if m["name"] in volumes}
+    found = {}
+    for name, variable in _env(container).items():
+        if not name.startswith(("REMIGIO_TLS_", "REMIGIO_API_KEYS")):
+            continue
+        path = Path(variable["value"])
+        secret = mounts[str(path.parent)]
+        # A mount of chosen items holds those paths alone, each from its key.
+        keys = {item["path"]: item["key"] for item in secret.get("items", [])}
+        assert not keys or path.name in keys, f"{name}={path} is not among the mounted items"
+        found[name] = (secret["secretName"], keys.get(path.name, path.name))
+    return found
+
+
+def test_the_service_monitor_scrapes_the_port_the_network_policy_opens() -> None:
+    objects = list(_rendered("example"))
+    monitor = _one(objects, "ServiceMonitor")
+    assert monitor["apiVersion"] == "monitoring.coreos.com/v1"
+    assert monitor["metadata"]["namespace"] == OVERLAY_NAMESPACE
+    selected = [
+        o
+        for o in objects
+        if o["kind"] == "Service"
+        and monitor["spec"]["selector"]["matchLabels"].items() <= o["metadata"].get("labels", {}).items()
+    ]
+    (endpoint,) = monitor["spec"]["endpoints"]
+    # The Services it selects that have the endpoint's port: the headless one, every pod.
+    (scraped,) = [s for s in selected if endpoint["port"] in {p["name"] for p in s["spec"]["ports"]}]
+    assert scraped["spec"]["clusterIP"] == "None"
+    (port,) = [p for p in scraped["spec"]["ports"] if p["name"] == endpoint["port"]]
+    assert port["targetPort"] == "metrics" and port["port"] == _ports(_container(objects))["metrics"]
+    assert endpoint["path"] == "/metrics" and endpoint["scheme"] == "http"
+    policy = _one(objects, "NetworkPolicy")["spec"]
+    assert any({"port": "metrics", "protocol": "TCP"} in rule["ports"] for rule in policy["ingress"])
+
+
+def test_mutual_tls_has_a_clients_ca_of_its_own_from_cert_manager() -> None:
+    objects = list(_rendered("example"))
+    issuers = {o["metadata"]["name"]: o["spec"] for o in objects if o["kind"] == "Issuer"}
+    certificates = {o["spec"]["secretName"]: o["spec"] for o in objects if o["kind"] == "Certificate"}
+    assert all(o["apiVersion"] == "cert-manager.io/v1" for o in objects if o["kind"] in ("Issuer", "Certificate"))
+    files = _secret_files(objects)
+    server_secret, client_ca_secret = files["REMIGIO_TLS_CERT"][0], files["REMIGIO_TLS_CLIENT_CA"][0]
+    assert files["REMIGIO_TLS_KEY"] == (server_secret, "tls.key") and files["REMIGIO_TLS_CERT"][1] == "tls.crt"
+    assert files["REMIGIO_TLS_CLIENT_CA"][1] == "ca.crt"
+
+    def ca_secret_of(certificate: dict[str, Any]) -> str:
+        """The Secret of the CA that signs ``certificate``."""
+        issuer = issuers[certificate["issuerRef"]["name"]]
+        assert certificate["issuerRef"]["kind"] == "Issuer"
+        return str(issuer["ca"]["secretName"])
+
+    server = certificates[server_secret]
+    assert not server.get("isCA") and server["usages"] == ["server auth"]
+    service_names = {o["metadata"]["name"] for o in objects if o["kind"] == "Service"}
+    for name in service_names:
+        for suffix in ("", f".{OVERLAY_NAMESPACE}.svc", f".{OVERLAY_NAMESPACE}.svc.cluster.local"):
+            assert name + suffix in server["dnsNames"], f"the server's certificate does not name {name + suffix}"
+    client_ca = certificates[client_ca_secret]
+    assert client_ca["isCA"] is True
+    # Two CAs: the one that signs the server's certificate is not the clients'.
+    assert ca_secret_of(server) != client_ca_secret
+    assert certificates[ca_secret_of(server)]["isCA"] is True
+    clients = [c for c in certificates.values() if c.get("usages") == ["client auth"]]
+    assert clients and all(ca_secret_of(c) == client_ca_secret for c in clients)
+    for certificate in (server, *clients):
+        assert certificate["renewBefore"] and certificate["privateKey"]["rotationPolicy"] == "Always"
+
+
+def _documented_secrets() -> dict[str, set[str]]:
+    """The Secrets the Kubernetes section's commands make, with their keys, in the overlay's namespace."""
+    section = OPERATIONS.read_text(encoding="utf-8").split("### Deploying on Kubernetes", 1)[1].split("\n## ", 1)[0]
+    made: dict[str, set[str]] = {}
+    for line in section.splitlines():
+        words = line.split("#", 1)[0].split()
+        if words[:1] != ["kubectl"] or "secret" not in words:
+            continue
+        assert words[1:3] == ["-n", OVERLAY_NAMESPACE], f"not in the overlay's namespace: {line.strip()}"
+        kind, name = words[words.index("secret") + 1 : words.index("secret") + 3]
+        if kind == "tls":
+            made[name] = {"tls.crt", "tls.key"}
+        else:
+            assert kind == "generic", line
+            made[name] = {w.split("=", 2)[1] for w in words if w.startswith("--from-file=") and w.count("=") == 2}
+    return made
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_the_documented_commands_make_every_file_a_layout_mounts(layout: str) -> None:
+    made = _documented_secrets()
+    for variable, (secret, key) in _secret_files(list(_rendered(layout))).items():
+        assert key in made.get(secret, set()), f"{variable}: no documented command makes {secret} with {key}"
+
+
+def test_cert_manager_makes_every_certificate_file_the_example_mounts() -> None:
+    objects = list(_rendered("example"))
+    written = {o["spec"]["secretName"] for o in objects if o["kind"] == "Certificate"}
+    for variable, (secret, key) in _secret_files(objects).items():
+        if variable.startswith("REMIGIO_TLS_"):
+            # cert-manager writes tls.crt, tls.key and ca.crt into a Certificate's Secret.
+            assert secret in written and key in ("tls.crt", "tls.key", "ca.crt"), variable
 
 
 # The server accepts what the manifests tell it -------------------------------------------------

@@ -255,6 +255,36 @@ def test_the_readme_grpcurl_examples_get_the_referees_answers(server: ServerProc
             assert printed == json_format.MessageToDict(expected, preserving_proto_field_name=True), shlex.join(words)
 
 
+def test_the_quickstart_runs_as_written(server: ServerProcess) -> None:
+    """The two commands: ``make serve`` serves on the address the client then calls, and the
+    client prints what the quickstart shows; its headline figure is in docs/benchmarks.md."""
+    section = _section(README.read_text(encoding="utf-8"), "Quickstart")
+    commands = [command for block in _blocks(section, "sh") for command in _commands(block)]
+    assert commands == ["make serve", f".venv/bin/python examples/client.py {EXAMPLE_ADDRESS}"]
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    # What `make serve` runs, the virtual environment aside: the server on the client's address.
+    planned = subprocess.run(["make", "-n", "-W", "pyproject.toml", "serve"], cwd=ROOT, capture_output=True, text=True)
+    assert planned.returncode == 0, planned.stderr
+    serve = shlex.split(planned.stdout.strip().splitlines()[-1])
+    assert serve[0].endswith("remigio-referee") and serve[1] == "serve", planned.stdout
+    host, port = serve[serve.index("--host") + 1], serve[serve.index("--port") + 1]
+    assert f"{host}:{port}" == EXAMPLE_ADDRESS
+    # The client, against a server started as `serve` starts it (on a free port instead).
+    words = shlex.split(commands[1].replace(EXAMPLE_ADDRESS, server.address))
+    if not (ROOT / words[0]).exists():
+        words[0] = sys.executable  # the environment the tests run in stands in for .venv
+    done = subprocess.run(words, cwd=ROOT, env=server_env(), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    (shown,) = _blocks(section, "text")
+    assert done.stdout.splitlines()[: len(shown.splitlines())] == shown.splitlines(), done.stdout
+    figure = re.search(r"\*\*A best linking takes ([\d.]+) ms\*\*", section)
+    assert figure, "no headline figure"
+    measured = (ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8")
+    rows = [line for line in measured.splitlines() if "CP-SAT end-of-deal link median" in line]
+    assert any(re.search(rf"\b{re.escape(figure.group(1))}\b", row) for row in rows), rows
+
+
 def _expected_lines(example: str) -> list[str]:
     """What the example's print calls are said to print, from their trailing comments."""
     return [found.group(1) for line in example.splitlines() if "print(" in line and (found := EXPECTED.search(line))]
@@ -327,19 +357,35 @@ def test_the_readme_secured_examples_run_with_the_key_file_keygen_writes(tmp_pat
         )
         assert done.returncode == 0, done.stderr
         assert _expected_lines(example) == ["9"] and done.stdout.splitlines() == ["9"], done.stdout
-        (grpcurl,) = [command for command in commands if command.startswith("grpcurl ")]
+        grpcurls = [command for command in commands if command.startswith("grpcurl ")]
+        (grpcurl,) = [command for command in grpcurls if "authorization" in command]
         assert SECURED_ADDRESS in grpcurl
         env["PATH"] = os.pathsep.join([str(Path(_grpcurl()).parent), env["PATH"]])
-        asked = subprocess.run(
-            ["sh", "-c", grpcurl.replace(SECURED_ADDRESS, served.address)],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+
+        def shell(command: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                ["sh", "-c", command.replace(SECURED_ADDRESS, served.address)],
+                cwd=tmp_path,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+
+        asked = shell(grpcurl)
         assert asked.returncode == 0, asked.stderr
         assert json.loads(asked.stdout)["linking"]["points"] == 9
+        # The health check with keys on: no key, and the proto file from a clone instead of reflection.
+        (health,) = [command for command in grpcurls if "grpc.health.v1.Health/Check" in command]
+        assert "authorization" not in health and "-proto grpc/health/v1/health.proto" in health
+        shutil.copytree(ROOT / "protos", tmp_path / "protos")
+        checked = shell(health)
+        assert checked.returncode == 0, checked.stderr
+        assert json.loads(checked.stdout) == {"status": "SERVING"}
+        assert '`{"status": "SERVING"}`' in text
+        # Through reflection, as grpcurl asks without the file, the same check needs a key.
+        reflected = shell(re.sub(r"-import-path \S+ -proto \S+ ", "", health))
+        assert reflected.returncode != 0 and "Unauthenticated" in reflected.stderr, reflected.stderr
     finally:
         served.terminate()
 
@@ -363,9 +409,15 @@ def test_every_example_file_has_its_section_in_the_readme() -> None:
 
 def test_the_node_example_pins_the_packages_the_makefile_pins() -> None:
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
-    pins = dict(re.findall(r"^(GRPC_JS|PROTO_LOADER)\s*:=\s*(\S+)$", makefile, re.MULTILINE))
+    pins = dict(re.findall(r"^(GRPC_JS|PROTO_LOADER|PROTOBUF_ES)\s*:=\s*(\S+)$", makefile, re.MULTILINE))
     package = json.loads((ROOT / "examples" / "node" / "package.json").read_text(encoding="utf-8"))
-    assert package["dependencies"] == {"@grpc/grpc-js": pins["GRPC_JS"], "@grpc/proto-loader": pins["PROTO_LOADER"]}
+    assert package["dependencies"] == {
+        "@grpc/grpc-js": pins["GRPC_JS"],
+        "@grpc/proto-loader": pins["PROTO_LOADER"],
+        # The runtime of the code protoc-gen-es generated: the generator's own version.
+        "@bufbuild/protobuf": pins["PROTOBUF_ES"],
+    }
+    assert "@bufbuild/protoc-gen-es@$(PROTOBUF_ES)" in makefile
 
 
 def _verdict_ids(path: Path) -> list[str]:

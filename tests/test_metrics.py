@@ -22,6 +22,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from servers import LISTENING, METRICS, WORKERS, refused_start
 
+from referee import __version__
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
 from referee.cards import parse_cards
@@ -165,8 +166,9 @@ def test_two_workers_counted_exactly_and_summed(launch, tmp_path: Path) -> None:
     assert hits + misses == solved + 3
     assert 2 <= misses <= 4
     assert value(samples, "referee_solve_duration_seconds_count", engine="cpsat") == misses
-    # Nothing counted twice: a later scrape says the same.
-    assert scrape(url) == samples
+    # Nothing counted twice: a later scrape says the same (of the referee's own and gRPC's; the
+    # standard collectors read the parent as it is at each scrape).
+    assert ours(scrape(url)) == ours(samples)
 
     # The files live in the server's own directory under --runtime-dir, removed when it stops.
     (directory,) = tmp_path.iterdir()
@@ -225,6 +227,46 @@ def test_a_restarted_workers_counts_are_neither_lost_nor_doubled(launch, tmp_pat
     done = scrape_until(url, lambda s: calls(s) >= before + after)
     assert calls(done) == before + after  # and the new worker's are counted once
     assert value(done, "grpc_server_call_started_total", grpc_method=solve) == before + after
+
+
+def ours(samples: Samples) -> Samples:
+    """The samples of the server's own metrics, without the standard collectors'."""
+    return {key: found for key, found in samples.items() if not key[0].startswith(STANDARD_PREFIXES)}
+
+
+STANDARD_PREFIXES = ("process_", "python_")
+
+
+def test_the_parent_serves_the_standard_process_and_python_collectors(launch, tmp_path: Path) -> None:
+    server = launch("--port", "0", "--workers", "2", "--metrics-port", "0", "--runtime-dir", str(tmp_path))
+    url = server.wait_for(METRICS).group(1)
+    parent = int(server.wait_for(WORKERS).group(3))
+    samples = scrape(url)
+    names = {name for name, _ in samples}
+    for name in (
+        "process_cpu_seconds_total",
+        "process_resident_memory_bytes",
+        "process_virtual_memory_bytes",
+        "process_start_time_seconds",
+        "process_open_fds",
+        "process_max_fds",
+        "python_info",
+        "python_gc_objects_collected_total",
+        "python_gc_collections_total",
+    ):
+        assert name in names, name
+    # They read the parent, the process that serves /metrics: its start time and memory.
+    started = Path(f"/proc/{parent}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    boot = next(
+        float(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines() if line.startswith("btime ")
+    )
+    ticks = os.sysconf("SC_CLK_TCK")
+    assert abs(value(samples, "process_start_time_seconds") - (boot + int(started) / ticks)) < 2
+    assert value(samples, "process_resident_memory_bytes") > 10e6
+    (info,) = [labels for name, labels in samples if name == "python_info"]
+    assert dict(info)["implementation"] == "CPython"
+    # The build that serves, among them.
+    assert value(samples, "referee_build_info", version=__version__, api="v1") == 1
 
 
 def test_one_process_serves_metrics_of_its_own(launch, tmp_path: Path) -> None:
@@ -400,3 +442,56 @@ def test_auth_failures_and_quota_refusals_are_counted_by_key_name(launch, tmp_pa
         samples, "grpc_server_call_duration_seconds_count", grpc_method=solve, grpc_status="RESOURCE_EXHAUSTED"
     )
     assert refused == 3
+
+
+def test_the_certificates_expiry_and_failed_reloads_are_metrics(metrics_here: Path, tmp_path: Path) -> None:
+    import datetime
+
+    import trustme
+    from cryptography import x509
+    from prometheus_client import CollectorRegistry, multiprocess
+
+    from referee.server.access import KeyRing
+    from referee.server.tls import ServerCertificates, TlsFiles
+
+    def sample(name: str, **labels: str) -> float | None:
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry, path=str(metrics_here))
+        return registry.get_sample_value(name, labels)
+
+    def certificate(stem: str, not_after: datetime.datetime) -> float:
+        leaf = trustme.CA().issue_cert("localhost", not_after=not_after)
+        leaf.private_key_pem.write_to_path(tmp_path / f"{stem}-key.pem")
+        pem = b"".join(blob.bytes() for blob in leaf.cert_chain_pems)
+        (tmp_path / f"{stem}.pem").write_bytes(pem)
+        return x509.load_pem_x509_certificate(pem).not_valid_after_utc.timestamp()
+
+    first = certificate("server", datetime.datetime(2031, 5, 6, 7, 8, 9, tzinfo=datetime.UTC))
+    files = TlsFiles(tmp_path / "server.pem", tmp_path / "server-key.pem")
+    certificates = ServerCertificates(files, check_seconds=0)
+    expiry = "referee_tls_certificate_expiry_timestamp_seconds"
+    assert sample(expiry) == first == datetime.datetime(2031, 5, 6, 7, 8, 9, tzinfo=datetime.UTC).timestamp()
+    assert sample("referee_reload_failures_total", file="tls") == 0
+    # A rotation: the new certificate's expiry.
+    second = certificate("next", datetime.datetime(2032, 1, 2, 3, 4, 5, tzinfo=datetime.UTC))
+    (tmp_path / "next-key.pem").replace(files.key)
+    (tmp_path / "next.pem").replace(files.cert)
+    assert certificates.fetch() is not None
+    assert sample(expiry) == second
+    # A certificate without its key does not load: counted, and the expiry stays the served one's.
+    certificate("third", datetime.datetime(2033, 1, 1, tzinfo=datetime.UTC))
+    (tmp_path / "third.pem").replace(files.cert)
+    assert certificates.fetch() is None
+    assert sample("referee_reload_failures_total", file="tls") == 1
+    assert sample(expiry) == second
+
+    keys = tmp_path / "keys.txt"
+    keys.write_text(f"alice {'0' * 64}\n")
+    ring = KeyRing(keys)
+    assert sample("referee_reload_failures_total", file="api_keys") == 0
+    keys.write_text("alice not-a-hash\n")
+    assert not ring.reload()
+    assert sample("referee_reload_failures_total", file="api_keys") == 1
+    keys.write_text(f"bob {'1' * 64}\n")
+    assert ring.reload()
+    assert sample("referee_reload_failures_total", file="api_keys") == 1

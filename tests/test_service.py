@@ -18,6 +18,7 @@ from concurrent import futures
 
 import grpc
 import pytest
+from google.protobuf import json_format
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from servers import field_violation
@@ -247,6 +248,38 @@ def test_score_deal_head_to_head_example(stub) -> None:
         ("claims.players[1].score_change", pb.VERDICT_WRONG),
     ]
     assert reply == handlers.score_deal(request)
+
+
+def test_claim_verdicts_name_the_player_they_are_about(stub) -> None:
+    request = base_deal()
+    request.claims.multiplier = 2
+    request.claims.players.add(player=1, points=30)
+    request.claims.players.add(player=0, new_score=66)
+    reply = stub.ScoreDeal(request, timeout=10)
+    assert [(c.field, c.HasField("player"), c.player, c.player_name) for c in reply.claims] == [
+        ("claims.multiplier", False, 0, ""),
+        ("claims.players[0].points", True, 1, "bob"),
+        ("claims.players[1].new_score", True, 0, "ana"),
+    ]
+    # The same in a dispute stream's verdict, and in its JSON as a client reads it.
+    (verdict,) = stub.CheckDisputes(iter([pb.CheckDisputesRequest(id="d", deal=request)]), timeout=10)
+    assert list(verdict.claims) == list(reply.claims)
+    assert '"playerName": "bob"' in json_format.MessageToJson(verdict)
+
+
+def test_a_kind_claimed_of_a_false_close_says_why_there_is_no_kind(stub) -> None:
+    request = pb.CheckCloseRequest(cards=OTHER_33.split(), discard="QD", claimed_kind=pb.CLOSE_KIND_LINKED)
+    reply = stub.CheckClose(request, timeout=10)
+    assert not reply.close.valid
+    (claim,) = reply.claims
+    assert (claim.field, claim.verdict, claim.claimed, claim.expected) == (
+        "claimed_kind",
+        pb.VERDICT_WRONG,
+        "LINKED",
+        "",
+    )
+    assert claim.reason == f"the close is not valid: {reply.close.reason}"
+    assert not claim.HasField("player") and claim.player_name == ""
 
 
 @pytest.mark.parametrize("mode", [pb.SCORING_MODE_POOL, pb.SCORING_MODE_ELIMINATION])

@@ -327,6 +327,8 @@ def claim_to_proto(claim: ClaimVerdict) -> pb.ClaimVerdict:
         claimed=claim.claimed,
         expected=claim.expected,
         reason=claim.reason,
+        player=claim.player,
+        player_name=claim.player_name,
     )
 
 

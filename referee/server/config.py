@@ -179,7 +179,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     env = os.environ.get
     connection = ConnectionLimits()
 
-    def option(flag: str, kind: Any, default: object, help_text: str, metavar: str | None = None, **more: Any) -> None:
+    def option(
+        flag: str,
+        kind: Any,
+        default: object,
+        help_text: str,
+        metavar: str | None = None,
+        *,
+        unset: str = "off",
+        **more: Any,
+    ) -> None:
+        """A flag and its twin; ``unset`` says in the help what a None default means."""
         name = "REMIGIO_" + flag.lstrip("-").upper().replace("-", "_")
         # A string default goes through `type`, so a bad env value is reported like a bad flag.
         parser.add_argument(
@@ -187,7 +197,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             type=kind,
             default=env(name, str(default)) if default is not None else env(name),
             metavar=metavar,
-            help=f"{help_text} (env {name}; default {default if default is not None else 'see below'})",
+            help=f"{help_text} (env {name}; default {default if default is not None else unset})",
             **more,
         )
 
@@ -195,7 +205,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     option("--port", _port, DEFAULT_PORT, "port to listen on, 0 for any free one")
     option("--workers", _positive_int, 1, "server processes sharing the port, supervised by this one", "N")
     option("--threads", _positive_int, DEFAULT_THREADS, "compute slots per process: calls solved at the same time", "N")
-    parser.add_argument("--no-reflection", dest="reflection", action="store_false", help="turn server reflection off")
+    parser.add_argument(
+        "--no-reflection", dest="reflection", action="store_false", help="turn server reflection off (default on)"
+    )
     parser.add_argument(
         "--log-format",
         choices=("text", "json"),
@@ -235,8 +247,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--dispute-jobs",
         _positive_int,
         None,
-        "processes judging CheckDisputes cases, per server process (default: usable cores / workers; the cgroup CPU quota counts)",
+        "processes judging CheckDisputes cases, per server process",
         "N",
+        unset="usable cores / workers, the cgroup CPU quota counted",
     )
     option("--max-message-bytes", _positive_int, MESSAGE_BYTES, "largest request or reply", "BYTES")
     parser.add_argument(
@@ -397,7 +410,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--debug-pid",
         action="store_true",
         default=env("REMIGIO_DEBUG_PID", "") not in ("", "0"),
-        help="name the serving process in every reply's trailing metadata (x-referee-pid); for debugging only (env REMIGIO_DEBUG_PID)",
+        help="name the serving process in every reply's trailing metadata (x-referee-pid); for debugging only (env REMIGIO_DEBUG_PID; default off)",
     )
 
 

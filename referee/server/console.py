@@ -4,10 +4,31 @@ from __future__ import annotations
 
 import os
 import sys
+import time
+
+PREFIX = "remigio-referee: "
+ERROR = "error: "
+_as_json = False
+
+
+def use_json(on: bool) -> None:
+    """Write the status lines as JSON objects (``--log-format json``), or as text."""
+    global _as_json
+    _as_json = on
 
 
 def say(line: str) -> None:
-    """One status line on stderr in a single write, so lines from several workers never interleave."""
+    """One status line on stderr in a single write, so lines from several workers never interleave.
+
+    As JSON, the line's text without the command's name is the message, and an error is at level
+    ERROR: ``remigio-referee: listening on ...`` is ``{..., "level": "INFO", "message": "listening on ..."}``.
+    """
+    if _as_json:
+        from referee.server.logs import json_line
+
+        text = line.removeprefix(PREFIX)
+        level = "ERROR" if text.startswith(ERROR) else "INFO"
+        line = json_line(time.time(), level, "referee.console", text.removeprefix(ERROR))
     sys.stderr.flush()
     os.write(sys.stderr.fileno(), (line + "\n").encode())
 
@@ -17,4 +38,4 @@ def address(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host and not host.startswith("[") else f"{host}:{port}"
 
 
-__all__ = ["address", "say"]
+__all__ = ["address", "say", "use_json"]

@@ -1,11 +1,37 @@
-"""The server's log: one line per call, as text or as JSON lines."""
+"""The server's log: one line per call, as text or as JSON lines.
+
+With JSON lines every line the server writes is one JSON object: the log's records, the status
+lines (``console.say``), warnings and uncaught errors. gRPC's core writes lines of its own (a
+failed TLS handshake, for one) in a format of its own: ``quiet_grpc_core`` turns them off, and must
+run before gRPC is imported, since the core reads its verbosity once, when it loads.
+"""
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
+import os
 import sys
+import threading
 import time
+from collections.abc import Sequence
+from types import TracebackType
+
+GRPC_VERBOSITY = "GRPC_VERBOSITY"
+
+
+def json_line(created: float, level: str, logger: str, message: str, fields: dict[str, object] | None = None) -> str:
+    """One log line as JSON: time, level, logger, pid and message, then ``fields``."""
+    line: dict[str, object] = {
+        "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(created)) + f".{int(created % 1 * 1000):03d}Z",
+        "level": level,
+        "logger": logger,
+        "pid": os.getpid(),
+        "message": message,
+    }
+    line.update(fields or {})
+    return json.dumps(line, ensure_ascii=False)
 
 
 class JsonLinesFormatter(logging.Formatter):
@@ -13,27 +39,54 @@ class JsonLinesFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         """The record as one line of JSON."""
-        line: dict[str, object] = {
-            "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
-            "level": record.levelname,
-            "logger": record.name,
-            "pid": record.process,
-            "message": record.getMessage(),
-        }
-        line.update(getattr(record, "rpc", {}))
+        fields: dict[str, object] = {"pid": record.process, **getattr(record, "rpc", {})}
         if record.exc_info:
-            line["traceback"] = self.formatException(record.exc_info)
-        return json.dumps(line, ensure_ascii=False)
+            fields["traceback"] = self.formatException(record.exc_info)
+        return json_line(record.created, record.levelname, record.name, record.getMessage(), fields)
 
 
 def configure_logging(log_format: str = "text") -> None:
-    """Log INFO and above to stderr, as text or as JSON lines."""
+    """Log INFO and above to stderr, as text or as JSON lines (with JSON, warnings and uncaught
+    errors too, and the status lines)."""
+    from referee.server import console
+
     handler = logging.StreamHandler(sys.stderr)
     if log_format == "json":
         handler.setFormatter(JsonLinesFormatter())
     else:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s pid=%(process)d %(name)s: %(message)s"))
     logging.basicConfig(level=logging.INFO, handlers=[handler], force=True)
+    console.use_json(log_format == "json")
+    if log_format == "json":
+        logging.captureWarnings(True)
+        sys.excepthook = _log_uncaught
+        threading.excepthook = _log_uncaught_in_thread
 
 
-__all__ = ["JsonLinesFormatter", "configure_logging"]
+def quiet_grpc_core(argv: Sequence[str]) -> None:
+    """Before gRPC is imported: with JSON logs asked for (``--log-format json`` in ``argv``, or
+    REMIGIO_LOG_FORMAT), turn gRPC core's own stderr lines off (GRPC_VERBOSITY=NONE), unless
+    GRPC_VERBOSITY is set already."""
+    if GRPC_VERBOSITY in os.environ:
+        return
+    peek = argparse.ArgumentParser(add_help=False)
+    peek.add_argument("--log-format", default=os.environ.get("REMIGIO_LOG_FORMAT", "text"))
+    asked, _ = peek.parse_known_args(list(argv))
+    if asked.log_format == "json":
+        os.environ[GRPC_VERBOSITY] = "NONE"
+
+
+def _log_uncaught(kind: type[BaseException], error: BaseException, trace: TracebackType | None) -> None:
+    logging.getLogger("referee").critical("uncaught error", exc_info=(kind, error, trace))
+
+
+def _log_uncaught_in_thread(args: threading.ExceptHookArgs) -> None:
+    if args.exc_type is SystemExit:
+        return
+    where = args.thread.name if args.thread is not None else "a thread"
+    logging.getLogger("referee").error(
+        "uncaught error in %s", where, exc_info=(args.exc_type, args.exc_value or args.exc_type(), args.exc_traceback)
+    )
+
+
+__all__ = ["JsonLinesFormatter", "configure_logging", "json_line", "quiet_grpc_core"]

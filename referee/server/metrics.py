@@ -22,7 +22,11 @@ The names (``docs/operations.md`` lists them for operators):
   ``referee_linking_cache_misses_total``, ``referee_dispute_cases_total{outcome}``,
   ``referee_calls_in_flight{grpc_method}``, ``referee_workers_up``,
   ``referee_worker_restarts_total``, ``referee_auth_failures_total{key}``,
-  ``referee_quota_refusals_total{key}`` and ``referee_metrics_connections_dropped_total{reason}``.
+  ``referee_quota_refusals_total{key}``, ``referee_metrics_connections_dropped_total{reason}``,
+  ``referee_build_info{version,api}``, ``referee_tls_certificate_expiry_timestamp_seconds`` and
+  ``referee_reload_failures_total{file}``.
+- The standard ``process_*`` and ``python_*`` collectors of prometheus_client, of the process that
+  serves ``/metrics`` (the parent of ``--workers``, or the one server process).
 """
 
 from __future__ import annotations
@@ -126,6 +130,8 @@ class _Instruments:
     connections_refused: Any
     build_info: Any
     metrics_dropped: Any
+    tls_expiry: Any
+    reload_failures: Any
 
 
 # (pid, directory, metrics): a forked child, or a test's second ``enable``, makes its own.
@@ -233,6 +239,18 @@ def _make() -> _Instruments:
             ["reason"],
             registry=registry,
         ),
+        tls_expiry=Gauge(
+            "referee_tls_certificate_expiry_timestamp_seconds",
+            "When the served TLS certificate expires (its notAfter), in seconds since the epoch.",
+            multiprocess_mode="mostrecent",
+            registry=registry,
+        ),
+        reload_failures=Counter(
+            "referee_reload_failures",
+            "Files changed but not loaded (the previous ones stay in force), by file: api_keys or tls.",
+            ["file"],
+            registry=registry,
+        ),
     )
 
 
@@ -297,6 +315,30 @@ def workers_running(count: int) -> None:
     if made is not None:
         made.workers_up.set(count)
         made.build_info.labels(__version__, API_LINE).set(1)
+
+
+def certificate_loaded(expires: float | None) -> None:
+    """The server loaded a TLS certificate that expires at ``expires`` (seconds since the epoch;
+    None when it could not be read), and a reload that fails is counted from now on at 0."""
+    made = _instruments()
+    if made is not None:
+        made.reload_failures.labels("tls")
+        if expires is not None:
+            made.tls_expiry.set(expires)
+
+
+def keys_loaded() -> None:
+    """The server loaded its API key file: a reload that fails is counted from now on at 0."""
+    made = _instruments()
+    if made is not None:
+        made.reload_failures.labels("api_keys")
+
+
+def reload_failed(file: str) -> None:
+    """A watched file (``api_keys`` or ``tls``) changed but did not load; the previous one stays."""
+    made = _instruments()
+    if made is not None:
+        made.reload_failures.labels(file).inc()
 
 
 def worker_restarted() -> None:
@@ -414,7 +456,7 @@ def serve(
     """Serve ``/metrics`` (the sum over every process's files) on ``host:port`` from a thread of
     this process, at most ``max_connections`` at once, each exchange within ``timeout`` seconds
     (``metrics_http``); return the bound port and a function that stops it."""
-    from prometheus_client import CollectorRegistry, multiprocess
+    from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector, ProcessCollector, multiprocess
     from prometheus_client.exposition import choose_encoder
 
     directory = os.environ.get(DIRECTORY_ENV)
@@ -422,6 +464,10 @@ def serve(
         raise RuntimeError("metrics.serve before metrics.enable")
     registry = CollectorRegistry()
     multiprocess.MultiProcessCollector(registry, path=directory)
+    # The standard collectors read this process, the one serving /metrics, when it is scraped.
+    ProcessCollector(registry=registry)
+    PlatformCollector(registry=registry)
+    GCCollector(registry=registry)
 
     def render(accept: str, accept_encoding: str) -> tuple[bytes, list[tuple[str, str]]]:
         encoder, content_type = choose_encoder(accept)
@@ -464,14 +510,17 @@ __all__ = [
     "auth_failed",
     "call_ended",
     "call_started",
+    "certificate_loaded",
     "default_runtime_dir",
     "disable",
     "dispute_judged",
     "enable",
     "enabled",
+    "keys_loaded",
     "process_died",
     "quota_refused",
     "ready",
+    "reload_failed",
     "serve",
     "worker_restarted",
     "workers_running",

@@ -111,13 +111,16 @@ def _log_call(call: CallEnd) -> None:
             return
         more = f" ({held_back} refusal lines left out before this one)" if held_back else ""
     duration_ms = round(call.seconds * 1000, 2)
-    fields = {
-        "method": name,
+    # The JSON line's method is the method alone, a stream's case count in a field of its own.
+    fields: dict[str, object] = {
+        "method": call.method,
         "code": call.code.name,
         "duration_ms": duration_ms,
         "request_id": call.request_id,
         "peer": call.peer,
     }
+    if call.items is not None:
+        fields["cases"] = call.items
     if call.key:
         fields["key"] = call.key
     extras = f" key={call.key}" if call.key else ""

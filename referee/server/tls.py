@@ -9,8 +9,12 @@ untouched, and a half-written or mismatched pair keeps the previous one (and say
 
 from __future__ import annotations
 
+import base64
+import binascii
+import calendar
 import logging
 import os
+import re
 import ssl
 import threading
 import time
@@ -18,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
+
+from referee.server import metrics
 
 log = logging.getLogger("referee.access")
 
@@ -42,6 +48,10 @@ class TlsFiles:
 
     def load(self) -> grpc.ServerCertificateConfiguration:
         """The files as a gRPC certificate configuration, checked first: TlsFileError if they do not load."""
+        return self.load_with_expiry()[0]
+
+    def load_with_expiry(self) -> tuple[grpc.ServerCertificateConfiguration, float | None]:
+        """``load``, and when the certificate expires (None when its date cannot be read)."""
         cert, key = _read(self.cert, "--tls-cert"), _read(self.key, "--tls-key")
         client_ca = _read(self.client_ca, "--tls-client-ca") if self.client_ca is not None else None
         # gRPC reports a bad pair only at a handshake, to the client; ssl says at once and why.
@@ -59,7 +69,59 @@ class TlsFiles:
                 raise TlsFileError(
                     f"--tls-client-ca {str(self.client_ca)!r} holds no CA certificate: {error}"
                 ) from None
-        return grpc.ssl_server_certificate_configuration([(key, cert)], root_certificates=client_ca)
+        configuration = grpc.ssl_server_certificate_configuration([(key, cert)], root_certificates=client_ca)
+        return configuration, certificate_expiry(cert)
+
+
+_PEM_CERTIFICATE = re.compile(rb"-----BEGIN CERTIFICATE-----(.+?)-----END CERTIFICATE-----", re.DOTALL)
+
+
+def certificate_expiry(pem: bytes) -> float | None:
+    """When the first certificate of a PEM chain expires (its notAfter), in seconds since the
+    epoch; None when it cannot be read. ssl has no public reader of a certificate's dates, and
+    the DER path to notAfter is short: Certificate, TBSCertificate, then past the version, the
+    serial number, the signature algorithm and the issuer, Validity's second element."""
+    found = _PEM_CERTIFICATE.search(pem)
+    if found is None:
+        return None
+    try:
+        der = base64.b64decode(b"".join(found.group(1).split()), validate=True)
+        _, body, _ = _der_element(der, 0)  # Certificate
+        tag, tbs, _ = _der_element(der, body)  # TBSCertificate
+        at = tbs
+        if der[at] == 0xA0:  # [0] version, when present
+            at = _der_element(der, at)[2]
+        for _skipped in ("serial number", "signature algorithm", "issuer"):
+            at = _der_element(der, at)[2]
+        _, validity, _ = _der_element(der, at)
+        not_before_end = _der_element(der, validity)[2]
+        tag, start, end = _der_element(der, not_before_end)
+        text = der[start:end].decode("ascii")
+    except (binascii.Error, IndexError, ValueError):
+        return None
+    # UTCTime YYMMDDHHMMSSZ (years 1950-2049), GeneralizedTime YYYYMMDDHHMMSSZ.
+    if tag == 0x17 and re.fullmatch(r"\d{12}Z", text):
+        year = int(text[:2])
+        text = f"{1900 + year if year >= 50 else 2000 + year}{text[2:]}"
+    elif tag != 0x18 or not re.fullmatch(r"\d{14}Z", text):
+        return None
+    moment = time.strptime(text, "%Y%m%d%H%M%SZ")
+    return float(calendar.timegm(moment))
+
+
+def _der_element(der: bytes, at: int) -> tuple[int, int, int]:
+    """The DER element at ``at``: its tag, where its content starts and where it ends."""
+    tag, length = der[at], der[at + 1]
+    at += 2
+    if length & 0x80:
+        count = length & 0x7F
+        if not 1 <= count <= 4:
+            raise ValueError("a DER length of an unexpected size")
+        length = int.from_bytes(der[at : at + count], "big")
+        at += count
+    if at + length > len(der):
+        raise ValueError("a DER element past the end")
+    return tag, at, at + length
 
 
 def file_stamp(path: Path) -> tuple[int, int, int] | None:
@@ -85,7 +147,9 @@ class ServerCertificates:
         self.files = files
         self.check_seconds = check_seconds
         self._stamps = files.stamps()
-        self.initial = files.load()  # files that do not load at start are the caller's error
+        # Files that do not load at start are the caller's error.
+        self.initial, expires = files.load_with_expiry()
+        metrics.certificate_loaded(expires)
         self._checked = time.monotonic()
         self._lock = threading.Lock()
 
@@ -100,15 +164,17 @@ class ServerCertificates:
             if stamps == self._stamps:
                 return None
             try:
-                config = self.files.load()
+                config, expires = self.files.load_with_expiry()
             except TlsFileError as error:
                 # Often a rotation half done (the certificate written, not yet its key): the next
                 # check, a second on, tries again.
                 log.error("TLS files changed but do not load; the previous certificate stays: %s", error)
+                metrics.reload_failed("tls")
                 return None
             if self.files.stamps() != stamps:  # changed while being read: read them again next time
                 return None
             self._stamps = stamps
+            metrics.certificate_loaded(expires)
             log.info("TLS certificate reloaded from %s", self.files.cert)
             return config
         except Exception:  # an exception here would fail the client's handshake
@@ -140,4 +206,4 @@ def tls_files(cert: str | None, key: str | None, client_ca: str | None) -> TlsFi
     )
 
 
-__all__ = ["ServerCertificates", "TlsFileError", "TlsFiles", "server_credentials", "tls_files"]
+__all__ = ["ServerCertificates", "TlsFileError", "TlsFiles", "certificate_expiry", "server_credentials", "tls_files"]

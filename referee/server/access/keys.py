@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from referee.server import metrics
 from referee.server.tls import file_stamp
 
 log = logging.getLogger("referee.access")
@@ -176,6 +177,7 @@ class KeyRing:
         self._stamp = file_stamp(self.path)
         self._text = ""
         self._by_digest = self._read()  # a broken file at start is an error for the caller
+        metrics.keys_loaded()
         self._stop = threading.Event()
         self._watcher: threading.Thread | None = None
 
@@ -216,6 +218,7 @@ class KeyRing:
                 keys = self._read()
             except KeyFileError as error:
                 log.error("API keys not reloaded, the %d keys in force stay: %s", len(self._by_digest), error)
+                metrics.reload_failed("api_keys")
                 return False
             self._by_digest = keys
         log.info("API keys reloaded from %s: %d keys", self.path, len(keys))

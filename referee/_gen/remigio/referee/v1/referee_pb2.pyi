@@ -244,18 +244,22 @@ class ClaimedGroup(_message.Message):
     def __init__(self, cards: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ClaimVerdict(_message.Message):
-    __slots__ = ("field", "verdict", "claimed", "expected", "reason")
+    __slots__ = ("field", "verdict", "claimed", "expected", "reason", "player", "player_name")
     FIELD_FIELD_NUMBER: _ClassVar[int]
     VERDICT_FIELD_NUMBER: _ClassVar[int]
     CLAIMED_FIELD_NUMBER: _ClassVar[int]
     EXPECTED_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
+    PLAYER_FIELD_NUMBER: _ClassVar[int]
+    PLAYER_NAME_FIELD_NUMBER: _ClassVar[int]
     field: str
     verdict: Verdict
     claimed: str
     expected: str
     reason: str
-    def __init__(self, field: _Optional[str] = ..., verdict: _Optional[_Union[Verdict, str]] = ..., claimed: _Optional[str] = ..., expected: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+    player: int
+    player_name: str
+    def __init__(self, field: _Optional[str] = ..., verdict: _Optional[_Union[Verdict, str]] = ..., claimed: _Optional[str] = ..., expected: _Optional[str] = ..., reason: _Optional[str] = ..., player: _Optional[int] = ..., player_name: _Optional[str] = ...) -> None: ...
 
 class SolveHandRequest(_message.Message):
     __slots__ = ("cards", "rules")
