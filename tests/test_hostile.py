@@ -456,19 +456,20 @@ def test_the_server_needs_no_writable_temporary_directory(tmp_path: Path) -> Non
     probe = subprocess.run(["unshare", "-rm", "true"], capture_output=True)
     if probe.returncode != 0:
         pytest.skip("user namespaces are not available here")
-    # The checkout may itself live under /tmp: it is held at /mnt first and bound back into the
-    # new, empty /tmp before that is made read-only.
+    # The checkout and the Python environment may themselves live under /tmp (a clone there): each
+    # is held at /mnt first and bound back into the new, empty /tmp before that is made read-only.
     script = (
-        'set -e; mount -t tmpfs tmpfs /mnt; mkdir /mnt/checkout; mount --bind "$0" /mnt/checkout; '
+        "set -e; mount -t tmpfs tmpfs /mnt; mkdir /mnt/checkout /mnt/prefix; "
+        'mount --bind "$0" /mnt/checkout; mount --bind "$2" /mnt/prefix; '
         "mount -t tmpfs tmpfs /tmp; mount -t tmpfs -o ro tmpfs /var/tmp; "
-        'mkdir -p "$0" 2>/dev/null || true; mount --bind /mnt/checkout "$0"; '
+        'mkdir -p "$0" "$2" 2>/dev/null || true; mount --bind /mnt/checkout "$0"; mount --bind /mnt/prefix "$2"; '
         "mount -o remount,ro /tmp; "
         'mount -o remount,bind,ro "$0"; cd "$0"; '
         'python3 -c "import tempfile; tempfile.mkdtemp()" 2>/dev/null && exit 3; '
         'exec "$1" -m referee.server --host 127.0.0.1 --port 0 --dispute-jobs 2 --log-format json'
     )
     process = subprocess.Popen(
-        ["unshare", "-rm", "sh", "-c", script, str(ROOT), sys.executable],
+        ["unshare", "-rm", "sh", "-c", script, str(ROOT), sys.executable, sys.prefix],
         env={**server_env(), "PYTHONDONTWRITEBYTECODE": "1"},
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,

@@ -139,11 +139,11 @@ def test_fresh_clients_are_served_while_one_address_holds_1100_silent_connection
     stop = threading.Event()
 
     def attack() -> None:
-        """Keep 1,100 silent connections open from 127.0.0.2, opening new ones as they are closed."""
+        """Keep 1,100 silent connections open from 127.0.0.9, opening new ones as they are closed."""
         while not stop.is_set():
             while len(held) < 1_100 and not stop.is_set():
                 sock = socket.socket()
-                sock.bind(("127.0.0.2", 0))
+                sock.bind(("127.0.0.9", 0))
                 try:
                     sock.connect((host, int(port)))
                     sock.setblocking(False)
@@ -185,7 +185,7 @@ def test_fresh_clients_are_served_while_one_address_holds_1100_silent_connection
     assert served == 20
     refused = re.search(r'referee_connections_refused_total\{reason="per_peer"\} (\S+)', text)
     assert refused is not None and float(refused.group(1)) >= 1_000 - 64
-    lines = [line for line in server.lines if "connections refused: 127.0.0.2 held more than 64" in line]
+    lines = [line for line in server.lines if "connections refused: 127.0.0.9 held more than 64" in line]
     assert lines, "the refusals are logged"
 
 
