@@ -98,7 +98,14 @@ def test_the_typed_typescript_client_is_current(buf: Path, tmp_path: Path) -> No
         return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
     fresh = files(tmp_path / "gen")
-    assert sorted(fresh) == ["remigio/referee/v1/referee_pb.d.ts", "remigio/referee/v1/referee_pb.js"]
+    assert sorted(fresh) == [
+        "google/api/annotations_pb.d.ts",
+        "google/api/annotations_pb.js",
+        "google/api/http_pb.d.ts",
+        "google/api/http_pb.js",
+        "remigio/referee/v1/referee_pb.d.ts",
+        "remigio/referee/v1/referee_pb.js",
+    ]
     assert files(committed) == fresh, "examples/node/gen/ is stale: run `make clients`"
 
 

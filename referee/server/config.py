@@ -170,7 +170,7 @@ class ServerConfig:
             access=AccessConfig(args.tls_cert, args.tls_key, args.tls_client_ca, args.api_keys, args.health_port),
             runtime_dir=args.runtime_dir,
             otlp_endpoint=args.otlp_endpoint,
-            trusted_proxies=args.trusted_proxies,
+            trusted_proxies=args.trusted_proxies or "",
         )
 
 
@@ -401,10 +401,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     option(
         "--trusted-proxies",
         _networks,
-        "",
+        None,
         "proxies (CIDR,...) whose x-forwarded-for names the client, for per-client limits and logs: "
         "a gateway in front; from any other peer the header is ignored",
         "CIDR,...",
+        unset="none",
     )
     parser.add_argument(
         "--debug-pid",
