@@ -153,6 +153,11 @@ def write_svg(path: str | None, answer: Message) -> None:
         drawing = render.close_svg(report.close_from_json(data))
     else:
         drawing = render.deal_svg(report.deal_from_json(data))
+    write_drawing(path, drawing)
+
+
+def write_drawing(path: str, drawing: str) -> None:
+    """Write an SVG drawing to ``path``; a file it cannot write is bad usage."""
     try:
         with open(path, "w", encoding="utf-8") as handle:
             handle.write(drawing)

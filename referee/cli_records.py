@@ -28,6 +28,7 @@ from referee.cli import (
     pretty,
     read_input,
     rule_options,
+    write_drawing,
 )
 from referee.errors import RefereeError
 
@@ -124,12 +125,7 @@ def _write_replay_svg(path: str, request: Any) -> None:
     from referee.api.records import record_from_proto
     from referee.replay import replay
 
-    drawing = render.replay_svg(replay(record_from_proto(request.record, rules_from_proto(request.rules))))
-    try:
-        with open(path, "w", encoding="utf-8") as handle:
-            handle.write(drawing)
-    except OSError as error:
-        raise UsageError(f"cannot write {path}: {error.strerror or 'unwritable'}") from None
+    write_drawing(path, render.replay_svg(replay(record_from_proto(request.record, rules_from_proto(request.rules)))))
 
 
 def notation_of(request: Any) -> str:

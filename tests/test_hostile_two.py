@@ -62,13 +62,6 @@ OVERSIZED = {
 }
 
 
-def _rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise AssertionError("no VmRSS")
-
-
 def _refuse_many(address: str, method: str, request: bytes, count: int) -> None:
     """Send ``request`` ``count`` times, 8 at a time; each must be INVALID_ARGUMENT."""
     options = [("grpc.max_send_message_length", 4 << 20)]
@@ -89,10 +82,6 @@ def plain() -> Iterator[ServerProcess]:
     server.kill()
 
 
-def _pid(server: ServerProcess) -> int:
-    return server.proc.pid
-
-
 @pytest.mark.parametrize("case", OVERSIZED.values(), ids=OVERSIZED.keys())
 def test_refused_requests_with_huge_repeated_fields_leave_no_memory_behind(
     plain: ServerProcess, case: tuple[str, bytes]
@@ -100,9 +89,9 @@ def test_refused_requests_with_huge_repeated_fields_leave_no_memory_behind(
     method, request = case
     assert 700_000 < len(request) < 1 << 20
     _refuse_many(plain.address, method, request, 50)  # the process's pools are warm
-    before = _rss_mb(_pid(plain))
+    before = plain.rss_mb()
     _refuse_many(plain.address, method, request, 600)  # 480 MB sent; the leak kept ~400 KB a call
-    grown = _rss_mb(_pid(plain)) - before
+    grown = plain.rss_mb() - before
     print(f"{method}: {grown:+.1f} MB over 600 refused requests of {len(request):,} bytes")
     assert grown < 50
 
@@ -111,9 +100,9 @@ def test_refused_requests_with_huge_repeated_fields_leave_no_memory_behind(
 def test_5000_refused_800_kb_requests_grow_the_server_by_less_than_50_mb(plain: ServerProcess) -> None:
     method, request = OVERSIZED["SolveHand cards"]
     _refuse_many(plain.address, method, request, 50)
-    before = _rss_mb(_pid(plain))
+    before = plain.rss_mb()
     _refuse_many(plain.address, method, request, 5_000)
-    assert _rss_mb(_pid(plain)) - before < 50
+    assert plain.rss_mb() - before < 50
 
 
 def test_the_refusal_of_an_over_count_field_names_the_field_and_its_count(plain: ServerProcess) -> None:
