@@ -46,7 +46,7 @@ if __package__ in (None, ""):
 
 from bench.hands import FAMILIES, Hand  # noqa: E402
 from referee.cards import format_cards, sort_cards  # noqa: E402
-from referee.closing import best_close  # noqa: E402
+from referee.closing import best_close, forget_verdicts  # noqa: E402
 from referee.linking import dispatch  # noqa: E402
 from referee.rules import RuleSet  # noqa: E402
 
@@ -178,6 +178,7 @@ def time_closes(engine_name: str, hands: Sequence[Hand], figures: Figures) -> No
         for _ in range(REPEAT):
             clear()
             clear_engine()
+            forget_verdicts()  # a repeated close would be a lookup of its verdict
             start = clock()
             close = best_close(hand, rules)
             took = clock() - start

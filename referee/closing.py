@@ -145,6 +145,11 @@ def _judge(shown: tuple[Card, ...], discard: Card, rules: RuleSet) -> Close:
     return Close(True, kind, rules.multiplier(kind), discard, shown, linking)
 
 
+def forget_verdicts() -> None:
+    """Empty the cache of close verdicts (a benchmark times each close cold)."""
+    _judge.cache_clear()
+
+
 def best_close(cards: Sequence[Card], rules: RuleSet, field: str = "cards") -> Close:
     """The best close of 11 cards: every discard tried, the highest multiplier kept.
 
