@@ -128,6 +128,7 @@ TIERS: dict[str, tuple[str, ...]] = {
         "test_hostile_input",
         "test_hostile_metrics",
         "test_hostile_two",
+        "test_soak",
     ),
     "tooling": (
         "test_contract",
