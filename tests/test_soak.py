@@ -28,10 +28,10 @@ SUITE_GROWTH_MB = 40.0
 
 
 def test_the_fuzzer_is_deterministic_and_reaches_every_method() -> None:
-    first, again = Fuzzer(5), Fuzzer(5)
+    first, again, other = Fuzzer(5), Fuzzer(5), Fuzzer(6)
     requests = [first.request(i) for i in range(400)]
     assert requests == [again.request(i) for i in range(400)]
-    assert requests != [Fuzzer(6).request(i) for i in range(400)]
+    assert requests != [other.request(i) for i in range(400)]
     assert {method for method, _ in requests} == set(METHODS)
     streams = [cases for method, cases in requests if method == DISPUTES]
     assert all(isinstance(cases, list) and 1 <= len(cases) for cases in streams)
@@ -77,3 +77,6 @@ def test_five_thousand_fuzzed_requests_no_internal_error_no_restart_bounded_memo
     assert result.outcomes.get("MALFORMED", 0) > 0 and result.outcomes.get("CONFIRMED", 0) + result.outcomes.get("WRONG", 0) > 0
     misses = result.misses(max_growth_mb=SUITE_GROWTH_MB, health_p99_ms=float("inf"))
     assert not misses, misses
+
+
+
