@@ -58,6 +58,7 @@ DEFAULT_REQUESTS = 100_000
 DEFAULT_SEED = 20261201
 CALL_TIMEOUT = 30.0
 STREAMS_AT_ONCE = 4
+PROGRESS_EVERY = 10_000
 # The targets.
 HEALTH_P99_MS = 100.0
 MAX_GROWTH_MB = 20.0
@@ -234,7 +235,9 @@ class _Prober:
 class _Load:
     """Send the fuzzer's requests ``in_flight`` at a time; count the statuses by method."""
 
-    def __init__(self, fuzzer: Fuzzer, target: str, channels: int, in_flight: int) -> None:
+    def __init__(
+        self, fuzzer: Fuzzer, target: str, channels: int, in_flight: int, say: Callable[[str], None] | None = None
+    ) -> None:
         self.fuzzer = fuzzer
         self.target = target
         self.channel_count = channels
@@ -244,6 +247,7 @@ class _Load:
         # The first error message of each method and code: what a refusal said.
         self.examples: dict[str, str] = {}
         self.next = 0
+        self.say = say
 
     async def run(self, stops: Sequence[int], at_each: Callable[[int], None]) -> None:
         """Send requests 0 to ``stops[-1]`` - 1, pausing at each of ``stops`` (once every call
@@ -273,6 +277,9 @@ class _Load:
                 code = await self._unary(channel, method, data)
             name = method.rsplit("/", 1)[1]
             self.statuses.setdefault(name, Counter())[code] += 1
+            if self.say is not None and index % PROGRESS_EVERY == PROGRESS_EVERY - 1:
+                totals = sum((Counter(codes) for codes in self.statuses.values()), Counter())
+                self.say(f"{index + 1:,} requests sent: {dict(totals.most_common())}")
 
     async def _unary(self, channel: grpc.aio.Channel, method: str, data: bytes) -> str:
         call = channel.unary_unary(method, request_serializer=None, response_deserializer=None)
@@ -338,7 +345,7 @@ def soak(
             start = {pid: rss_mb(pid) for pid in names}
             prober.start(server.target)
             say("health prober ready")
-            load = _Load(fuzzer, server.target, channels, in_flight)
+            load = _Load(fuzzer, server.target, channels, in_flight, say if progress else None)
             began = time.monotonic()
             memory: dict[int, dict[int, float | None]] = {}
 
@@ -358,7 +365,7 @@ def soak(
             stopped = server.stop()
             say(f"server stopped: exit status {stopped}")
             if progress:
-                print(server.log_tail(8), file=sys.stderr)
+                print(server.log_tail(12), file=sys.stderr)
     rows = [
         Memory(names[pid], pid, start.get(pid), warm_with.get(pid), end_with.get(pid))
         for pid in sorted(names, key=lambda p: (names[p], p))
