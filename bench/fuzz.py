@@ -11,14 +11,15 @@ and messages deep, and blows a repeated field up to its limit, just past it and 
 (``referee.limits``, ``referee.api.wire.MAX_FIELDS``, the message limit). The same seed and index
 give the same bytes on every machine (``random.Random``).
 
-``Fuzzer(seed).request(i)`` is the ``i``-th request: a method and its bytes (a list of cases for
-the CheckDisputes stream). ``bench.soak`` sends them to a real server.
+``Fuzzer(seed).request(i)`` is the ``i``-th request: a method and its messages (the CheckDisputes
+stream's cases; a unary method's one request, or a few times none or several, a framing no
+client library sends). ``bench.soak`` sends them to a real server.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
@@ -58,6 +59,8 @@ REQUEST_TYPES: dict[str, type[Message]] = {
     HEALTH_CHECK: health_pb2.HealthCheckRequest,
 }
 CASES_PER_STREAM = 6
+# The share of unary calls sent with no request message or several (as a client stream).
+UNFRAMED = 0.02
 # A request stays under this size (a few go a little past the message limit, to be refused whole).
 MOST_BYTES = MESSAGE_BYTES + (64 << 10)
 
@@ -337,14 +340,18 @@ class Mutator:
         i = self._pick(site, self._known(site))
         if i is not None:
             known = site.descriptor.fields_by_number[site.nodes[i].number]
-            site.nodes[i] = self._message(known) if known.message_type is not None else self._value(site.descriptor, known)
+            site.nodes[i] = (
+                self._message(known) if known.message_type is not None else self._value(site.descriptor, known)
+            )
         return "replace value"
 
     def add_known(self, site: _Site) -> str:
         """A known field added where a seed had none (a oneof's second member, an absent option)."""
         if site.descriptor.fields:
             known = self.rng.choice(site.descriptor.fields)
-            self._insert(site, self._message(known) if known.message_type is not None else self._value(site.descriptor, known))
+            self._insert(
+                site, self._message(known) if known.message_type is not None else self._value(site.descriptor, known)
+            )
         return "add known"
 
     def splice(self, site: _Site) -> str:
@@ -358,7 +365,9 @@ class Mutator:
         """Fields the schema does not know: past its numbers, in the reserved range, the largest
         number, number 0, wire types 6 and 7, a group, an unmatched end of group."""
         top = max((f.number for f in site.descriptor.fields), default=0)
-        number = self.rng.choice((top + 1, top + 2, 1000, 19_000, 19_999, _TOP_NUMBER, self.rng.randint(1, _TOP_NUMBER)))
+        number = self.rng.choice(
+            (top + 1, top + 2, 1000, 19_000, 19_999, _TOP_NUMBER, self.rng.randint(1, _TOP_NUMBER))
+        )
         how = self.rng.randrange(10)
         if how < 7:
             node = self._unknown_value(number, self.rng.choice((_VARINT, _FIXED64, _LENGTH, _FIXED32)))
@@ -449,7 +458,9 @@ class Mutator:
             return Node(known.number, _LENGTH, self._string(f"{descriptor.name}.{known.name}"))
         if known.type == FieldDescriptor.TYPE_ENUM:
             top = max(v.number for v in known.enum_type.values)
-            return Node(known.number, _VARINT, self.rng.choice((0, top, top + 1, top + 100, (1 << 31) - 1, (1 << 64) - 1)))
+            return Node(
+                known.number, _VARINT, self.rng.choice((0, top, top + 1, top + 100, (1 << 31) - 1, (1 << 64) - 1))
+            )
         if known.type == FieldDescriptor.TYPE_BOOL:
             return Node(known.number, _VARINT, self.rng.choice((0, 1, 2, (1 << 64) - 1)))
         if known.type in (FieldDescriptor.TYPE_FIXED32, FieldDescriptor.TYPE_SFIXED32, FieldDescriptor.TYPE_FLOAT):
@@ -522,7 +533,9 @@ def seed_requests(seed: int) -> dict[str, list[bytes]]:
         claims = pb.DealClaims(multiplier=rng.choice((1, 2)), close_kind=pb.CLOSE_KIND_LINKED)
         for i, player in enumerate(message.players):
             if rng.random() < 0.5:
-                claims.players.add(player=i, points=rng.randint(0, 60), groups=[pb.ClaimedGroup(cards=player.cards[:3])])
+                claims.players.add(
+                    player=i, points=rng.randint(0, 60), groups=[pb.ClaimedGroup(cards=player.cards[:3])]
+                )
         score.append(pb.ScoreDealRequest(deal=message, rules=_rules(rng), claims=claims))
         shown = message.players[message.closer].cards
         close.append(pb.CheckCloseRequest(cards=shown, discard=message.discard, claimed_kind=pb.CLOSE_KIND_LINKED))
@@ -531,13 +544,18 @@ def seed_requests(seed: int) -> dict[str, list[bytes]]:
     replay = []
     for n in range(10):
         record = simulate(seed + n, 2 + n % 4, fast, seeded=n % 2 == 0, max_turns=60)
-        claims = pb.DealClaims(multiplier=2) if n % 3 == 0 else None
-        replay.append(records.request_of(record, claims))
-    cases = [pb.CheckDisputesRequest(id=f"h{i}", hand=pb.HandDispute(cards=r.cards, claimed_points=33)) for i, r in enumerate(solve[:8])]
+        replay.append(records.request_of(record, pb.DealClaims(multiplier=2) if n % 3 == 0 else None))
+    cases = [
+        pb.CheckDisputesRequest(id=f"h{i}", hand=pb.HandDispute(cards=r.cards, claimed_points=33))
+        for i, r in enumerate(solve[:8])
+    ]
     cases += [pb.CheckDisputesRequest(id=f"c{i}", close=r) for i, r in enumerate(close[:6])]
     cases += [pb.CheckDisputesRequest(id=f"d{i}", deal=r) for i, r in enumerate(score[:6])]
     cases += [pb.CheckDisputesRequest(id=f"r{i}", record=r) for i, r in enumerate(replay[:6])]
-    health = [health_pb2.HealthCheckRequest(), health_pb2.HealthCheckRequest(service="remigio.referee.v1.RefereeService")]
+    health = [
+        health_pb2.HealthCheckRequest(),
+        health_pb2.HealthCheckRequest(service="remigio.referee.v1.RefereeService"),
+    ]
     found: dict[str, Sequence[Message]] = {
         SERVICE + "SolveHand": solve,
         SERVICE + "CheckClose": close,
@@ -563,13 +581,16 @@ class Fuzzer:
         self._methods = list(METHODS)
         self._weights = list(METHODS.values())
 
-    def request(self, index: int) -> tuple[str, bytes | list[bytes]]:
-        """The ``index``-th request: its method's path and its bytes (a list of cases for the stream)."""
+    def request(self, index: int) -> tuple[str, list[bytes]]:
+        """The ``index``-th request: its method's path and its messages: the stream's cases, or a
+        unary method's one request (a few times none, or two or more: a broken framing)."""
         rng = random.Random(self.seed * 1_000_003 + index)
         method = rng.choices(self._methods, self._weights)[0]
         if method == DISPUTES:
             return method, [self._one(rng, method) for _ in range(rng.randint(1, CASES_PER_STREAM))]
-        return method, self._one(rng, method)
+        if rng.random() < UNFRAMED:
+            return method, [self._one(rng, method) for _ in range(rng.choice((0, 2, 3)))]
+        return method, [self._one(rng, method)]
 
     def _one(self, rng: random.Random, method: str) -> bytes:
         data = rng.choice(self.seeds[method])
@@ -593,4 +614,15 @@ class Fuzzer:
         return out[:MOST_BYTES]
 
 
-__all__ = ["DISPUTES", "HEALTH_CHECK", "METHODS", "REQUEST_TYPES", "Fuzzer", "Mutator", "Node", "encode", "parse", "seed_requests"]
+__all__ = [
+    "DISPUTES",
+    "HEALTH_CHECK",
+    "METHODS",
+    "REQUEST_TYPES",
+    "Fuzzer",
+    "Mutator",
+    "Node",
+    "encode",
+    "parse",
+    "seed_requests",
+]

@@ -266,15 +266,15 @@ class _Load:
         while self.next < stop:
             index = self.next
             self.next += 1
-            method, data = self.fuzzer.request(index)
+            method, messages = self.fuzzer.request(index)
             channel = channels[index % len(channels)]
             if method == DISPUTES:
-                assert isinstance(data, list)
                 async with streams:
-                    code = await self._stream(channel, data)
+                    code = await self._stream(channel, messages)
+            elif len(messages) == 1:
+                code = await self._unary(channel, method, messages[0])
             else:
-                assert isinstance(data, bytes)
-                code = await self._unary(channel, method, data)
+                code = await self._unframed(channel, method, messages)
             name = method.rsplit("/", 1)[1]
             self.statuses.setdefault(name, Counter())[code] += 1
             if self.say is not None and index % PROGRESS_EVERY == PROGRESS_EVERY - 1:
@@ -285,6 +285,15 @@ class _Load:
         call = channel.unary_unary(method, request_serializer=None, response_deserializer=None)
         try:
             await call(data, timeout=CALL_TIMEOUT)
+        except grpc.aio.AioRpcError as error:
+            return self._error(method, error)
+        return "OK"
+
+    async def _unframed(self, channel: grpc.aio.Channel, method: str, messages: list[bytes]) -> str:
+        """A unary method called as a client stream of ``messages`` (none, or several)."""
+        call = channel.stream_unary(method, request_serializer=None, response_deserializer=None)
+        try:
+            await call(iter(messages), timeout=CALL_TIMEOUT)
         except grpc.aio.AioRpcError as error:
             return self._error(method, error)
         return "OK"
@@ -370,7 +379,9 @@ def soak(
         Memory(names[pid], pid, start.get(pid), warm_with.get(pid), end_with.get(pid))
         for pid in sorted(names, key=lambda p: (names[p], p))
     ]
-    gone = [f"{names[pid]} (pid {pid})" for pid in names if pid in start or pid in warm_with if end_with.get(pid) is None]
+    gone = [
+        f"{names[pid]} (pid {pid})" for pid in names if pid in start or pid in warm_with if end_with.get(pid) is None
+    ]
     settings: dict[str, object] = {
         "workers": workers,
         "in_flight": in_flight,
@@ -451,7 +462,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.soak", description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=DEFAULT_REQUESTS, help="requests in all (default 100,000)")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="the fuzzer's seed")
-    parser.add_argument("--warm-up", type=int, default=None, help="requests before the memory baseline (default a fifth, at most 5,000)")
+    parser.add_argument(
+        "--warm-up", type=int, default=None, help="requests before the memory baseline (default a fifth, at most 5,000)"
+    )
     parser.add_argument("--workers", type=int, default=2, help="the server's worker processes (default 2)")
     parser.add_argument("--in-flight", type=int, default=16, help="calls in flight at once (default 16)")
     parser.add_argument("--channels", type=int, default=4, help="connections to the server (default 4)")
