@@ -13,6 +13,7 @@ import contextlib
 import logging
 import multiprocessing
 import os
+import threading
 import time
 from collections import Counter, OrderedDict, deque
 from collections.abc import Callable
@@ -157,6 +158,26 @@ def _job_ready() -> int:
     return os.getpid()
 
 
+# How often a job process checks that the server process that started it is still there.
+PARENT_CHECK_SECONDS = 1.0
+
+
+def _watch_parent(parent: int) -> None:
+    """In a job process: end it when ``parent`` (the server process) is gone.
+
+    A job process holds both ends of its own work queue, so it never sees the queue close: a
+    server process that died without sending it the stop (killed, out of memory) would leave it
+    waiting for work for ever, with the memory of a loaded process.
+    """
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_CHECK_SECONDS)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
 def _failed(future: Future[int]) -> bool:
     return future.done() and (future.cancelled() or future.exception() is not None)
 
@@ -187,7 +208,12 @@ class DisputeJobs:
     def _start(self) -> Executor:
         if self.jobs == 1:
             return ThreadPoolExecutor(max_workers=1, thread_name_prefix="disputes")
-        return ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+        return ProcessPoolExecutor(
+            max_workers=1,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_watch_parent,
+            initargs=(os.getpid(),),
+        )
 
     def warm_up(self) -> None:
         """Start every job process now rather than on the first stream's first case."""
@@ -252,9 +278,18 @@ class DisputeJobs:
         self.replaced += 1
 
     def shutdown(self) -> None:
-        """End the job processes without waiting for the cases they hold."""
+        """End the job processes without waiting for the cases they hold.
+
+        The executor's own stop is a message on the job's queue, and a job process did not always
+        get it (a server process then waited for its job at exit, for ever, after saying it had
+        stopped); a SIGTERM reaches it whatever it is doing.
+        """
         for executor in self._executors:
+            processes = list((getattr(executor, "_processes", None) or {}).values())
             executor.shutdown(wait=False, cancel_futures=True)
+            for process in processes:
+                with contextlib.suppress(OSError, ValueError):
+                    process.terminate()
 
 
 __all__ = ["ComputePool", "DisputeJobs", "JobLost"]
