@@ -6,6 +6,7 @@ SIGTERM under load drains cleanly (calls in flight succeed, new calls are refuse
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -18,7 +19,7 @@ from collections.abc import Iterator
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from servers import LISTENING, WORKERS
+from servers import LISTENING, WORKERS, descendants
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
@@ -157,14 +158,10 @@ def test_two_workers_serve_from_two_processes(launch) -> None:
             os.kill(int(pid), 0)
 
 
-def test_workers_stop_when_the_parent_is_killed(launch) -> None:
-    server = launch("--port", "0", "--workers", "2", "--grace", "1")
-    server.wait_for(WORKERS)
-    worker_pids = {int(server.wait_for(LISTENING).group(3)), int(server.wait_for(LISTENING).group(3))}
-    server.proc.kill()  # SIGKILL: the parent cannot forward anything
-    server.proc.wait(timeout=10)
-    deadline = time.monotonic() + 15
-    alive = set(worker_pids)
+def _alive_after(pids: set[int], seconds: float) -> set[int]:
+    """Those of ``pids`` still running after up to ``seconds`` (zombies count as ended)."""
+    deadline = time.monotonic() + seconds
+    alive = set(pids)
     while alive and time.monotonic() < deadline:
         for pid in list(alive):
             try:
@@ -176,6 +173,51 @@ def test_workers_stop_when_the_parent_is_killed(launch) -> None:
             except (ProcessLookupError, FileNotFoundError):
                 alive.discard(pid)
         time.sleep(0.1)
+    return alive
+
+
+def _job_processes(worker: int, timeout: float = 60) -> set[int]:
+    """The dispute job processes a worker spawned (its resource tracker left out), once both run."""
+    deadline = time.monotonic() + timeout
+    while True:
+        jobs = set()
+        for pid in descendants(worker):
+            with contextlib.suppress(OSError), open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+                if b"spawn_main" in cmdline.read():
+                    jobs.add(pid)
+        if len(jobs) >= 2 or time.monotonic() > deadline:
+            return jobs
+        time.sleep(0.2)
+
+
+@pytest.mark.timeout(300)
+def test_dispute_jobs_end_with_their_worker_and_with_the_server(launch) -> None:
+    # A job process holds both ends of its work queue: before, those of a killed worker waited for
+    # work for ever, and at SIGTERM a job that missed the executor's stop kept its worker from
+    # exiting after it had said "stopped" (both found by the fuzz soak, bench.soak).
+    server = launch("--port", "0", "--workers", "2", "--dispute-jobs", "2", "--grace", "1")
+    server.wait_for(WORKERS)
+    # Generous waits: two workers spawning four job processes load a busy machine for a while.
+    workers = [int(server.wait_for(LISTENING, timeout=120).group(3)) for _ in range(2)]
+    killed_jobs = _job_processes(workers[0])
+    assert len(killed_jobs) == 2
+    os.kill(workers[0], signal.SIGKILL)
+    assert not _alive_after(killed_jobs, 10), "the jobs of a killed worker outlived it"
+    server.wait_for(LISTENING, timeout=120)  # its replacement
+    everything = set(descendants(server.proc.pid))
+    assert len(_job_processes(workers[1])) == 2
+    server.proc.send_signal(signal.SIGTERM)
+    assert server.proc.wait(timeout=30) == 0
+    assert not _alive_after(everything, 10), "processes outlived the server"
+
+
+def test_workers_stop_when_the_parent_is_killed(launch) -> None:
+    server = launch("--port", "0", "--workers", "2", "--grace", "1")
+    server.wait_for(WORKERS)
+    worker_pids = {int(server.wait_for(LISTENING).group(3)), int(server.wait_for(LISTENING).group(3))}
+    server.proc.kill()  # SIGKILL: the parent cannot forward anything
+    server.proc.wait(timeout=10)
+    alive = _alive_after(worker_pids, 15)
     assert not alive, f"workers outlived their parent: {alive}"
 
 
