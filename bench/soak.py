@@ -144,19 +144,28 @@ def _children() -> dict[int, list[int]]:
     return found
 
 
+def _role(pid: int) -> str:
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return "helper"
+    if b"resource_tracker" in command:
+        return "its resource tracker"
+    return "dispute job" if b"spawn_main" in command else "helper"
+
+
 def server_processes(root: int) -> dict[int, str]:
     """The processes of a server by pid, named by their place: the supervisor, its workers, and
-    each worker's helpers (dispute job processes)."""
+    each worker's dispute job processes (and their resource tracker)."""
     children = _children()
     named = {root: "supervisor"}
     for w, worker in enumerate(sorted(children.get(root, [])), 1):
         named[worker] = f"worker {w}"
-        todo = [(worker, f"worker {w}")]
-        while todo:
-            parent, name = todo.pop()
-            for h, helper in enumerate(sorted(children.get(parent, [])), 1):
-                named[helper] = f"{name} job {h}"
-                todo.append((helper, f"{name} job {h}"))
+        roles: Counter[str] = Counter()
+        for helper in sorted(children.get(worker, [])):
+            role = _role(helper)
+            roles[role] += 1
+            named[helper] = f"worker {w}, {role}" + (f" {roles[role]}" if role != "its resource tracker" else "")
     return named
 
 
