@@ -73,11 +73,13 @@ browser: ## install Debian's chromium for the browser test, where apt-get and ro
 	else apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null \
 		|| echo "browser: apt-get could not install chromium; the browser test will skip"; fi
 
-# Two runs: the tiers that only compute share both cores (-n 2); the server processes and the
-# attacks run alone, so their timing bounds measure the server, not a neighbour test.
+# Two runs. First every tier on three workers: the tests that compute fill both cores while those
+# that wait on server processes wait beside them (a process or hostile module stays on one worker,
+# so its servers start once). Then the tests that bound a latency or a rate (marked alone), one at
+# a time, so their bounds measure the server, not a neighbour test.
 test: $(VENV_STAMP) $(TOOLS_STAMP) browser ## run every tier of the tests (slow ones deselected)
-	$(BIN)/python -m pytest -q -ra -n 2 -m '(unit or property or service or tooling) and not slow' $(PYTEST_ARGS)
-	$(BIN)/python -m pytest -q -ra -m '(process or hostile) and not slow' $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -ra -n 3 --dist loadgroup -m 'not alone and not slow' $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -ra -m 'alone and not slow' $(PYTEST_ARGS)
 
 test-fast: $(VENV_STAMP) ## the unit tier only: the domain, the adapter and the command line (no server)
 	$(BIN)/python -m pytest -q -ra -n 2 -m 'unit and not slow' $(PYTEST_ARGS)

@@ -140,6 +140,7 @@ TIERS: dict[str, tuple[str, ...]] = {
         "test_typing",
     ),
 }
+_PER_MODULE = ("process", "hostile")
 _TIER_OF = {module: tier for tier, modules in TIERS.items() for module in modules}
 
 
@@ -153,3 +154,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if tier is None:
             raise pytest.UsageError(f"{module}.py has no tier: add it to TIERS in tests/conftest.py")
         item.add_marker(getattr(pytest.mark, tier))
+        if tier in _PER_MODULE:
+            # Under xdist (--dist loadgroup) a module's server processes and gateways start once, on
+            # one worker, instead of once on each.
+            item.add_marker(pytest.mark.xdist_group(module))
