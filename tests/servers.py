@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import grpc
@@ -59,11 +60,12 @@ def refused_start(*args: str, env: dict[str, str] | None = None) -> subprocess.C
 
 
 class ServerProcess:
-    """A server process on 127.0.0.1 whose stderr a thread reads, line by line, into ``lines``."""
+    """A server process on 127.0.0.1 whose stderr a thread reads, line by line, into ``lines``;
+    ``prefix`` runs it through a command (``ip netns exec NS``, as ``netns.Host.command`` gives)."""
 
-    def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
+    def __init__(self, *args: str, env: dict[str, str] | None = None, prefix: Sequence[str] = ()) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "referee.server", "--host", "127.0.0.1", *args],
+            [*prefix, sys.executable, "-m", "referee.server", "--host", "127.0.0.1", *args],
             cwd=ROOT,
             env={**server_env(), **(env or {})},
             stdin=subprocess.DEVNULL,
