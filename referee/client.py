@@ -7,7 +7,8 @@
 
 Each method takes the request message, or cards as codes for convenience, and returns the reply
 message. gRPC's own retry policy (the channel's service config) sends a call again when the
-server is UNAVAILABLE or RESOURCE_EXHAUSTED, waiting as the server's pushback says when it says;
+server is UNAVAILABLE or RESOURCE_EXHAUSTED (or CANCELLED by a server that is stopping), waiting as
+the server's pushback says when it says;
 ``check_disputes`` also sends again the cases a stream ended before answering, after the wait the
 server's ``google.rpc.RetryInfo`` names.
 """
@@ -40,7 +41,10 @@ RETRY_POLICY = {
     "initialBackoff": "0.1s",
     "maxBackoff": "5s",
     "backoffMultiplier": 2,
-    "retryableStatusCodes": ["UNAVAILABLE", "RESOURCE_EXHAUSTED"],
+    # CANCELLED: a server stopping gracefully (SIGTERM) cancels the calls it had received but not
+    # started, as gRPC's stop does. Every method is pure, so sending a call again is safe; gRPC never
+    # retries a call the client cancelled itself.
+    "retryableStatusCodes": ["UNAVAILABLE", "RESOURCE_EXHAUSTED", "CANCELLED"],
 }
 # The unary methods only: CheckDisputes is sent again by ``check_disputes`` itself, which also
 # resumes a stream refused midway (gRPC retries a stream only before its first reply).
@@ -179,6 +183,7 @@ class Referee:
         else:
             self.channel = grpc.insecure_channel(target, options=channel_options)
         self.stub = referee_pb2_grpc.RefereeServiceStub(self.channel)
+        self._closed = False
 
     def __enter__(self) -> Referee:
         return self
@@ -188,6 +193,7 @@ class Referee:
 
     def close(self) -> None:
         """Close the channel; calls in progress are cancelled."""
+        self._closed = True
         self.channel.close()
 
     def __repr__(self) -> str:
@@ -285,7 +291,8 @@ class Referee:
         stream), the cases it did not answer are sent again on a new stream after the wait its
         RetryInfo names (else a short pause, doubled each time); after ``patience`` seconds of
         refusals in a row the error stands. When the stream ends UNAVAILABLE (its connection
-        was lost: a dead link or a stopped server found by keepalive, a server gone), they are
+        was lost: a dead link or a stopped server found by keepalive, a server gone) or
+        CANCELLED by a server that is stopping, they are
         sent again at once (round-robin picks a replica that answers), then after the same
         pauses, for ``reconnect`` seconds without a verdict. ``timeout`` is each stream's deadline.
         """
@@ -301,7 +308,10 @@ class Referee:
                     pause = PAUSE_FIRST
                     yield reply
             except grpc.RpcError as error:
-                lost = error.code() == grpc.StatusCode.UNAVAILABLE
+                # A stream CANCELLED by a stopping server (not by this client closing) is lost too.
+                lost = error.code() == grpc.StatusCode.UNAVAILABLE or (
+                    error.code() == grpc.StatusCode.CANCELLED and not self._closed
+                )
                 if not lost and error.code() != grpc.StatusCode.RESOURCE_EXHAUSTED:
                     raise
                 now = time.monotonic()

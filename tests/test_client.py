@@ -70,6 +70,12 @@ def test_bad_arguments_are_refused_at_once(tmp_path) -> None:
         Referee("127.0.0.1:1", api_key="two words")
     with pytest.raises(ValueError, match="tls_ca: cannot read .*missing.pem"):
         Referee("127.0.0.1:1", tls_ca=str(tmp_path / "missing.pem"))
+    with pytest.raises(ValueError, match=r"keepalive: a number of seconds above 0, not 0"):
+        Referee("127.0.0.1:1", keepalive=0)
+    with pytest.raises(ValueError, match=r"keepalive_timeout: a number of seconds above 0, not -1"):
+        Referee("127.0.0.1:1", keepalive_timeout=-1)
+    with pytest.raises(ValueError, match=r"timeout: a number of seconds above 0, not nan"):
+        Referee("127.0.0.1:1", timeout=float("nan"))
 
 
 def test_close_ends_the_channel(server_address: str) -> None:
