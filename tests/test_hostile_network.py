@@ -10,8 +10,8 @@ served on the client's host (``dnsstub``), the client's target ``dns://STUB/refe
 
 The clients ping every second with a second to answer (``--keepalive 1 --keepalive-timeout 1``)
 and the servers allow it (``--min-client-ping-interval 0.2``), so a dead link is found within
-about 2 s, where the defaults find it within 25 s. Each test prints its recovery time; the
-``slow`` test repeats them for docs/benchmarks.md.
+about 2 s, where the defaults find it within 25 s. Each test prints its recovery times
+(``figure: ...``), which ``bench.network`` collects over several runs for docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -107,6 +107,11 @@ def start_replicas(site: Site, *options: str) -> None:
     """Both replicas, serving."""
     for index in range(len(site.hosts)):
         site.serve(index, *options)
+
+
+def figure(what: str, seconds: float) -> None:
+    """Print a recovery time as bench.network collects it."""
+    print(f"\nfigure: {what}: {seconds:.2f} s")
 
 
 def lines_of(path: Path) -> int:
@@ -222,7 +227,8 @@ def test_batch_finishes_through_the_other_replica_when_a_link_is_cut(site: Site,
     start_replicas(site)
     progress, cut = run_fault_on_batch(site, tmp_path, 11, site.hosts[0].link.cut)
     stall, finished = progress.stall_after(cut), progress.steps[-1][0] - cut
-    print(f"\nbatch, link cut: longest wait for a verdict {stall:.2f} s, finished {finished:.2f} s after the cut")
+    figure("batch, link cut: longest wait for a verdict", stall)
+    figure("batch, link cut: cut to the last verdict", finished)
     assert stall < BOUND_SECONDS
 
 
@@ -242,13 +248,12 @@ def test_batch_finishes_when_a_replica_is_stopped_then_resumed(site: Site, tmp_p
         resume.cancel()
         os.killpg(stopped.proc.pid, signal.SIGCONT)
     stall = progress.stall_after(at)
-    print(f"\nbatch, replica stopped: longest wait for a verdict {stall:.2f} s")
+    figure("batch, replica stopped: longest wait for a verdict", stall)
     assert stall < BOUND_SECONDS
 
 
 def test_batch_finishes_when_a_replica_restarts_at_a_new_address(site: Site, tmp_path: Path) -> None:
     start_replicas(site, "--grace", "1")
-    moved: list[ServerProcess] = []
 
     def restart() -> None:
         site.dns.set(NAME, [site.hosts[1].address])
@@ -256,11 +261,11 @@ def test_batch_finishes_when_a_replica_restarts_at_a_new_address(site: Site, tmp
         assert old is not None
         old.terminate()  # drains: streams in flight finish or end UNAVAILABLE within the grace
         site.hosts[0] = site.hosts[0].readdress(site.network.spare_address())
-        moved.append(site.serve(0, "--grace", "1"))
+        site.serve(0, "--grace", "1")
         site.publish()
 
     progress, at = run_fault_on_batch(site, tmp_path, 14, restart)
-    print(f"\nbatch, replica restarted elsewhere: finished {progress.steps[-1][0] - at:.2f} s after the restart began")
+    figure("batch, replica restarted at a new address: longest wait for a verdict", progress.stall_after(at))
 
 
 # The public client -------------------------------------------------------------------------
@@ -276,10 +281,10 @@ class Calls:
         """The calls that did not end OK."""
         return [call for call in self.calls if call["code"] != "OK"]
 
-    def recovery_after(self, moment: float) -> float:
-        """How long after ``moment`` the last call in flight at that moment ended."""
-        spanning = [float(c["end"]) for c in self.calls if float(c["start"]) <= moment <= float(c["end"])]  # type: ignore[arg-type]
-        return max(spanning, default=moment) - moment
+    def held_up_after(self, moment: float) -> float:
+        """The longest any call waited after ``moment`` (from then, or from its start if later)."""
+        waits = [float(c["end"]) - max(float(c["start"]), moment) for c in self.calls if float(c["end"]) > moment]  # type: ignore[arg-type]
+        return max(waits, default=0.0)
 
 
 @contextlib.contextmanager
@@ -324,10 +329,12 @@ def test_the_client_rides_out_a_cut_link(site: Site) -> None:
         site.hosts[0].link.cut()
         time.sleep(4)  # keepalive (1 s) and its timeout (1 s), with room for the retries
     (calls,) = result
-    recovery = calls.recovery_after(cut)
-    print(f"\nclient, link cut: the calls in flight at the cut ended within {recovery:.2f} s")
+    recovery = calls.held_up_after(cut)
+    figure("client, link cut: longest wait for a call", recovery)
     assert_every_call_succeeded(calls)
-    assert recovery > 0.9, "no call was caught on the cut link"
+    # Calls go on to the cut replica until keepalive gives it up (its connection looks alive):
+    # those wait at least the keepalive timeout.
+    assert recovery > 0.5, "no call was caught on the cut link"
 
 
 def test_the_client_rides_out_a_stopped_replica_and_uses_it_again_once_resumed(site: Site) -> None:
@@ -345,12 +352,11 @@ def test_the_client_rides_out_a_stopped_replica_and_uses_it_again_once_resumed(s
         wait_until(lambda: solved(stopped) > before, 30, "the resumed replica to answer calls")
         back = time.monotonic() - resumed
     (calls,) = result
-    recovery = calls.recovery_after(at)
-    print(
-        f"\nclient, replica stopped: calls in flight ended within {recovery:.2f} s; used again {back:.2f} s after SIGCONT"
-    )
+    recovery = calls.held_up_after(at)
+    figure("client, replica stopped: longest wait for a call", recovery)
+    figure("client, replica stopped: SIGCONT to its first call served", back)
     assert_every_call_succeeded(calls)
-    assert recovery > 0.9, "no call was caught on the stopped replica"
+    assert recovery > 0.5, "no call was caught on the stopped replica"
 
 
 def test_the_client_finds_a_replica_restarted_at_a_new_address(site: Site) -> None:
@@ -370,5 +376,5 @@ def test_the_client_finds_a_replica_restarted_at_a_new_address(site: Site) -> No
         wait_until(lambda: solved(moved) > 0, 30, "a call to reach the replica at its new address")
         found = time.monotonic() - published
     (calls,) = result
-    print(f"\nclient, replica restarted elsewhere: first call served there {found:.2f} s after the name named it")
+    figure("client, replica restarted at a new address: in DNS to its first call served", found)
     assert_every_call_succeeded(calls)
