@@ -346,15 +346,15 @@ def test_the_client_rides_out_a_stopped_replica_and_uses_it_again_once_resumed(s
         at = time.monotonic()
         os.killpg(stopped.proc.pid, signal.SIGSTOP)
         time.sleep(4)
-        before = solved(stopped)
-        resumed = time.monotonic()
         os.killpg(stopped.proc.pid, signal.SIGCONT)
-        wait_until(lambda: solved(stopped) > before, 30, "the resumed replica to answer calls")
-        back = time.monotonic() - resumed
+        # Resumed, it first answers the calls it was sent before the client gave it up (their
+        # connections are closed): those settle, then new calls must come.
+        time.sleep(1)
+        before = solved(stopped)
+        wait_until(lambda: solved(stopped) > before, 30, "the resumed replica to answer new calls")
     (calls,) = result
     recovery = calls.held_up_after(at)
     figure("client, replica stopped: longest wait for a call", recovery)
-    figure("client, replica stopped: SIGCONT to its first call served", back)
     assert_every_call_succeeded(calls)
     assert recovery > 0.5, "no call was caught on the stopped replica"
 
