@@ -100,9 +100,9 @@ class ServerProcess:
             if found := pattern.search(line):
                 return found
 
-    def listening(self) -> ServerProcess:
-        """Wait until it listens; its address is then in ``address``."""
-        found = self.wait_for(LISTENING)
+    def listening(self, timeout: float = 30) -> ServerProcess:
+        """Wait until it listens (at most ``timeout`` seconds); its address is then in ``address``."""
+        found = self.wait_for(LISTENING, timeout)
         self.address = f"{found.group(1)}:{found.group(2)}"
         return self
 

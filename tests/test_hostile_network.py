@@ -44,7 +44,12 @@ KEEPALIVE_BOUND = 2.0  # seconds: a silent connection is found within keepalive 
 # Detection takes keepalive + its timeout (2 s); the bound allows a loaded 2-core machine's
 # start-up of the resent streams on the other replica.
 BOUND_SECONDS = 20.0
-SERVER_OPTIONS = ("--workers", "1", "--dispute-jobs", "1", "--log-format", "json", "--min-client-ping-interval", "0.2")
+# The servers allow the clients' pings, and ping too: a client cut off is dropped within 2 s,
+# with the streams it held.
+SERVER_OPTIONS = (
+    *("--workers", "1", "--dispute-jobs", "1", "--log-format", "json"),
+    *("--min-client-ping-interval", "0.2", "--keepalive", "1", "--keepalive-timeout", "1"),
+)
 
 
 @pytest.fixture
@@ -77,7 +82,7 @@ class Site:
         host = self.hosts[index]
         server = ServerProcess("--host", host.address, "--port", PORT, *SERVER_OPTIONS, *options, prefix=host.command())
         self.servers[index] = server
-        server.listening()
+        server.listening(timeout=90)  # a busy 2-core machine starts a server slowly
         return server
 
     def publish(self) -> None:
