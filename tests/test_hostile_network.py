@@ -127,10 +127,10 @@ def lines_of(path: Path) -> int:
         return 0
 
 
-def wait_until(check: object, timeout: float, what: str) -> None:
+def wait_until(check: Callable[[], bool], timeout: float, what: str) -> None:
     """Wait for ``check()`` to be true; fail naming ``what`` after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
-    while not check():  # type: ignore[operator]
+    while not check():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.02)
 
