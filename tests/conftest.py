@@ -127,6 +127,7 @@ TIERS: dict[str, tuple[str, ...]] = {
         "test_hostile_health",
         "test_hostile_input",
         "test_hostile_metrics",
+        "test_hostile_network",
         "test_hostile_two",
     ),
     "tooling": (
