@@ -141,7 +141,6 @@ TIERS: dict[str, tuple[str, ...]] = {
         "test_typing",
     ),
 }
-_PER_MODULE = ("process", "hostile")
 _TIER_OF = {module: tier for tier, modules in TIERS.items() for module in modules}
 
 
@@ -155,7 +154,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if tier is None:
             raise pytest.UsageError(f"{module}.py has no tier: add it to TIERS in tests/conftest.py")
         item.add_marker(getattr(pytest.mark, tier))
-        if tier in _PER_MODULE:
-            # Under xdist (--dist loadgroup) a module's server processes and gateways start once, on
-            # one worker, instead of once on each.
+        if _shares_a_module_fixture(item):
+            # Under xdist (--dist loadgroup) the module's server processes and gateways start once,
+            # on one worker, instead of once on each.
             item.add_marker(pytest.mark.xdist_group(module))
+
+
+def _shares_a_module_fixture(item: pytest.Item) -> bool:
+    """Whether the test uses a fixture of module scope (a server or gateway its module's tests share)."""
+    info = getattr(item, "_fixtureinfo", None)
+    definitions = info.name2fixturedefs.values() if info is not None else ()
+    return any(d.scope == "module" for defs in definitions for d in defs)
