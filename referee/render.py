@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from referee.cards import JOKER_CODE, Card, Suit, rank_code
+from referee.cards import CARD_BY_INDEX, JOKER_CODE, Card, Suit, rank_code
 from referee.closing import Close
 from referee.deal import PlayerHand
 from referee.groups import Group, GroupKind
@@ -287,6 +287,27 @@ def _name(name: str) -> str:
 
 
 # The drawings ----------------------------------------------------------------------------------
+
+
+def card_symbols() -> str:
+    """Every card face (52 naturals and the joker) and the back as SVG ``<symbol>`` elements, in an
+    ``<svg>`` that shows nothing: a page that draws many cards (the desk) holds each once and
+    places it with ``<use href="#card-CODE">`` (``#card-back`` for a card face down).
+
+    Each symbol is the very element the drawings place for that card, so a card looks the same
+    on the desk as in an SVG file; a joker's symbol shows no stand-in (the page writes it)."""
+    parts = ['<svg xmlns="http://www.w3.org/2000/svg" width="0" height="0" aria-hidden="true" '
+             f'font-family="{FONTS}"><defs>']  # fmt: skip
+    view = f'viewBox="0 0 {CARD_WIDTH} {CARD_HEIGHT}"'
+    for card in CARD_BY_INDEX:
+        head, body = _card_parts(card, None, "")
+        parts.append(f'<symbol id="card-{card.code()}" {view}>{head}{body}</symbol>')
+    back = _face_down(0, 0, None).replace(' data-card=""', "").replace(' transform="translate(0,0)"', "")
+    parts.append(f'<symbol id="card-back" {view}>{back}</symbol>')
+    parts.append("</defs></svg>")
+    return "".join(parts)
+
+
 
 
 def card_svg(card: Card, stands_for: str = "") -> str:
@@ -592,6 +613,7 @@ def _describe_replay(replay: Replay) -> str:
 
 __all__ = [
     "card_svg",
+    "card_symbols",
     "cards_svg",
     "claimed_svg",
     "close_svg",
