@@ -95,12 +95,15 @@
 
   const cardsWidth = (count) => count * CW + Math.max(0, count - 1) * CARD_GAP;
 
+  /** Cards in a box with a label under them, as one <g class="box"> (a page or a test reads a
+   * group's cards from it); the x where the next box starts. */
   function box(cv, x, y, drawn, count, label, [fill, stroke, dashed]) {
     const width = Math.max(cardsWidth(count), label.length * 11 * 0.6) + 2 * PAD;
     const dash = dashed ? ' stroke-dasharray="5 3"' : "";
-    cv.add(`<rect x="${num(x)}" y="${num(y)}" width="${num(width)}" height="${BOX_H}" rx="6" fill="${fill}" ` +
-      `stroke="${stroke}"${dash}/>` + drawn.join(""), x + width, y + BOX_H);
-    cv.text(x + width / 2, y + PAD + CH + 12, label, { size: 11, fill: MUTED, anchor: "middle" });
+    cv.add(`<g class="box" data-label="${esc(label)}"><rect x="${num(x)}" y="${num(y)}" width="${num(width)}" ` +
+      `height="${BOX_H}" rx="6" fill="${fill}" stroke="${stroke}"${dash}/>` + drawn.join("") +
+      `<text x="${num(x + width / 2)}" y="${num(y + PAD + CH + 12)}" font-size="11" fill="${MUTED}" ` +
+      `text-anchor="middle">${esc(label)}</text></g>`, x + width, y + BOX_H);
     return x + width + GROUP_GAP;
   }
 
@@ -219,7 +222,9 @@
     const right = numbers + 210, backgrounds = [];
     for (const [rowY, , player] of rows) {
       const closer = f(player, "closer", false);
-      backgrounds.push(`<rect class="player" x="${MARGIN}" y="${num(rowY)}" width="${num(right - MARGIN)}" ` +
+      backgrounds.push(`<rect class="player" data-name="${esc(f(player, "name", ""))}" data-points="${esc(f(player, "points", 0))}" ` +
+        `data-change="${esc(f(player, "score_change", 0))}" data-score="${esc(f(player, "score", 0))}" ` +
+        `x="${MARGIN}" y="${num(rowY)}" width="${num(right - MARGIN)}" ` +
         `height="${BOX_H + 8}" fill="${closer ? "#fff8e1" : "#fafafa"}" stroke="${closer ? "#f9a825" : "#e0e0e0"}"/>`);
       const tags = [];
       if (closer) tags.push(["★ closer", "#a66f00"]);
@@ -273,10 +278,9 @@
       if (seat === closer && f(reply, "complete", false) && f(close, "groups")) {
         x2 = linking(cv, x2, y + 4, closeGroups(close), false);
       } else {
-        for (const c of list(f(hand, "cards", []))) {
-          cv.add(card(x2 + PAD, y + 4 + PAD, c), x2 + PAD + CW, y + 4 + PAD + CH);
-          x2 += CW + CARD_GAP;
-        }
+        const drawn = [];
+        for (const c of list(f(hand, "cards", []))) { drawn.push(card(x2 + PAD, y + 4 + PAD, c)); x2 += CW + CARD_GAP; }
+        cv.add(`<g class="hand" data-seat="${seat}">${drawn.join("")}</g>`, x2 + PAD, y + 4 + PAD + CH);
         x2 += PAD;
       }
       right = Math.max(right, x2);

@@ -113,6 +113,7 @@ TIERS: dict[str, tuple[str, ...]] = {
         "test_access",
         "test_access_parts",
         "test_gateway",
+        "test_desk_browser",
         "test_gateway_browser",
         "test_metrics",
         "test_node_client",
