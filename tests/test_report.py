@@ -29,7 +29,7 @@ DISPUTES = ROOT / "examples" / "disputes.jsonl"
 RULES = RuleSet(engine=Engine.SEARCH)
 
 
-def _summary(stderr: str) -> dict[str, int]:
+def batch_counts(stderr: str) -> dict[str, int]:
     """The batch's own counts, from the summary it writes on stderr."""
     return {name: int(count) for name, count in re.findall(r"^([A-Z_]+)\s+(\d+)$", stderr, re.MULTILINE)}
 
@@ -114,7 +114,7 @@ def small(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str, list[dict
 def test_the_report_counts_what_the_batch_counts(small: tuple[str, str, list[dict[str, object]]]) -> None:
     page, stderr, verdicts = small
     counts = _page_counts(page)
-    assert counts == {name: _summary(stderr)[name] for name in OUTCOMES}
+    assert counts == {name: batch_counts(stderr)[name] for name in OUTCOMES}
     assert sum(counts.values()) == len(verdicts) == 8
     assert f"Summary: {len(verdicts)} cases" in page
     # The chart holds one bar per outcome with the same count.
@@ -224,7 +224,7 @@ def test_lines_that_are_no_verdict_are_counted_and_never_break_the_page() -> Non
     report.add("[" * 100_000, "[" * 100_000)
     report.add('{"id":"m","outcome":"DISPUTE_OUTCOME_MALFORMED","error":{"field":"cards[0]","value":"ZZ"}}', "{")
     page = report.html()
-    counts = {"CONFIRMED": 0, "WRONG": 1, "INVALID": 0, "NO_CLAIM": 1, "MALFORMED": 1, "UNREADABLE": 2}
+    counts = {"CONFIRMED": 0, "WRONG": 1, "INVALID": 0, "ILLEGAL": 0, "NO_CLAIM": 1, "MALFORMED": 1, "UNREADABLE": 2}
     assert _page_counts(page) == counts
     assert report.counts["UNREADABLE"] == 2 and "UNREADABLE" in page
     assert page.count('<section class="case"') == 5
