@@ -139,12 +139,14 @@ def kubernetes_config() -> GatewayConfig:
         upstream_cert=f"{KUBERNETES_TLS}/tls.crt",
         upstream_key=f"{KUBERNETES_TLS}/tls.key",
         access_log="/dev/stdout",
+        desk_file=f"{KUBERNETES_FILES}/desk.html",
     )
 
 
 def write_kubernetes(folder: Path = KUBERNETES) -> int:
-    """Write the component's envoy.yaml and referee.binpb; 0."""
+    """Write the component's envoy.yaml, referee.binpb and desk.html; 0."""
     descriptors.write(folder / "referee.binpb", comments=False)
+    desk.write(folder / "desk.html")
     (folder / "envoy.yaml").write_text(render(kubernetes_config()), encoding="utf-8")
     return 0
 
@@ -154,7 +156,11 @@ def check_kubernetes(folder: Path = KUBERNETES) -> int:
     fresh = descriptors.without_comments(descriptors.build()).SerializeToString(deterministic=True)
     stale = [
         name
-        for name, want in (("referee.binpb", fresh), ("envoy.yaml", render(kubernetes_config()).encode()))
+        for name, want in (
+            ("referee.binpb", fresh),
+            ("envoy.yaml", render(kubernetes_config()).encode()),
+            ("desk.html", desk.page().encode()),
+        )
         if not (folder / name).exists() or (folder / name).read_bytes() != want
     ]
     if stale:
