@@ -19,7 +19,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from gateway import desk, descriptors, openapi
+from gateway import descriptors, desk, openapi
 from gateway.envoy import DESK_PATH, GatewayConfig, render
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -308,8 +308,6 @@ def card_symbols() -> str:
     return "".join(parts)
 
 
-
-
 def card_svg(card: Card, stands_for: str = "") -> str:
     """One card; a joker shows what it stands for when ``stands_for`` is given."""
     canvas = _Canvas([])

@@ -206,7 +206,8 @@ def test_scoring_a_deal_draws_every_player_with_the_referees_numbers(page: Any, 
     page.wait_for_selector("#deal-out svg[data-drawing=deal]", timeout=30_000)
     scored = handlers.score_deal(jsonmsg.parse(text, pb.ScoreDealRequest()))
     rows = page.eval_on_selector_all(
-        "#deal-out rect.player", "els => els.map(r => [r.dataset.name, r.dataset.points, r.dataset.change, r.dataset.score])"
+        "#deal-out rect.player",
+        "els => els.map(r => [r.dataset.name, r.dataset.points, r.dataset.change, r.dataset.score])",
     )
     assert rows == [[p.name, str(p.points), str(p.score_change), str(p.score)] for p in scored.players]
     assert page.is_hidden("#steps")
@@ -305,7 +306,7 @@ def _cases() -> list[str]:
                 case[kind].setdefault("rules", {}).update(SEARCH)
     recorded = []
     for seed in range(3):
-        legal = {"id": f"record-{seed}", "record": _record(20 + seed)}
+        legal: dict[str, Any] = {"id": f"record-{seed}", "record": _record(20 + seed)}
         illegal = copy.deepcopy(legal)
         illegal["id"] = f"record-{seed}-illegal"
         illegal["record"]["record"]["turns"][2]["drawn"] = "JK" if seed % 2 else "AS"
@@ -319,7 +320,9 @@ def _cases() -> list[str]:
     lines += ["not json at all", "{", '["an", "array"]']
     lines += [json.dumps({"id": f"typed-{n}", "hand": {"cards": "AH", "claimed_points": "many"}}) for n in range(2)]
     lines += [json.dumps({"hand": {"cards": ["AH", "2H", "3H"], "rules": SEARCH}})]  # no id: known by its line
-    lines += [json.dumps({"id": f"late-{n}", "hand": {"cards": ["7H", "8H", "9H"], "rules": SEARCH}}) for n in range(18)]
+    lines += [
+        json.dumps({"id": f"late-{n}", "hand": {"cards": ["7H", "8H", "9H"], "rules": SEARCH}}) for n in range(18)
+    ]
     assert len(lines) == 1000
     return lines
 
@@ -337,7 +340,11 @@ def test_an_upload_of_1000_cases_is_judged_with_the_batchs_counts(page: Any, des
     page.click("#disputes-judge")
     page.wait_for_selector("body[data-disputes=done]", timeout=240_000)
     seconds = time.monotonic() - start
-    shown = dict(page.eval_on_selector_all("#disputes-counts td[data-outcome]", "els => els.map(e => [e.dataset.outcome, Number(e.textContent)])"))
+    shown = dict(
+        page.eval_on_selector_all(
+            "#disputes-counts td[data-outcome]", "els => els.map(e => [e.dataset.outcome, Number(e.textContent)])"
+        )
+    )
     assert shown == {name: counts[name] for name in shown} and sum(shown.values()) == 1000
     assert page.inner_text("#disputes-status") == "1000 of 1000 cases judged"
     assert page.get_attribute("#disputes-progress", "value") == "1000"
@@ -353,7 +360,9 @@ def test_an_upload_of_1000_cases_is_judged_with_the_batchs_counts(page: Any, des
     listed = page.eval_on_selector_all("#disputes-list tr.case", "els => els.map(r => r.dataset.outcome)")
     assert len(listed) == min(500, 1000 - counts["CONFIRMED"]) and "CONFIRMED" not in listed
     page.select_option("#disputes-filter", "ILLEGAL")
-    assert page.eval_on_selector_all("#disputes-list tr.case", "els => els.map(r => r.dataset.outcome)") == ["ILLEGAL"] * 3
+    assert (
+        page.eval_on_selector_all("#disputes-list tr.case", "els => els.map(r => r.dataset.outcome)") == ["ILLEGAL"] * 3
+    )
     page.click("#disputes-list tr.case button")
     page.wait_for_selector("#disputes-case svg[data-drawing=replay]", timeout=10_000)
     assert page.inner_text("#case-title").startswith("record-0-illegal ILLEGAL")

@@ -29,7 +29,7 @@ def _cases() -> list[str]:
     for seed in (1, 2):
         request = records.request_of(simulate(seed, 3, RuleSet(engine=Engine.SEARCH)))
         request.rules.engine = pb.ENGINE_SEARCH
-        legal = {"id": f"record-{seed}", "record": jsonmsg.to_dict(request)}
+        legal: dict[str, Any] = {"id": f"record-{seed}", "record": jsonmsg.to_dict(request)}
         illegal = copy.deepcopy(legal)
         illegal["id"] = f"record-{seed}-illegal"
         illegal["record"]["record"]["turns"][1]["drawn"] = "JK" if seed == 1 else "AS"
