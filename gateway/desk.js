@@ -650,33 +650,40 @@
     return out;
   }
 
-  /** Verdicts of some cases, one each in their order. A quota refusal waits as the referee says;
-   * an array the gateway cannot read at all (a field of the wrong type in one case) is judged
-   * case by case, so only the case at fault is MALFORMED. */
+  /** Verdicts of some cases, one each in their order. A key's quota can cut an array short
+   * (the verdicts that came are kept, the rest sent again after a pause) or refuse it (429: wait
+   * as the referee says); an array the gateway cannot read at all (a field of the wrong type in
+   * one case) is judged case by case, so only the case at fault is MALFORMED. */
   async function judge(items) {
-    const sent = items.filter((item) => item.value);
-    let verdicts = [];
-    for (let attempt = 0; sent.length; attempt++) {
-      const reply = await send("/v1/disputes:check", sent.map((item) => item.value));
+    let pending = items.filter((item) => item.value);
+    const verdicts = [];
+    for (let attempt = 0; pending.length; attempt++) {
+      const reply = await send("/v1/disputes:check", pending.map((item) => item.value));
       if (reply.ok) {
-        const text = await reply.text();
         let parsed = null;
-        try { parsed = JSON.parse(text); } catch (_) { parsed = null; }
-        if (Array.isArray(parsed) && parsed.length === sent.length) { verdicts = parsed; break; }
-        // Cut short: a quota ran out after the first verdicts (the status had gone). Again.
-        if (attempt >= 20) throw new CallError(0, "The referee's replies kept ending early; stopped.");
-        await sleep(1000);
+        try { parsed = JSON.parse(await reply.text()); } catch (_) { parsed = null; }
+        if (Array.isArray(parsed) && parsed.length) {
+          verdicts.push(...parsed.slice(0, pending.length));
+          pending = pending.slice(parsed.length);
+          attempt = 0;
+        } else if (attempt >= 20) {
+          throw new CallError(0, "The referee's replies kept breaking off; stopped.");
+        }
+        if (pending.length) {
+          $("disputes-status").textContent = `${batch.verdicts.length + verdicts.length} of ${batch.cases.length} cases judged; waiting for the key's quota`;
+          await sleep(1000);
+        }
         continue;
       }
       const error = await failure(reply);
       if (error.status === 429 && attempt < 60) { $("disputes-status").textContent = error.message; await sleep(error.retryMs); continue; }
-      if (error.status === 400 && sent.length > 1) {
-        for (const item of sent) verdicts.push(...(await judge([item])));
+      if (error.status === 400 && pending.length > 1) {
+        for (const item of pending) verdicts.push(...(await judge([item])));
         break;
       }
       if (error.status === 400) {
         const v = error.violations[0] || { field: "", sentence: error.message };
-        verdicts = [malformed(sent[0].value.id, v.field || "case", "", v.sentence)];
+        verdicts.push(malformed(pending[0].value.id, v.field || "case", "", v.sentence));
         break;
       }
       throw error;

@@ -34,6 +34,7 @@ from referee.simulate import simulate
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY = "desk-test-key-0123456789abcdef"
+SLOW_KEY = "desk-slow-key-0123456789abcdef"  # 20 calls a second: an upload outruns it
 FAST = RuleSet(engine=Engine.SEARCH)
 SEARCH = {"engine": "ENGINE_SEARCH"}
 HAND = "AH 2H 3H 5C 5D 5S KS KD 9C JK"
@@ -42,10 +43,10 @@ NO_CLOSE = "AH 3H 5C 7D 9S JH KC 2D 4S 6C 8H"
 
 @pytest.fixture(scope="module")
 def desk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
-    """A gateway in front of a referee that checks keys (one key, no rate limit)."""
+    """A gateway in front of a referee that checks keys (one without a rate limit, one with)."""
     folder = tmp_path_factory.mktemp("desk")
     keys = folder / "keys.txt"
-    keys.write_text(f"desk {digest_of(KEY).hex()}\n", encoding="utf-8")
+    keys.write_text(f"desk {digest_of(KEY).hex()}\nslow {digest_of(SLOW_KEY).hex()} 20\n", encoding="utf-8")
     gateway = Gateway(folder / "gateway", "--api-keys", str(keys), "--solve-cap", "30")
     yield gateway
     gateway.stop()
@@ -334,6 +335,7 @@ def test_an_upload_of_1000_cases_is_judged_with_the_batchs_counts(page: Any, des
     expected = [json.loads(judge_line(Line(n, line), "search")) for n, line in enumerate(lines, 1)]
     counts = Counter(str(v["outcome"]).removeprefix("DISPUTE_OUTCOME_") for v in expected)
     assert {"CONFIRMED", "WRONG", "INVALID", "ILLEGAL", "NO_CLAIM", "MALFORMED"} <= counts.keys()
+    before = len(_disputes_calls(desk, 0))
     page.click("#tab-disputes")
     page.set_input_files("#disputes-file", str(source))
     start = time.monotonic()
@@ -349,12 +351,7 @@ def test_an_upload_of_1000_cases_is_judged_with_the_batchs_counts(page: Any, des
     assert page.inner_text("#disputes-status") == "1000 of 1000 cases judged"
     assert page.get_attribute("#disputes-progress", "value") == "1000"
     # The progress bar moved: the cases went in chunks, one call each (Envoy's log of them).
-    deadline = time.monotonic() + 10  # Envoy writes its access log out every second
-    while time.monotonic() < deadline:
-        calls = [line for line in desk.access_log() if line["path"] == "/v1/disputes:check"]
-        if len(calls) >= 20:
-            break
-        time.sleep(0.2)
+    calls = _disputes_calls(desk, before + 20)[before:]
     assert len(calls) >= 20, len(calls)
     # The list holds every case not confirmed; a filter narrows it; a case opens drawn.
     listed = page.eval_on_selector_all("#disputes-list tr.case", "els => els.map(r => r.dataset.outcome)")
@@ -381,3 +378,42 @@ def test_an_upload_of_1000_cases_is_judged_with_the_batchs_counts(page: Any, des
     judged_by_both = [i for i, v in enumerate(expected) if v["outcome"] != "DISPUTE_OUTCOME_MALFORMED"]
     assert all(got[i] == expected[i] for i in judged_by_both)
     print(f"1,000 cases judged through the desk in {seconds:.1f} s")
+
+
+def _disputes_calls(desk: Gateway, at_least: int) -> list[dict[str, Any]]:
+    """Envoy's log lines of the calls to /v1/disputes:check, once it holds ``at_least`` of them."""
+    deadline = time.monotonic() + 10  # Envoy writes its access log out every second
+    while True:
+        calls = [line for line in desk.access_log() if line["path"] == "/v1/disputes:check"]
+        if len(calls) >= at_least or time.monotonic() > deadline:
+            return calls
+        time.sleep(0.2)
+
+
+def test_an_upload_that_outruns_the_keys_quota_waits_and_finishes(page: Any, desk: Gateway, tmp_path: Path) -> None:
+    lines = [
+        json.dumps(
+            {"id": f"q-{n}", "hand": {"cards": ["AH", "2H", "3H", "9C"], "claimed_points": n % 12, "rules": SEARCH}}
+        )
+        for n in range(120)
+    ]
+    source = tmp_path / "quota.jsonl"
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    expected = Counter(json.loads(judge_line(Line(n, line), "search"))["outcome"] for n, line in enumerate(lines, 1))
+    before = len(_disputes_calls(desk, 0))
+    page.fill("#key", SLOW_KEY)
+    page.click("#tab-disputes")
+    page.set_input_files("#disputes-file", str(source))
+    page.click("#disputes-judge")
+    page.wait_for_selector("body[data-disputes=done]", timeout=120_000)
+    assert page.inner_text("#disputes-status") == "120 of 120 cases judged"
+    shown = dict(
+        page.eval_on_selector_all(
+            "#disputes-counts td[data-outcome]", "els => els.map(e => [e.dataset.outcome, Number(e.textContent)])"
+        )
+    )
+    assert {f"DISPUTE_OUTCOME_{name}": count for name, count in shown.items() if count} == dict(expected)
+    assert page.inner_text("#key-error") == ""
+    # Three chunks of 50 at most, but a burst of 20: the rest of each chunk went again later.
+    calls = _disputes_calls(desk, before + 4)[before:]
+    assert len(calls) > 3, calls
