@@ -850,6 +850,7 @@
       countsTable();
       showList();
       if (!batch.cases.length) $("disputes-file-error").textContent = "The file holds no case (one JSON object per line).";
+      const started = performance.now();
       try {
         for (const part of chunks(batch.cases)) {
           if (batch.stop) break;
@@ -863,7 +864,8 @@
           $("disputes-status").textContent = `${batch.verdicts.length} of ${batch.cases.length} cases judged`;
           countsTable();
         }
-        $("disputes-status").textContent = `${batch.verdicts.length} of ${batch.cases.length} cases judged` +
+        const seconds = ((performance.now() - started) / 1000).toFixed(1);
+        $("disputes-status").textContent = `${batch.verdicts.length} of ${batch.cases.length} cases judged in ${seconds} s` +
           (batch.stop && batch.verdicts.length < batch.cases.length ? " (stopped)" : "");
       } catch (error) {
         showError("disputes", error);
