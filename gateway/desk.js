@@ -804,7 +804,7 @@
     const verdict = batch.verdicts[index], item = batch.cases[index];
     const outcome = outcomeOf(verdict);
     const error = f(verdict, "error");
-    let out = `<h3 id="case-title">${esc(f(verdict, "id", ""))} <span class="outcome ${outcome}">${outcome}</span> ` +
+    let out = `<h3 id="case-title">${esc(f(verdict, "id", ""))} <span class="outcome ${esc(outcome)}">${esc(outcome)}</span> ` +
       `<small class="note">line ${item.line}</small></h3>`;
     if (error && (f(error, "field") || f(error, "message"))) {
       out += `<p class="error">${esc(sentence(`${fieldWords(f(error, "field", ""))}${f(error, "value") ? ` (${f(error, "value")})` : ""}: ${f(error, "message", "")}`))}</p>`;

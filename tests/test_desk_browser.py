@@ -322,8 +322,9 @@ def _cases() -> list[str]:
     lines += [json.dumps({"id": f"typed-{n}", "hand": {"cards": "AH", "claimed_points": "many"}}) for n in range(2)]
     lines += [json.dumps({"hand": {"cards": ["AH", "2H", "3H"], "rules": SEARCH}})]  # no id: known by its line
     lines += [
-        json.dumps({"id": f"late-{n}", "hand": {"cards": ["7H", "8H", "9H"], "rules": SEARCH}}) for n in range(18)
+        json.dumps({"id": f"late-{n}", "hand": {"cards": ["7H", "8H", "9H"], "rules": SEARCH}}) for n in range(17)
     ]
+    lines += [json.dumps({"id": "<em>marked up</em>", "hand": {"cards": ["7H", "8H", "9H"], "rules": SEARCH}})]
     assert len(lines) == 1000
     return lines
 
@@ -371,6 +372,12 @@ def test_an_upload_of_1000_cases_is_judged_with_the_batchs_counts(page: Any, des
     page.wait_for_selector("#disputes-case svg[data-drawing=claimed]", timeout=10_000)
     assert "neither one rank nor one suit" in page.inner_text("#disputes-case")
     shoot(page, "disputes", tmp_path)
+    # An id is text, never markup.
+    page.select_option("#disputes-filter", "NO_CLAIM")
+    page.click("#disputes-list tr.case button:text-is('<em>marked up</em>')")
+    page.wait_for_selector("#case-title:has-text('marked up')")
+    assert page.inner_text("#case-title").startswith("<em>marked up</em> NO_CLAIM")
+    assert page.locator("#disputes em").count() == 0
     # The verdicts downloaded are the batch's own, case for case.
     with page.expect_download() as download:
         page.click("#disputes-download")
