@@ -43,7 +43,7 @@ def page() -> str:
     # Nothing but the page's own script and stylesheet runs, and it talks to its own origin only.
     csp = (
         f"default-src 'none'; script-src {_sha256(script)}; style-src {_sha256(style)}; "
-        "connect-src 'self'; img-src 'self' data: blob:; base-uri 'none'; form-action 'none'"
+        "connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'"
     )
     text = TEMPLATE.read_text(encoding="utf-8")
     for name, value in (
