@@ -5,6 +5,7 @@ drawings need nothing outside themselves (no font, image, stylesheet or script i
 text uses the system's sans-serif fonts), carry a ``<title>`` and a ``<desc>`` for screen readers,
 and escape every text they show, player names included. Each card is one ``<g class="card">``
 element whose ``data-card`` is its code, so a page or a test can find the cards of a drawing.
+``card_symbols`` gives those card elements as SVG symbols, for a page that draws many cards.
 
 Colours: hearts and diamonds red, clubs and spades black, jokers purple with what they stand for
 written on them; a card laid face down is blue.
