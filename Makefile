@@ -61,7 +61,7 @@ serve: $(VENV_STAMP) ## run the referee on HOST:PORT (default 127.0.0.1:50051)
 GATEWAY_PORT ?= 8080
 GATEWAY_ARGS ?=
 
-gateway: $(VENV_STAMP) ## run the referee (PORT) behind Envoy on HOST:GATEWAY_PORT (8080): JSON, gRPC-Web and gRPC
+gateway: $(VENV_STAMP) ## run the referee (PORT) behind Envoy on HOST:GATEWAY_PORT (8080): JSON, gRPC-Web, gRPC and the desk (/desk)
 	$(BIN)/python -m gateway run --listen $(HOST):$(GATEWAY_PORT) --upstream 127.0.0.1:$(PORT) $(GATEWAY_ARGS)
 
 # A real browser for the gateway's browser test: Debian's chromium, installed when this runs as

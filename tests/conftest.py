@@ -112,10 +112,12 @@ TIERS: dict[str, tuple[str, ...]] = {
     "process": (
         "test_access",
         "test_access_parts",
+        "test_desk_browser",
         "test_gateway",
         "test_gateway_browser",
         "test_metrics",
         "test_node_client",
+        "test_report_browser",
         "test_scaling",
         "test_server_process",
         "test_tracing",
