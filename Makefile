@@ -61,7 +61,7 @@ serve: $(VENV_STAMP) ## run the referee on HOST:PORT (default 127.0.0.1:50051)
 GATEWAY_PORT ?= 8080
 GATEWAY_ARGS ?=
 
-gateway: $(VENV_STAMP) ## run the referee (PORT) behind Envoy on HOST:GATEWAY_PORT (8080): JSON, gRPC-Web and gRPC
+gateway: $(VENV_STAMP) ## run the referee (PORT) behind Envoy on HOST:GATEWAY_PORT (8080): JSON, gRPC-Web, gRPC and the desk (/desk)
 	$(BIN)/python -m gateway run --listen $(HOST):$(GATEWAY_PORT) --upstream 127.0.0.1:$(PORT) $(GATEWAY_ARGS)
 
 # A real browser for the gateway's browser test: Debian's chromium, installed when this runs as
@@ -73,11 +73,13 @@ browser: ## install Debian's chromium for the browser test, where apt-get and ro
 	else apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null \
 		|| echo "browser: apt-get could not install chromium; the browser test will skip"; fi
 
-# Two runs: the tiers that only compute share both cores (-n 2); the server processes and the
-# attacks run alone, so their timing bounds measure the server, not a neighbour test.
+# Two runs. First every tier on three workers: the tests that compute fill both cores while those
+# that wait on server processes wait beside them (a process or hostile module stays on one worker,
+# so its servers start once). Then the tests that bound a latency or a rate (marked alone), one at
+# a time, so their bounds measure the server, not a neighbour test.
 test: $(VENV_STAMP) $(TOOLS_STAMP) browser ## run every tier of the tests (slow ones deselected)
-	$(BIN)/python -m pytest -q -ra -n 2 -m '(unit or property or service or tooling) and not slow' $(PYTEST_ARGS)
-	$(BIN)/python -m pytest -q -ra -m '(process or hostile) and not slow' $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -ra -n 3 --dist loadgroup -m 'not alone and not slow' $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -ra -m 'alone and not slow' $(PYTEST_ARGS)
 
 test-fast: $(VENV_STAMP) ## the unit tier only: the domain, the adapter and the command line (no server)
 	$(BIN)/python -m pytest -q -ra -n 2 -m 'unit and not slow' $(PYTEST_ARGS)

@@ -3,6 +3,7 @@
 python -m gateway descriptors OUT          the descriptor set the transcoder reads
 python -m gateway openapi [--check]        docs/openapi.yaml from the descriptor set
 python -m gateway config OUT [options]     Envoy's configuration (see --help)
+python -m gateway desk OUT                 the referee desk's page (served at /desk)
 python -m gateway run [options]            the referee and Envoy on loopback (make gateway)
 """
 
@@ -18,8 +19,8 @@ import time
 import urllib.request
 from pathlib import Path
 
-from gateway import descriptors, openapi
-from gateway.envoy import GatewayConfig, render
+from gateway import descriptors, desk, openapi
+from gateway.envoy import DESK_PATH, GatewayConfig, render
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "build" / "gateway"
@@ -93,7 +94,7 @@ def _add_config_options(parser: argparse.ArgumentParser, *, listen: str, upstrea
     parser.add_argument("--upstream-key", help="the private key of --upstream-cert")
 
 
-def _config(args: argparse.Namespace, descriptor_set: Path) -> GatewayConfig:
+def _config(args: argparse.Namespace, descriptor_set: Path, desk_file: str | Path | None = None) -> GatewayConfig:
     return GatewayConfig(
         descriptor_set=str(descriptor_set),
         listen_host=args.listen[0],
@@ -112,6 +113,7 @@ def _config(args: argparse.Namespace, descriptor_set: Path) -> GatewayConfig:
         upstream_cert=args.upstream_cert,
         upstream_key=args.upstream_key,
         access_log=args.access_log,
+        desk_file=None if desk_file is None else str(desk_file),
     )
 
 
@@ -137,12 +139,14 @@ def kubernetes_config() -> GatewayConfig:
         upstream_cert=f"{KUBERNETES_TLS}/tls.crt",
         upstream_key=f"{KUBERNETES_TLS}/tls.key",
         access_log="/dev/stdout",
+        desk_file=f"{KUBERNETES_FILES}/desk.html",
     )
 
 
 def write_kubernetes(folder: Path = KUBERNETES) -> int:
-    """Write the component's envoy.yaml and referee.binpb; 0."""
+    """Write the component's envoy.yaml, referee.binpb and desk.html; 0."""
     descriptors.write(folder / "referee.binpb", comments=False)
+    desk.write(folder / "desk.html")
     (folder / "envoy.yaml").write_text(render(kubernetes_config()), encoding="utf-8")
     return 0
 
@@ -152,7 +156,11 @@ def check_kubernetes(folder: Path = KUBERNETES) -> int:
     fresh = descriptors.without_comments(descriptors.build()).SerializeToString(deterministic=True)
     stale = [
         name
-        for name, want in (("referee.binpb", fresh), ("envoy.yaml", render(kubernetes_config()).encode()))
+        for name, want in (
+            ("referee.binpb", fresh),
+            ("envoy.yaml", render(kubernetes_config()).encode()),
+            ("desk.html", desk.page().encode()),
+        )
         if not (folder / name).exists() or (folder / name).read_bytes() != want
     ]
     if stale:
@@ -189,7 +197,7 @@ def _wait_healthy(url: str, processes: list[subprocess.Popen[bytes]], timeout: f
 def run(args: argparse.Namespace) -> int:
     """Start the referee on loopback and Envoy in front of it; stop both on Ctrl-C or SIGTERM."""
     descriptor_set = descriptors.write(BUILD / "referee.binpb")
-    config = _config(args, descriptor_set)
+    config = _config(args, descriptor_set, desk.write(BUILD / "desk.html"))
     envoy_yaml = BUILD / "envoy.yaml"
     envoy_yaml.write_text(render(config), encoding="utf-8")
     referee = [
@@ -232,6 +240,7 @@ def run(args: argparse.Namespace) -> int:
             f"gateway: {base} (JSON, gRPC-Web and gRPC) -> referee {config.upstream_host}:{config.upstream_port}",
             flush=True,
         )
+        print(f"gateway: the referee desk: {base}{DESK_PATH}", flush=True)
         print(
             f'gateway: try  curl -s -X POST {base}/v1/hands:solve -H \'content-type: application/json\' -d \'{{"cards": ["AH","2H","3H"]}}\'',
             flush=True,
@@ -264,7 +273,10 @@ def main(argv: list[str] | None = None) -> int:
     config.add_argument(
         "--descriptor-set", type=Path, required=True, help="the descriptor set's path, as Envoy will see it"
     )
+    config.add_argument("--desk-file", help="the desk page's path, as Envoy will see it (python -m gateway desk)")
     _add_config_options(config, listen="127.0.0.1:8080", upstream="127.0.0.1:50051")
+    page = commands.add_parser("desk", help="write the referee desk's page")
+    page.add_argument("out", type=Path)
     sidecar = commands.add_parser("kubernetes", help="write the Kubernetes component's envoy.yaml and descriptor set")
     sidecar.add_argument("--check", action="store_true", help="exit 1 if they are not what the proto and template give")
     started = commands.add_parser("run", help="run the referee and Envoy on loopback")
@@ -278,11 +290,14 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "openapi":
         return openapi.check(args.out) if args.check else openapi.write(args.out)
+    if args.command == "desk":
+        desk.write(args.out)
+        return 0
     if args.command == "kubernetes":
         return check_kubernetes() if args.check else write_kubernetes()
     if args.command == "config":
         try:
-            text = render(_config(args, args.descriptor_set))
+            text = render(_config(args, args.descriptor_set, args.desk_file))
         except ValueError as error:
             parser.error(str(error))
         args.out.parent.mkdir(parents=True, exist_ok=True)

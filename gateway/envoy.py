@@ -38,6 +38,19 @@ LOCAL_REPLY_CODES: dict[int, tuple[int, str]] = {
 }
 _DURATION = re.compile(r"\d+(\.\d+)?s")
 HEALTH_PATH = "/healthz"
+DESK_PATH = "/desk"
+# The largest desk page Envoy will load (its default for a direct response is 4 KB).
+DESK_MAX_BYTES = 1 << 20
+# The page's own <meta> policy says what it may run and call; the headers add what a meta
+# element cannot (framing) and keep the browser from guessing or caching a stale page.
+DESK_HEADERS = (
+    ("content-type", "text/html; charset=utf-8"),
+    ("content-security-policy", "frame-ancestors 'none'"),
+    ("x-frame-options", "DENY"),
+    ("x-content-type-options", "nosniff"),
+    ("referrer-policy", "no-referrer"),
+    ("cache-control", "no-cache"),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +86,8 @@ class GatewayConfig:
     services: tuple[str, ...] = field(default=SERVICES)
     # One JSON line per request to this file ("/dev/stdout" for the console), or none.
     access_log: str | None = None
+    # The desk's page (gateway/desk.py writes it), served at GET /desk; none: no desk.
+    desk_file: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("json_timeout", "grpc_timeout_max", "headers_timeout", "idle_timeout", "connection_idle_timeout", "health_interval"):  # fmt: skip
@@ -129,7 +144,10 @@ def _local_reply_mappers() -> list[dict[str, object]]:
         return {"status_code_filter": {"comparison": {"op": "EQ", "value": value}}}
 
     health = {"header_filter": {"header": {"name": ":path", "string_match": {"exact": HEALTH_PATH}}}}
+    desk = {"header_filter": {"header": {"name": ":path", "string_match": {"exact": DESK_PATH}}}}
     mappers: list[dict[str, object]] = [
+        # The desk's page is a local reply too: it goes out as it is.
+        {"filter": {"and_filter": {"filters": [desk, status_is(200)]}}},
         {
             "filter": {"and_filter": {"filters": [health, status_is(200)]}},
             "body_format_override": {"json_format": {"status": "SERVING"}, "content_type": "application/json"},
@@ -223,6 +241,28 @@ def _access_log(config: GatewayConfig) -> list[dict[str, object]]:
     ]
 
 
+def _desk_route(config: GatewayConfig) -> str:
+    """The desk's route as one YAML list item, or a comment when there is no desk."""
+    if config.desk_file is None:
+        return "# (no desk)"
+    route = {
+        "match": {"path": DESK_PATH, "headers": [{"name": ":method", "string_match": {"exact": "GET"}}]},
+        "direct_response": {"status": 200, "body": {"filename": config.desk_file}},
+        # The page is no gRPC method: the transcoder, which refuses unknown methods, stands aside.
+        "typed_per_filter_config": {
+            "envoy.filters.http.grpc_json_transcoder": {
+                "@type": "type.googleapis.com/envoy.config.route.v3.FilterConfig",
+                "disabled": True,
+            }
+        },
+        "response_headers_to_add": [
+            {"header": {"key": name, "value": value}, "append_action": "OVERWRITE_IF_EXISTS_OR_ADD"}
+            for name, value in DESK_HEADERS
+        ],
+    }
+    return "- " + json.dumps(route)
+
+
 def render(config: GatewayConfig) -> str:
     """Envoy's YAML configuration for ``config``."""
     values: dict[str, object] = {
@@ -250,6 +290,8 @@ def render(config: GatewayConfig) -> str:
         "health_path": json.dumps(HEALTH_PATH),
         "local_reply_mappers": json.dumps(_local_reply_mappers()),
         "access_log": json.dumps(_access_log(config)),
+        "desk_route": _desk_route(config),
+        "desk_max_bytes": DESK_MAX_BYTES,
         "downstream_tls": _downstream_tls(config),
         "upstream_tls": _upstream_tls(config),
     }

@@ -77,9 +77,36 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="also write a dispute report: one self-contained HTML page, the cases not confirmed drawn",
     )
+    from referee.client import KEEPALIVE_SECONDS, KEEPALIVE_TIMEOUT_SECONDS
     from referee.client import add_arguments as add_connection_arguments
 
     add_connection_arguments(parser)
+    group = parser.add_argument_group("lost connections (docs/operations.md, Keepalive)")
+    group.add_argument(
+        "--keepalive",
+        type=_seconds,
+        default=KEEPALIVE_SECONDS,
+        metavar="SECONDS",
+        help=f"ping a server after this long without data while cases are in flight (default {KEEPALIVE_SECONDS:g}; a server refuses pings more often than its --min-client-ping-interval)",
+    )
+    group.add_argument(
+        "--keepalive-timeout",
+        type=_seconds,
+        default=KEEPALIVE_TIMEOUT_SECONDS,
+        metavar="SECONDS",
+        help=f"a server that does not answer a ping this long is given up, its unanswered cases sent to another (default {KEEPALIVE_TIMEOUT_SECONDS:g})",
+    )
+
+
+def _seconds(text: str) -> float:
+    """A number of seconds above 0 (argparse names the option in its error)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0, not {text!r}")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:
@@ -395,7 +422,17 @@ def _remote(lines: Iterable[Line], args: argparse.Namespace) -> Iterator[str]:
     server_name = None if uri else args.target.split(",")[0].strip().rpartition(":")[0].strip("[]")
     with contextlib.ExitStack() as stack:
         referees = [
-            stack.enter_context(Referee(target, timeout=600, options=options, server_name=server_name, **access))
+            stack.enter_context(
+                Referee(
+                    target,
+                    timeout=600,
+                    keepalive=args.keepalive,
+                    keepalive_timeout=args.keepalive_timeout,
+                    options=options,
+                    server_name=server_name,
+                    **access,
+                )
+            )
             for _ in range(args.jobs)
         ]
         if not all(_connected(referee.channel, CONNECT_SECONDS) for referee in referees):
@@ -413,7 +450,10 @@ def _remote(lines: Iterable[Line], args: argparse.Namespace) -> Iterator[str]:
             referee = idle.get()  # a connection no other call is using
             try:
                 # A server that turns the stream away (busy, or the key over its rate) is asked
-                # again after the wait it names, with the cases it has not answered.
+                # again after the wait it names, with the cases it has not answered; a stream
+                # whose connection is lost (keepalive found the link dead or the server stopped)
+                # sends them again at once, and round-robin takes them to another replica. Each
+                # verdict is still read once, in the order of the cases.
                 answers = referee.check_disputes(cases, patience=BUSY_GIVE_UP)
                 # Lines that could not be read keep their place among the server's verdicts.
                 verdicts = [case if isinstance(case, str) else verdict_json(next(answers)) for case in parsed]

@@ -7,7 +7,8 @@
 
 Each method takes the request message, or cards as codes for convenience, and returns the reply
 message. gRPC's own retry policy (the channel's service config) sends a call again when the
-server is UNAVAILABLE or RESOURCE_EXHAUSTED, waiting as the server's pushback says when it says;
+server is UNAVAILABLE or RESOURCE_EXHAUSTED (or CANCELLED by a server that is stopping), waiting as
+the server's pushback says when it says;
 ``check_disputes`` also sends again the cases a stream ended before answering, after the wait the
 server's ``google.rpc.RetryInfo`` names.
 """
@@ -40,7 +41,10 @@ RETRY_POLICY = {
     "initialBackoff": "0.1s",
     "maxBackoff": "5s",
     "backoffMultiplier": 2,
-    "retryableStatusCodes": ["UNAVAILABLE", "RESOURCE_EXHAUSTED"],
+    # CANCELLED: a server stopping gracefully (SIGTERM) cancels the calls it had received but not
+    # started, as gRPC's stop does. Every method is pure, so sending a call again is safe; gRPC never
+    # retries a call the client cancelled itself.
+    "retryableStatusCodes": ["UNAVAILABLE", "RESOURCE_EXHAUSTED", "CANCELLED"],
 }
 # The unary methods only: CheckDisputes is sent again by ``check_disputes`` itself, which also
 # resumes a stream refused midway (gRPC retries a stream only before its first reply).
@@ -54,6 +58,21 @@ SERVICE_CONFIG = json.dumps(
 )
 # CheckDisputes: pauses between streams sent again when the server gave no RetryInfo (seconds).
 PAUSE_FIRST, PAUSE_MAX = 0.02, 1.0
+# Keepalive (docs/operations.md, "Keepalive"): while calls are in flight the client pings each
+# connection after this long without data, and a ping not answered within the timeout ends the
+# connection, its calls UNAVAILABLE. A link cut without a reset or a stopped server is so found
+# within 25 s, before the default 30 s deadline ends a call, leaving it time for a retry on
+# another replica. 15 s is above the server's --min-client-ping-interval (10 s), which sends
+# GOAWAY to clients pinging more often.
+KEEPALIVE_SECONDS = 15.0
+KEEPALIVE_TIMEOUT_SECONDS = 10.0
+# A CheckDisputes stream whose connection was lost (UNAVAILABLE) is sent again, with the cases it
+# did not answer, for this long without a verdict before the error stands (seconds): round-robin
+# sends it to a replica that still answers, or waits for one to come back.
+RECONNECT_SECONDS = 30.0
+# gRPC asks DNS again for a ``dns:///`` name when a connection ends, but by default not within
+# 30 s of the last time: a replica restarted at a new address would wait that long to be found.
+DNS_MIN_SECONDS_BETWEEN_RESOLUTIONS = 5.0
 
 Pem = str | os.PathLike[str] | bytes
 
@@ -82,6 +101,10 @@ def _pem(value: Pem | None, what: str) -> bytes | None:
         raise ValueError(f"{what}: cannot read {os.fspath(value)!r}: {error.strerror or error}") from None
 
 
+def _ms(seconds: float) -> int:
+    return max(1, round(seconds * 1000))
+
+
 def _cards(cards: str | Iterable[str]) -> list[str]:
     return cards.split() if isinstance(cards, str) else list(cards)
 
@@ -94,6 +117,9 @@ class Referee:
     ``tls_ca`` (the CA that signed the server's certificate; None with ``tls=True``: the system's
     CAs), ``tls_cert`` and ``tls_key`` (the client's certificate and key, for mutual TLS) is given,
     each as PEM bytes or a file name. ``timeout`` is each call's deadline in seconds.
+    ``keepalive`` and ``keepalive_timeout`` (seconds) bound how long a call waits on a
+    connection that went silent (docs/operations.md, "Keepalive"); a server refuses pings more
+    often than its ``--min-client-ping-interval``.
     """
 
     def __init__(
@@ -107,8 +133,13 @@ class Referee:
         timeout: float = DEFAULT_TIMEOUT,
         tls: bool = False,
         server_name: str | None = None,
+        keepalive: float = KEEPALIVE_SECONDS,
+        keepalive_timeout: float = KEEPALIVE_TIMEOUT_SECONDS,
         options: Sequence[tuple[str, Any]] = (),
     ) -> None:
+        for name, seconds in (("keepalive", keepalive), ("keepalive_timeout", keepalive_timeout), ("timeout", timeout)):
+            if not 0 < seconds < float("inf"):
+                raise ValueError(f"{name}: a number of seconds above 0, not {seconds!r}")
         if (tls_cert is None) != (tls_key is None):
             raise ValueError("tls_cert and tls_key go together (the client's certificate and its private key)")
         if api_key is not None:
@@ -124,6 +155,19 @@ class Referee:
         channel_options: list[tuple[str, Any]] = [
             ("grpc.service_config", SERVICE_CONFIG),
             ("grpc.enable_retries", 1),
+            ("grpc.keepalive_time_ms", _ms(keepalive)),
+            ("grpc.keepalive_timeout_ms", _ms(keepalive_timeout)),
+            # gRPC's other pings (its flow-control probes) wait a minute for their answer, and the
+            # keepalive does not end the connection sooner while one is in flight: a stopped
+            # server, whose kernel still acknowledges every packet, held calls that long (seen in
+            # tests/test_hostile_network.py: without this, found only when it was resumed).
+            ("grpc.http2.ping_timeout_ms", _ms(keepalive_timeout)),
+            # gRPC's default stops pinging after two pings without a DATA frame sent: a stream
+            # whose cases are all sent, waiting for verdicts, would lose its watch.
+            ("grpc.http2.max_pings_without_data", 0),
+            # Servers refuse pings on a connection without calls (GOAWAY after two strikes).
+            ("grpc.keepalive_permit_without_calls", 0),
+            ("grpc.dns_min_time_between_resolutions_ms", _ms(DNS_MIN_SECONDS_BETWEEN_RESOLUTIONS)),
             *options,
         ]
         if server_name:
@@ -138,6 +182,7 @@ class Referee:
         else:
             self.channel = grpc.insecure_channel(target, options=channel_options)
         self.stub = referee_pb2_grpc.RefereeServiceStub(self.channel)
+        self._closed = False
 
     def __enter__(self) -> Referee:
         return self
@@ -147,6 +192,7 @@ class Referee:
 
     def close(self) -> None:
         """Close the channel; calls in progress are cancelled."""
+        self._closed = True
         self.channel.close()
 
     def __repr__(self) -> str:
@@ -235,32 +281,45 @@ class Referee:
         *,
         timeout: float | None = None,
         patience: float = 60.0,
+        reconnect: float = RECONNECT_SECONDS,
     ) -> Iterator[pb.CheckDisputesResponse]:
-        """One verdict per case, in order, over one CheckDisputes stream (more after a refusal).
+        """One verdict per case, in order, each once, over one CheckDisputes stream (more after a
+        refusal or a lost connection).
 
         When the server ends the stream with RESOURCE_EXHAUSTED (a quota, or no room for another
         stream), the cases it did not answer are sent again on a new stream after the wait its
         RetryInfo names (else a short pause, doubled each time); after ``patience`` seconds of
-        refusals in a row the error stands. ``timeout`` is each stream's deadline.
+        refusals in a row the error stands. When the stream ends UNAVAILABLE (its connection
+        was lost: a dead link or a stopped server found by keepalive, a server gone) or
+        CANCELLED by a server that is stopping, they are
+        sent again at once (round-robin picks a replica that answers), then after the same
+        pauses, for ``reconnect`` seconds without a verdict. ``timeout`` is each stream's deadline.
         """
         feed = _Feed(cases)
         pause = PAUSE_FIRST
-        refused_since: float | None = None
+        failing_since: float | None = None
         while True:
             replies = self.stub.CheckDisputes(feed.attempt(), timeout=self._timeout(timeout), metadata=self._metadata)
             try:
                 for reply in replies:
                     feed.answered()
-                    refused_since = None
+                    failing_since = None
                     pause = PAUSE_FIRST
                     yield reply
             except grpc.RpcError as error:
-                if error.code() != grpc.StatusCode.RESOURCE_EXHAUSTED:
+                # A stream CANCELLED by a stopping server (not by this client closing) is lost too.
+                lost = error.code() == grpc.StatusCode.UNAVAILABLE or (
+                    error.code() == grpc.StatusCode.CANCELLED and not self._closed
+                )
+                if not lost and error.code() != grpc.StatusCode.RESOURCE_EXHAUSTED:
                     raise
                 now = time.monotonic()
-                refused_since = now if refused_since is None else refused_since
-                if now - refused_since >= patience:
+                first = failing_since is None
+                failing_since = now if failing_since is None else failing_since
+                if now - failing_since >= (reconnect if lost else patience):
                     raise
+                if lost and first:
+                    continue  # the channel's other replicas may answer at once
                 delay = retry_delay(error)
                 if delay is None:
                     delay = pause * random.uniform(0.5, 1.0)

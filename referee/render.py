@@ -5,6 +5,7 @@ drawings need nothing outside themselves (no font, image, stylesheet or script i
 text uses the system's sans-serif fonts), carry a ``<title>`` and a ``<desc>`` for screen readers,
 and escape every text they show, player names included. Each card is one ``<g class="card">``
 element whose ``data-card`` is its code, so a page or a test can find the cards of a drawing.
+``card_symbols`` gives those card elements as SVG symbols, for a page that draws many cards.
 
 Colours: hearts and diamonds red, clubs and spades black, jokers purple with what they stand for
 written on them; a card laid face down is blue.
@@ -18,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from referee.cards import JOKER_CODE, Card, Suit, rank_code
+from referee.cards import CARD_BY_INDEX, JOKER_CODE, Card, Suit, rank_code
 from referee.closing import Close
 from referee.deal import PlayerHand
 from referee.groups import Group, GroupKind
@@ -287,6 +288,25 @@ def _name(name: str) -> str:
 
 
 # The drawings ----------------------------------------------------------------------------------
+
+
+def card_symbols() -> str:
+    """Every card face (52 naturals and the joker) and the back as SVG ``<symbol>`` elements, in an
+    ``<svg>`` that shows nothing: a page that draws many cards (the desk) holds each once and
+    places it with ``<use href="#card-CODE">`` (``#card-back`` for a card face down).
+
+    Each symbol is the very element the drawings place for that card, so a card looks the same
+    on the desk as in an SVG file; a joker's symbol shows no stand-in (the page writes it)."""
+    parts = ['<svg xmlns="http://www.w3.org/2000/svg" width="0" height="0" aria-hidden="true" '
+             f'font-family="{FONTS}"><defs>']  # fmt: skip
+    view = f'viewBox="0 0 {CARD_WIDTH} {CARD_HEIGHT}"'
+    for card in CARD_BY_INDEX:
+        head, body = _card_parts(card, None, "")
+        parts.append(f'<symbol id="card-{card.code()}" {view}>{head}{body}</symbol>')
+    back = _face_down(0, 0, None).replace(' data-card=""', "").replace(' transform="translate(0,0)"', "")
+    parts.append(f'<symbol id="card-back" {view}>{back}</symbol>')
+    parts.append("</defs></svg>")
+    return "".join(parts)
 
 
 def card_svg(card: Card, stands_for: str = "") -> str:
@@ -592,6 +612,7 @@ def _describe_replay(replay: Replay) -> str:
 
 __all__ = [
     "card_svg",
+    "card_symbols",
     "cards_svg",
     "claimed_svg",
     "close_svg",

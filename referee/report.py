@@ -25,12 +25,14 @@ from typing import Any, Protocol, TypeVar
 from referee import render
 from referee.cards import Card, parse_cards, sort_cards
 from referee.closing import Close
+from referee.deal import PlayerHand
 from referee.groups import Group, GroupKind
 from referee.linking import Linking
+from referee.replay import Replay, Violation, ViolationCode
 from referee.rules import CloseKind, ScoringRules
 from referee.scoring import DealResult, PlayerResult
 
-OUTCOMES = ("CONFIRMED", "WRONG", "INVALID", "NO_CLAIM", "MALFORMED")
+OUTCOMES = ("CONFIRMED", "WRONG", "INVALID", "ILLEGAL", "NO_CLAIM", "MALFORMED")
 DRAWN_CASES = 500
 DRAWN_BYTES = 4_000_000
 LISTED_CASES = 2_000
@@ -42,6 +44,7 @@ _COLOURS = {
     "CONFIRMED": "#2e7d32",
     "WRONG": "#ef6c00",
     "INVALID": "#c62828",
+    "ILLEGAL": "#ad1457",
     "NO_CLAIM": "#757575",
     "MALFORMED": "#6a1b9a",
 }
@@ -124,6 +127,38 @@ def deal_from_json(message: Mapping[str, Any]) -> DealResult:
         scoring=ScoringRules(),
         match_over=bool(_field(message, "match_over", False)),
         winner=_field(message, "winner") or None,
+    )
+
+
+def replay_from_json(message: Mapping[str, Any]) -> Replay:
+    """A ReplayDealResponse message (protobuf JSON) as the domain's replay, as far as a drawing
+    needs it: the violation, the hands, the piles, the seats to play and that closed, the close."""
+    found = _field(message, "violation")
+    violation = None
+    if isinstance(found, dict) and found:
+        violation = Violation(
+            turn=int(_field(found, "turn", 0)),
+            seat=int(_field(found, "seat", 0)),
+            code=ViolationCode[str(_field(found, "code", "")).removeprefix("VIOLATION_CODE_")],
+            message=str(_field(found, "message", "")),
+        )
+    result = _field(message, "result")
+    discard = _field(message, "discard", "")
+    to_play, closer = _field(message, "to_play"), _field(message, "closer")
+    return Replay(
+        violation=violation,
+        turns_played=int(_field(message, "turns_played", 0)),
+        complete=bool(_field(message, "complete", False)),
+        hands=tuple(
+            PlayerHand(str(_field(hand, "name", "")), _cards(_field(hand, "cards", [])))
+            for hand in _field(message, "hands", [])
+        ),
+        discard_pile=_cards(_field(_field(message, "discard_pile", {}), "cards", [])),
+        stock=_cards(_field(_field(message, "stock", {}), "cards", [])),
+        to_play=None if to_play is None else int(to_play),
+        closer=None if closer is None else int(closer),
+        discard=Card.parse(discard, "discard") if discard else None,
+        close=close_from_json(_field(result, "close", {})) if isinstance(result, dict) and result else None,
     )
 
 
@@ -271,7 +306,7 @@ _STYLE = (
     "figure{margin:0;max-width:100%}figcaption{font-weight:700;margin-bottom:.25rem}"
     "svg{max-width:100%;height:auto}"
     ".outcome{color:#fff;border-radius:1rem;padding:.1rem .6rem;font-size:.85rem}"
-    ".WRONG{background:#ef6c00}.INVALID{background:#c62828}.NO_CLAIM{background:#757575}"
+    ".WRONG{background:#ef6c00}.INVALID{background:#c62828}.ILLEGAL{background:#ad1457}.NO_CLAIM{background:#757575}"
     ".MALFORMED{background:#6a1b9a}.CONFIRMED{background:#2e7d32}.UNREADABLE{background:#000}"
     ".error{color:#c62828}"
 )
@@ -346,6 +381,9 @@ def _why(message: Mapping[str, Any]) -> str:
     error = message.get("error")
     if isinstance(error, dict) and error:
         return f"{error.get('field', '')}: {error.get('message', '')}".strip(": ")
+    record = message.get("record")
+    if isinstance(record, dict) and isinstance(record.get("violation"), dict):
+        return str(record["violation"].get("message", ""))
     for claim in message.get("claims") or []:
         verdict = str(claim.get("verdict", "")).removeprefix("VERDICT_")
         if verdict not in ("CONFIRMED", "BEST"):
@@ -445,6 +483,12 @@ def _drawings(verdict: Mapping[str, Any], case: Mapping[str, Any]) -> tuple[list
             answer.append(render.close_svg(close_from_json(verdict["close"]), "The close"))
         elif isinstance(verdict.get("deal"), dict):
             answer.append(render.deal_svg(deal_from_json(verdict["deal"]), "The deal scored"))
+        elif isinstance(verdict.get("record"), dict):
+            replayed = replay_from_json(verdict["record"])
+            answer.append(render.replay_svg(replayed))
+            result = verdict["record"].get("result")
+            if replayed.complete and replayed.legal and isinstance(result, dict) and result:
+                answer.append(render.deal_svg(deal_from_json(result), "The deal scored"))
     except (ValueError, KeyError, TypeError, AttributeError):
         answer = []
     try:
@@ -518,5 +562,6 @@ __all__ = [
     "group_from_json",
     "linking_from_json",
     "outcome_of",
+    "replay_from_json",
     "write_report",
 ]

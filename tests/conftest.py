@@ -112,10 +112,12 @@ TIERS: dict[str, tuple[str, ...]] = {
     "process": (
         "test_access",
         "test_access_parts",
+        "test_desk_browser",
         "test_gateway",
         "test_gateway_browser",
         "test_metrics",
         "test_node_client",
+        "test_report_browser",
         "test_scaling",
         "test_server_process",
         "test_tracing",
@@ -127,6 +129,7 @@ TIERS: dict[str, tuple[str, ...]] = {
         "test_hostile_health",
         "test_hostile_input",
         "test_hostile_metrics",
+        "test_hostile_network",
         "test_hostile_two",
         "test_soak",
     ),
@@ -154,3 +157,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if tier is None:
             raise pytest.UsageError(f"{module}.py has no tier: add it to TIERS in tests/conftest.py")
         item.add_marker(getattr(pytest.mark, tier))
+        if _shares_a_module_fixture(item):
+            # Under xdist (--dist loadgroup) the module's server processes and gateways start once,
+            # on one worker, instead of once on each.
+            item.add_marker(pytest.mark.xdist_group(module))
+
+
+def _shares_a_module_fixture(item: pytest.Item) -> bool:
+    """Whether the test uses a fixture of module scope (a server or gateway its module's tests share)."""
+    info = getattr(item, "_fixtureinfo", None)
+    definitions = info.name2fixturedefs.values() if info is not None else ()
+    return any(d.scope == "module" for defs in definitions for d in defs)

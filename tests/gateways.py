@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from servers import ROOT, ServerProcess
 
-from gateway import openapi
+from gateway import desk, openapi
 from gateway.envoy import GatewayConfig, render
 
 # The referee believes x-forwarded-for from Envoy alone: Envoy reaches it from 127.0.0.1, and the
@@ -46,6 +46,12 @@ def descriptor_set() -> Path:
     path = Path(tempfile.mkdtemp(prefix="remigio-gateway-")) / "referee.binpb"
     subprocess.run([sys.executable, "-m", "gateway", "descriptors", str(path)], cwd=ROOT, check=True, timeout=120)
     return path
+
+
+@cache
+def desk_page() -> Path:
+    """The desk's page, written once per test session (as ``make gateway`` writes it)."""
+    return desk.write(Path(tempfile.mkdtemp(prefix="remigio-desk-")) / "desk.html")
 
 
 @cache
@@ -76,6 +82,7 @@ class Gateway:
         self.port = free_port()
         options.setdefault("health_interval", "0.5s")
         options.setdefault("access_log", str(folder / "access.log"))
+        options.setdefault("desk_file", str(desk_page()))
         self.config = GatewayConfig(
             descriptor_set=str(descriptor_set()),
             listen_port=self.port,

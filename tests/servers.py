@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import grpc
@@ -59,11 +60,12 @@ def refused_start(*args: str, env: dict[str, str] | None = None) -> subprocess.C
 
 
 class ServerProcess:
-    """A server process on 127.0.0.1 whose stderr a thread reads, line by line, into ``lines``."""
+    """A server process on 127.0.0.1 whose stderr a thread reads, line by line, into ``lines``;
+    ``prefix`` runs it through a command (``ip netns exec NS``, as ``netns.Host.command`` gives)."""
 
-    def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
+    def __init__(self, *args: str, env: dict[str, str] | None = None, prefix: Sequence[str] = ()) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "referee.server", "--host", "127.0.0.1", *args],
+            [*prefix, sys.executable, "-m", "referee.server", "--host", "127.0.0.1", *args],
             cwd=ROOT,
             env={**server_env(), **(env or {})},
             stdin=subprocess.DEVNULL,
@@ -98,9 +100,9 @@ class ServerProcess:
             if found := pattern.search(line):
                 return found
 
-    def listening(self) -> ServerProcess:
-        """Wait until it listens; its address is then in ``address``."""
-        found = self.wait_for(LISTENING)
+    def listening(self, timeout: float = 30) -> ServerProcess:
+        """Wait until it listens (at most ``timeout`` seconds); its address is then in ``address``."""
+        found = self.wait_for(LISTENING, timeout)
         self.address = f"{found.group(1)}:{found.group(2)}"
         return self
 

@@ -385,6 +385,7 @@ def _bob_pids(server: ServerProcess) -> set[int]:
     return pids
 
 
+@pytest.mark.alone
 def test_a_rate_of_5_is_one_bucket_for_both_workers(key_file: Path) -> None:
     server = ServerProcess(
         "--port", "0", "--workers", "2", "--log-format", "json", "--dispute-jobs", "1", "--api-keys", str(key_file),
@@ -432,6 +433,7 @@ def test_a_rate_of_5_is_one_bucket_for_both_workers(key_file: Path) -> None:
         server.terminate()
 
 
+@pytest.mark.alone
 def test_each_case_of_a_stream_counts_and_the_client_waits_as_told(tls_server: ServerProcess, pki: Pki) -> None:
     cases = [pb.CheckDisputesRequest(id=f"c{n}", hand=CASE_HAND) for n in range(12)]
     with _secure(tls_server.address, pki) as channel:

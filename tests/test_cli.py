@@ -137,6 +137,44 @@ def test_serve_help_shows_every_default() -> None:
     assert "default usable cores / workers" in " ".join(run.stdout.split())
 
 
+def test_keepalive_flags_reach_grpc_and_the_defaults_fit_together() -> None:
+    import argparse
+
+    from referee import client
+    from referee.server.config import ConnectionLimits, ServerConfig, add_arguments
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    flags = ["--keepalive", "2.5", "--keepalive-timeout", "1", "--min-client-ping-interval", "0.2"]
+    options = dict(ServerConfig.from_args(parser.parse_args(flags)).connections.options())
+    assert options["grpc.keepalive_time_ms"] == 2500
+    assert options["grpc.keepalive_timeout_ms"] == 1000
+    assert options["grpc.http2.min_ping_interval_without_data_ms"] == 200
+    # docs/operations.md, "Keepalive": the client's pings are slower than a server allows, and a
+    # silent connection is found before the client's default deadline ends a call.
+    assert client.KEEPALIVE_SECONDS > ConnectionLimits().min_client_ping_seconds
+    assert client.KEEPALIVE_SECONDS + client.KEEPALIVE_TIMEOUT_SECONDS < client.DEFAULT_TIMEOUT
+
+
+@pytest.mark.parametrize(
+    ("command", "flag"),
+    [
+        ("serve", "--min-client-ping-interval"),
+        ("serve", "--keepalive"),
+        ("serve", "--keepalive-timeout"),
+        ("batch", "--keepalive"),
+        ("batch", "--keepalive-timeout"),
+    ],
+)
+def test_a_keepalive_of_zero_is_refused_naming_the_flag(command: str, flag: str, tmp_path: Path) -> None:
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text("")
+    args = [str(cases), "--target", "127.0.0.1:1"] if command == "batch" else []
+    run = cli(command, *args, flag, "0")
+    assert run.returncode == 2
+    assert f"argument {flag}: must be" in run.stderr and "0" in run.stderr, run.stderr
+
+
 def test_score_reads_a_deal_in_protobuf_json(tmp_path: Path) -> None:
     deal = {
         "deal": {

@@ -70,6 +70,12 @@ def test_bad_arguments_are_refused_at_once(tmp_path) -> None:
         Referee("127.0.0.1:1", api_key="two words")
     with pytest.raises(ValueError, match="tls_ca: cannot read .*missing.pem"):
         Referee("127.0.0.1:1", tls_ca=str(tmp_path / "missing.pem"))
+    with pytest.raises(ValueError, match=r"keepalive: a number of seconds above 0, not 0"):
+        Referee("127.0.0.1:1", keepalive=0)
+    with pytest.raises(ValueError, match=r"keepalive_timeout: a number of seconds above 0, not -1"):
+        Referee("127.0.0.1:1", keepalive_timeout=-1)
+    with pytest.raises(ValueError, match=r"timeout: a number of seconds above 0, not nan"):
+        Referee("127.0.0.1:1", timeout=float("nan"))
 
 
 def test_close_ends_the_channel(server_address: str) -> None:
@@ -96,9 +102,18 @@ def _retry_info(seconds: float) -> tuple[tuple[str, bytes], ...]:
 
 class Scripted(referee_pb2_grpc.RefereeServiceServicer):
     """Refuses the first ``refusals`` SolveHand calls; ends the first ``refused_streams`` CheckDisputes streams after
-    ``answer_first`` verdicts with RESOURCE_EXHAUSTED and a RetryInfo of ``wait`` seconds."""
+    ``answer_first`` verdicts with RESOURCE_EXHAUSTED and a RetryInfo of ``wait`` seconds (or with ``code``, as a
+    lost connection or a stopping server ends them)."""
 
-    def __init__(self, refusals: int = 0, answer_first: int = 0, wait: float = 0.0, refused_streams: int = 1) -> None:
+    def __init__(
+        self,
+        refusals: int = 0,
+        answer_first: int = 0,
+        wait: float = 0.0,
+        refused_streams: int = 1,
+        code: grpc.StatusCode = grpc.StatusCode.RESOURCE_EXHAUSTED,
+    ) -> None:
+        self.code = code
         self.refused_streams = refused_streams
         self.refusals = refusals
         self.answer_first = answer_first
@@ -113,7 +128,7 @@ class Scripted(referee_pb2_grpc.RefereeServiceServicer):
         with self.lock:
             self.calls += 1
             if self.calls <= self.refusals:
-                context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, "busy")
+                context.abort(self.code, "busy")
         return pb.SolveHandResponse(linking=pb.Linking(points=len(request.cards)))
 
     def CheckDisputes(
@@ -126,6 +141,8 @@ class Scripted(referee_pb2_grpc.RefereeServiceServicer):
         for case in request_iterator:
             if first and len(seen) == self.answer_first:
                 self.refused_at = time.monotonic()
+                if self.code != grpc.StatusCode.RESOURCE_EXHAUSTED:
+                    context.abort(self.code, "the connection was lost")
                 context.abort_with_status(_Status(_retry_info(self.wait)))
             seen.append(case.id)
             yield pb.CheckDisputesResponse(id=case.id)
@@ -190,6 +207,32 @@ def test_the_wait_between_streams_is_the_retry_infos(scripted) -> None:
     assert servicer.refused_at is not None and len(servicer.started) == 2
     # The second stream started no sooner than the server asked.
     assert servicer.started[1] - servicer.refused_at >= 0.5
+
+
+@pytest.mark.parametrize("code", [grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED])
+def test_a_stream_lost_midway_sends_the_unanswered_cases_again_each_verdict_once(scripted, code) -> None:
+    servicer = Scripted(answer_first=4, code=code, refused_streams=2)
+    cases = [pb.CheckDisputesRequest(id=f"c{n}") for n in range(10)]
+    with Referee(scripted(servicer)) as referee:
+        verdicts = [v.id for v in referee.check_disputes(iter(cases))]
+    assert verdicts == [f"c{n}" for n in range(10)]
+    # Each stream took up where the last verdict left off.
+    assert servicer.streams == [["c0", "c1", "c2", "c3"], ["c4", "c5", "c6", "c7"], ["c8", "c9"]]
+
+
+def test_a_connection_lost_beyond_the_reconnect_time_stands(scripted) -> None:
+    servicer = Scripted(answer_first=0, code=grpc.StatusCode.UNAVAILABLE, refused_streams=1000)
+    with Referee(scripted(servicer)) as referee, pytest.raises(grpc.RpcError) as caught:
+        list(referee.check_disputes(iter([pb.CheckDisputesRequest(id="a")]), reconnect=0.3))
+    assert caught.value.code() == grpc.StatusCode.UNAVAILABLE
+    assert 2 <= len(servicer.streams) < 100  # sent again, with pauses between
+
+
+def test_a_call_cancelled_by_a_stopping_server_is_sent_again(scripted) -> None:
+    servicer = Scripted(refusals=2, code=grpc.StatusCode.CANCELLED)
+    with Referee(scripted(servicer)) as referee:
+        assert referee.solve_hand("AH 2H").linking.points == 2
+    assert servicer.calls == 3
 
 
 def test_retry_delay_reads_the_retry_info(scripted) -> None:

@@ -647,7 +647,8 @@ def test_the_gateway_runs_beside_every_referee_and_reaches_it_on_loopback() -> N
     assert mounts == {"/etc/remigio/gateway": "gateway", "/etc/remigio/tls": "tls"}
     assert container["args"][:2] == ["--config-path", "/etc/remigio/gateway/envoy.yaml"]
     config = kubernetes_config()
-    assert set(config_map["data"]) == {"envoy.yaml"} and set(config_map["binaryData"]) == {"referee.binpb"}
+    assert set(config_map["data"]) == {"envoy.yaml", "desk.html"} and set(config_map["binaryData"]) == {"referee.binpb"}
+    assert config.desk_file == "/etc/remigio/gateway/desk.html"
     envoy = yaml.safe_load(config_map["data"]["envoy.yaml"])
     (listener,) = envoy["static_resources"]["listeners"]
     assert listener["address"]["socket_address"]["port_value"] == _ports(container)["gateway"]
@@ -684,6 +685,7 @@ def test_envoy_accepts_the_sidecars_configuration(tmp_path: Path) -> None:
     files.mkdir()
     tls.mkdir()
     (files / "referee.binpb").write_bytes(base64.b64decode(config_map["binaryData"]["referee.binpb"]))
+    (files / "desk.html").write_text(config_map["data"]["desk.html"], encoding="utf-8")
     ca = trustme.CA()
     leaf = ca.issue_cert("referee.remigio.svc")
     ca.cert_pem.write_to_path(tls / "ca.crt")

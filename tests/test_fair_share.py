@@ -26,6 +26,9 @@ from referee.server.access import keygen_lines
 from referee.server.compute import ComputePool
 from referee.server.status import Busy
 
+# Latency and share bounds: measured with no other test beside them (make test runs these last).
+pytestmark = pytest.mark.alone
+
 # The pool, on an event loop --------------------------------------------------------------------
 
 

@@ -186,6 +186,7 @@ def test_errors_are_status_json_with_grpcs_http_status(gateway: Gateway, http2: 
             _error(client.post(url + "/v1/hands:solve", json=big), 413, 8)
 
 
+@pytest.mark.alone
 def test_health_is_json_and_fast(gateway: Gateway) -> None:
     with _client(False) as client:
         reply = client.get(gateway.url + "/healthz")

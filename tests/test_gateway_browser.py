@@ -6,7 +6,6 @@ nothing. A screenshot of the page is saved (build/screenshots/gateway-browser.pn
 from __future__ import annotations
 
 import functools
-import shutil
 import threading
 import time
 from collections.abc import Iterator
@@ -14,20 +13,12 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from browsers import SCREENSHOTS, chromium, launch, sync_api
 from gateways import Gateway
 from servers import ROOT
 
 PAGES = ROOT / "tests" / "pages"
-SCREENSHOT = ROOT / "build" / "screenshots" / "gateway-browser.png"
-CHROMIUM_FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
+SCREENSHOT = SCREENSHOTS / "gateway-browser.png"
 
 
 class _Quiet(SimpleHTTPRequestHandler):
@@ -51,21 +42,14 @@ def page_server() -> Iterator[list[str]]:
             server.server_close()
 
 
-def _chromium() -> str:
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if found is None:
-        pytest.skip("Debian's chromium is not installed (make browser installs it as root where apt-get works)")
-    return found
-
-
 def test_a_browser_calls_the_referee_across_origins(page_server: list[str], tmp_path: Path) -> None:
-    chromium = _chromium()
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (the dev extra) is not installed")
+    chromium()
+    playwright = sync_api()
     allowed, other = page_server
     gateway = Gateway(tmp_path / "gw", cors_origins=(allowed,))
     try:
-        with sync_api.sync_playwright() as driver:
-            browser = driver.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_FLAGS)
+        with playwright.sync_playwright() as driver:
+            browser = launch(driver)
             try:
                 page = browser.new_page(viewport={"width": 900, "height": 400})
                 page.goto(f"{allowed}/gateway.html?gateway={gateway.url}")

@@ -17,7 +17,7 @@ from google.protobuf import descriptor_pb2
 from openapi_spec_validator import validate
 from servers import ROOT
 
-from gateway.envoy import GatewayConfig, render
+from gateway.envoy import DESK_MAX_BYTES, GatewayConfig, render
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 
 SERVICE = pb.DESCRIPTOR.services_by_name["RefereeService"]
@@ -148,3 +148,28 @@ def test_the_command_line_writes_a_configuration(tmp_path: Path) -> None:
         cwd=ROOT, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert refused.returncode == 2 and "not an origin" in refused.stderr
+
+
+def test_the_desk_is_written_served_by_its_own_route_and_accepted_by_envoy(tmp_path: Path) -> None:
+    page, out = tmp_path / "desk.html", tmp_path / "envoy.yaml"
+    done = subprocess.run(
+        [sys.executable, "-m", "gateway", "desk", str(page)], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert page.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    assert page.stat().st_size < DESK_MAX_BYTES  # Envoy refuses a larger direct response at load
+    done = subprocess.run(
+        [sys.executable, "-m", "gateway", "config", str(out), "--descriptor-set", str(descriptor_set()),
+         "--desk-file", str(page)],
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    manager = yaml.safe_load(out.read_text())["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]
+    routes = manager["typed_config"]["route_config"]["virtual_hosts"][0]["routes"]
+    assert routes[0]["match"]["path"] == "/desk" and routes[0]["direct_response"]["body"] == {"filename": str(page)}
+    assert all("direct_response" not in route for route in routes[1:])
+    _validate(GatewayConfig(str(descriptor_set()), desk_file=str(page)), tmp_path)
+    # Without a page, no desk: every route goes to the referee.
+    bare = yaml.safe_load(render(GatewayConfig(str(descriptor_set()))))
+    bare_routes = bare["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
+    assert all("direct_response" not in route for route in bare_routes["route_config"]["virtual_hosts"][0]["routes"])

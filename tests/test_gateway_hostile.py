@@ -97,6 +97,7 @@ def _garbage(rng: random.Random) -> bytes:
     return rng.choice(kinds)()
 
 
+@pytest.mark.alone
 def test_malformed_json_gets_json_errors_and_harms_nothing(gateway: Gateway) -> None:
     rng = random.Random(7)
     statuses: dict[int, int] = {}
@@ -133,6 +134,7 @@ def _closed_within(sock: socket.socket, seconds: float) -> bool:
     return False
 
 
+@pytest.mark.alone
 def test_slow_clients_are_cut_and_hold_nothing(gateway: Gateway) -> None:
     headers_only = [_open(gateway.port) for _ in range(40)]
     for sock in headers_only:
@@ -150,6 +152,7 @@ def test_slow_clients_are_cut_and_hold_nothing(gateway: Gateway) -> None:
     _healthy_and_serving(gateway)
 
 
+@pytest.mark.alone
 def test_many_connections_leave_health_fast_and_the_referee_unbothered(gateway: Gateway) -> None:
     idle = []
     try:

@@ -172,6 +172,7 @@ def test_stalled_calls_hold_nothing_and_end_after_the_receive_timeout(server: Se
     assert server.available()
 
 
+@pytest.mark.alone
 def test_health_answers_fast_under_50_stalled_calls_and_full_load(server: Server) -> None:
     stallers = [Staller(server.address) for _ in range(5)]
     try:
@@ -388,6 +389,7 @@ def _serves_throughout(server: Server, stop: threading.Event, failures: list[str
         time.sleep(0.05)
 
 
+@pytest.mark.alone
 def test_a_killed_worker_is_replaced_within_a_second_while_the_other_serves(workers: Server) -> None:
     victim = workers.pids[0]
     stop, failures = threading.Event(), []
@@ -410,6 +412,7 @@ def test_a_killed_worker_is_replaced_within_a_second_while_the_other_serves(work
     assert workers.process.proc.poll() is None
 
 
+@pytest.mark.alone
 def test_a_stopped_worker_is_killed_and_replaced(workers: Server) -> None:
     victim = workers.pids[1]
     os.kill(victim, signal.SIGSTOP)

@@ -212,6 +212,22 @@ def test_a_legal_replay_marks_the_seat_to_play() -> None:
     assert "to play" in texts(root) and "legal so far" in texts(root)
 
 
+def test_the_card_symbols_are_the_drawings_own_cards_each_once() -> None:
+    symbols = ET.fromstring(render.card_symbols())
+    found = {symbol.get("id"): symbol for symbol in symbols.iter(f"{SVG}symbol")}
+    assert list(found) == [f"card-{card.code()}" for card in (*NATURALS, Card.parse("JK"))] + ["card-back"]
+    for card in (*NATURALS, Card.parse("JK")):
+        (drawn,) = card_elements(parse(render.card_svg(card)))
+        (face,) = list(found[f"card-{card.code()}"])
+        # The same element as in a drawing, but where the drawing puts it.
+        del drawn.attrib["transform"]
+        assert ET.tostring(face) == ET.tostring(drawn), card
+        assert found[f"card-{card.code()}"].get("viewBox") == f"0 0 {render.CARD_WIDTH} {render.CARD_HEIGHT}"
+    (back,) = list(found["card-back"])
+    assert "back" in (back.get("class") or "") and "data-card" not in back.attrib
+    assert symbols.get("width") == "0" and symbols.get("aria-hidden") == "true"  # it shows nothing itself
+
+
 # The worked examples of RULES §8, against golden files ----------------------------------------
 
 LINKINGS = {

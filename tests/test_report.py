@@ -15,21 +15,24 @@ from pathlib import Path
 import pytest
 from commands import cli
 
-from referee.api import jsonmsg
+from referee._gen.remigio.referee.v1 import referee_pb2 as pb
+from referee.api import handlers, jsonmsg, records
 from referee.api.convert import close_to_proto, linking_to_proto
 from referee.batch import Line, judge_line
 from referee.cards import parse_cards
 from referee.closing import best_close
 from referee.linking import best_linking
-from referee.report import OUTCOMES, Report, close_from_json, linking_from_json, write_report
+from referee.replay import replay
+from referee.report import OUTCOMES, Report, close_from_json, linking_from_json, replay_from_json, write_report
 from referee.rules import Engine, RuleSet
+from referee.simulate import simulate
 
 ROOT = Path(__file__).resolve().parent.parent
 DISPUTES = ROOT / "examples" / "disputes.jsonl"
 RULES = RuleSet(engine=Engine.SEARCH)
 
 
-def _summary(stderr: str) -> dict[str, int]:
+def batch_counts(stderr: str) -> dict[str, int]:
     """The batch's own counts, from the summary it writes on stderr."""
     return {name: int(count) for name, count in re.findall(r"^([A-Z_]+)\s+(\d+)$", stderr, re.MULTILINE)}
 
@@ -114,7 +117,7 @@ def small(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str, list[dict
 def test_the_report_counts_what_the_batch_counts(small: tuple[str, str, list[dict[str, object]]]) -> None:
     page, stderr, verdicts = small
     counts = _page_counts(page)
-    assert counts == {name: _summary(stderr)[name] for name in OUTCOMES}
+    assert counts == {name: batch_counts(stderr)[name] for name in OUTCOMES}
     assert sum(counts.values()) == len(verdicts) == 8
     assert f"Summary: {len(verdicts)} cases" in page
     # The chart holds one bar per outcome with the same count.
@@ -182,6 +185,36 @@ def test_the_readme_pictures_commands_run(tmp_path: Path, monkeypatch: pytest.Mo
         assert (tmp_path / written).stat().st_size > 0, command
 
 
+def test_a_replay_read_back_from_its_json_is_the_domains_replay() -> None:
+    for turns, corrupt in ((None, False), (6, False), (None, True)):
+        record = simulate(5, 3, RULES)
+        request = records.request_of(record)
+        if turns is not None:
+            del request.record.turns[turns:]
+        if corrupt:
+            request.record.turns[3].drawn = "JK" if request.record.turns[3].drawn != "JK" else "AS"
+        answer = handlers.replay_deal(request)
+        played = replay(records.record_from_proto(request.record, RULES))
+        read = replay_from_json(json.loads(jsonmsg.to_json(answer)))
+        assert read.violation == played.violation
+        assert [(h.name, h.cards) for h in read.hands] == [(h.name, h.cards) for h in played.hands]
+        assert (read.discard_pile, read.stock, read.discard) == (played.discard_pile, played.stock, played.discard)
+        assert (read.to_play, read.closer, read.complete) == (played.to_play, played.closer, played.complete)
+        assert (read.close is None) == (played.close is None or not played.legal)
+
+
+def test_an_illegal_record_is_counted_and_drawn_with_its_violation() -> None:
+    request = records.request_of(simulate(6, 3, RULES))
+    request.record.turns[2].drawn = "JK" if request.record.turns[2].drawn != "JK" else "AS"
+    case = jsonmsg.to_json(pb.CheckDisputesRequest(id="illegal", record=request))
+    report = Report("records")
+    report.add(judge_line(Line(1, case), "search"), case)
+    page = report.html()
+    assert _page_counts(page)["ILLEGAL"] == 1
+    section = page[page.index('<section class="case" data-outcome="ILLEGAL">') :].split("</section>")[0]
+    assert "DRAWN_MISMATCH" in section and 'class="seat fault"' in section
+
+
 # The bound -----------------------------------------------------------------------------------------
 
 
@@ -224,7 +257,7 @@ def test_lines_that_are_no_verdict_are_counted_and_never_break_the_page() -> Non
     report.add("[" * 100_000, "[" * 100_000)
     report.add('{"id":"m","outcome":"DISPUTE_OUTCOME_MALFORMED","error":{"field":"cards[0]","value":"ZZ"}}', "{")
     page = report.html()
-    counts = {"CONFIRMED": 0, "WRONG": 1, "INVALID": 0, "NO_CLAIM": 1, "MALFORMED": 1, "UNREADABLE": 2}
+    counts = {"CONFIRMED": 0, "WRONG": 1, "INVALID": 0, "ILLEGAL": 0, "NO_CLAIM": 1, "MALFORMED": 1, "UNREADABLE": 2}
     assert _page_counts(page) == counts
     assert report.counts["UNREADABLE"] == 2 and "UNREADABLE" in page
     assert page.count('<section class="case"') == 5

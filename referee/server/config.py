@@ -51,8 +51,12 @@ class ConnectionLimits:
     max_connection_idle_seconds: float = 60.0
     max_connection_age_seconds: float = 300.0
     max_connection_age_grace_seconds: float = 10.0
+    # The server's own pings find a client that went away while its calls were in flight; a
+    # minute is enough for that, since each stream also has --stream-idle-timeout.
     keepalive_seconds: float = 60.0
     keepalive_timeout_seconds: float = 20.0
+    # Below the public client's 15 s pings (referee.client.KEEPALIVE_SECONDS) with room to spare,
+    # so a client's keepalive is never taken for abuse (docs/operations.md, "Keepalive").
     min_client_ping_seconds: float = 10.0
     # A connection that has not finished its handshake by then is closed: a client sends its
     # HTTP/2 preface (after TLS) at once, and silent connections count against max_connections.
@@ -162,6 +166,9 @@ class ServerConfig:
                 max_connection_age_grace_seconds=args.max_connection_age_grace,
                 handshake_timeout_seconds=args.handshake_timeout,
                 max_connections_per_peer=args.max_connections_per_peer,
+                keepalive_seconds=args.keepalive,
+                keepalive_timeout_seconds=args.keepalive_timeout,
+                min_client_ping_seconds=args.min_client_ping_interval,
             ),
             health=HealthLimits(args.max_health_watches, args.max_health_watches_per_connection),
             metrics=MetricsConfig(
@@ -376,6 +383,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         _positive_float,
         connection.max_connection_age_grace_seconds,
         "time the calls of an aged connection get to finish before it is closed",
+        "SECONDS",
+    )
+    option(
+        "--keepalive",
+        _positive_float,
+        connection.keepalive_seconds,
+        "ping a connection with calls in flight after this long without data from the client",
+        "SECONDS",
+    )
+    option(
+        "--keepalive-timeout",
+        _positive_float,
+        connection.keepalive_timeout_seconds,
+        "a client that does not answer a ping this long is dropped (its calls end)",
+        "SECONDS",
+    )
+    option(
+        "--min-client-ping-interval",
+        _positive_float,
+        connection.min_client_ping_seconds,
+        "a client pinging more often than this (or at all without calls) is sent GOAWAY after two strikes",
         "SECONDS",
     )
     option(
