@@ -3,25 +3,27 @@
 Run from the repository root, with the ``bench`` extra installed (``make bench-extra``; ``make
 bench`` runs it then)::
 
-    python -m bench.rlcard                  # 1,500 hands, 5 rounds (about a minute on 2 cores)
+    python -m bench.rlcard                  # 1,500 hands, 5 rounds (a few seconds on 2 cores)
     python -m bench.rlcard --quick          # 200 hands, 3 rounds
 
 RLCard (``rlcard.games.gin_rummy.utils.melding.get_best_meld_clusters``) finds a gin rummy hand's
-melds with the least deadwood; the search engine (``SearchEngine.best_linking``) a Remigio hand's
-groups with the fewest unlinked points. The two count a card's points alike (ace 1, 2-10 face value,
-J Q K 10) and agree on what links, except that Remigio's runs may put the ace above the king.
-So the hands here are *gin-compatible*: 10 cards from one 52-card deck (no joker, no card twice)
-in which no suit holds its queen, king and ace together. With no Q-K-A, a Remigio group of these
-cards is exactly a gin rummy meld (3 or 4 of a rank; 3 or more of a suit in sequence, the ace
-low), so the least deadwood and the fewest unlinked points are one number, and RLCard's best
-clusters hold the search engine's groups. The benchmark checks both on every hand: a difference
-is printed and makes the exit status 1.
+melds with the least deadwood; the referee's library call (``referee.linking.best_linking``, the
+search engine) a Remigio hand's groups with the fewest unlinked points, then the fewest groups.
+The two count a card's points alike (ace 1, 2-10 face value, J Q K 10) and agree on what links,
+except that Remigio's runs may put the ace above the king. So the hands here are
+*gin-compatible*: 10 cards from one 52-card deck (no joker, no card twice) in which no suit holds
+its queen, king and ace together. With no Q-K-A, a Remigio group of these cards is exactly a gin
+rummy meld (3 or 4 of a rank; 3 or more of a suit in sequence, the ace low), so the least
+deadwood and the fewest unlinked points are one number, and RLCard's best clusters hold the
+referee's groups. The benchmark checks both on every hand: a difference is printed and makes the
+exit status 1.
 
-Each round times both library calls on every hand, back to back, the one that goes first
-alternating from hand to hand. The search engine runs cold as in ``bench.solver``: its own
-caches (whole hands, components) are cleared before each call. A hand's time is the median of
-its rounds; the report gives the median over the hands for each engine, the ratio search/RLCard
-of those medians, and the same for the hands with no meld and for those with one.
+Each round times three calls on every hand, back to back, the order rotating from hand to hand:
+the library call with its linking cache and the search engine's caches cleared first (every hand
+solved cold, as in ``bench.solver``), the engine object alone (``SearchEngine.best_linking``, its
+caches cleared), and RLCard's call. A hand's time is the median of its rounds; the report gives,
+for all hands and for those with and without a meld, the median over the hands of each call and
+the ratios to RLCard's.
 """
 
 from __future__ import annotations
