@@ -88,8 +88,8 @@ def best_linking(cards: Iterable[Card], rules: RuleSet, field: str = "cards") ->
     hand = tuple(cards)
     if not 1 <= len(hand) <= MAX_HAND:
         raise InvalidCardError(field, len(hand), f"a hand holds 1 to {MAX_HAND} cards")
-    # The cards' indices in canonical order key the cache: ints hash and sort in C, cards through
-    # Python methods, and the lookup is most of a cold call's overhead around the search.
+    # The cards' indices, ascending, key the cache: ints hash and sort in C, cards through Python
+    # methods, and on a hand with no group that overhead is as long as the search.
     indices = sorted([card.index for card in hand])
     if len(set(indices)) < len(indices):  # every card once is within any deck (decks >= 1)
         check_copies(hand, rules.decks, lambda i: f"{field}[{i}]")

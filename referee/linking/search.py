@@ -120,7 +120,7 @@ class SearchEngine:
             # No joker, no wrapping (most hands of a deal): split on bits, which costs less than
             # looking the whole hand up; each component's answer is cached.
             components, points = _components_no_wrap(indices)
-            _, keys = _joker_free_answer(components, points, False) if components else (points, ())
+            _, keys = _joker_free_answer(components, points, False)
         else:
             _, keys = _solve_hand(indices, rules.linking_key())
         return linking_from_parts(cards, keys, rules)
@@ -133,7 +133,7 @@ def _solve_hand(indices: tuple[int, ...], rules_key: RulesKey) -> Answer:
     if jokers:
         return _Solver(naturals, jokers, rules_key).answer()
     wrap = rules_key[2]
-    components, points = (_joker_free_components if wrap else _components_no_wrap)(naturals)
+    components, points = _joker_free_components(naturals, wrap) if wrap else _components_no_wrap(naturals)
     return _joker_free_answer(components, points, wrap)
 
 
@@ -187,8 +187,8 @@ _HELD_BITS = tuple(
     for i in range(JOKER_INDEX)
 )
 _OWN_BIT = tuple(1 << (_SUIT[i] * _SPAN + _RANK[i] - 1) for i in range(JOKER_INDEX))
-_RANK_HELD_BITS = tuple(sum(1 << (suit * _SPAN + r) for suit in range(len(SUITS))) for r in range(RANKS_PER_SUIT))
-# Where a run of three may start in a suit's 14 bits: the ace up to the queen (Q K A).
+_RANK_BITS = tuple(sum(1 << (suit * _SPAN + r) for suit in range(len(SUITS))) for r in range(RANKS_PER_SUIT))
+# Where a run of three may start in a suit's bits: the ace up to the queen (Q K A).
 _RUN_STARTS = sum(((1 << (RANKS_PER_SUIT - 1)) - 1) << (suit * _SPAN) for suit in range(len(SUITS)))
 _HIGH_ACES = sum(1 << (suit * _SPAN + RANKS_PER_SUIT) for suit in range(len(SUITS)))
 # Cards held per rank, a byte each (a hand holds at most a few dozen): adding ``_RANK_ADD`` to each
@@ -221,7 +221,7 @@ def _components_no_wrap(naturals: tuple[int, ...]) -> tuple[list[tuple[int, ...]
     while big:
         top = big & -big
         big ^= top
-        pieces.append(held & _RANK_HELD_BITS[top.bit_length() // 8 - 1])
+        pieces.append(held & _RANK_BITS[top.bit_length() // 8 - 1])
     components: list[int] = []
     for piece in pieces:  # pieces that share a card are one component
         apart = []
@@ -241,7 +241,7 @@ def _components_no_wrap(naturals: tuple[int, ...]) -> tuple[list[tuple[int, ...]
     return [tuple([i for i in naturals if _OWN_BIT[i] & component]) for component in components], points
 
 
-def _joker_free_components(naturals: tuple[int, ...], wrap: bool = True) -> tuple[list[tuple[int, ...]], int]:
+def _joker_free_components(naturals: tuple[int, ...], wrap: bool) -> tuple[list[tuple[int, ...]], int]:
     """Without jokers: the naturals that may be linked, split into sets no group spans, and the
     points of the others (in no group at all: fewer than 3 of their rank, no run of 3 through them)."""
     count: dict[int, int] = {}
