@@ -31,7 +31,7 @@ PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
 
-.PHONY: help venv .venv buf serve gateway browser test test-fast lint format protos clients bench soak docker release image-proof clean distclean
+.PHONY: help venv .venv buf bench-extra serve gateway browser test test-fast lint format protos clients bench soak docker release image-proof clean distclean
 
 help: ## list the targets
 	@grep -E '^[a-z][a-z .-]*:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
@@ -44,6 +44,15 @@ $(VENV_STAMP): pyproject.toml
 	touch $@
 
 venv .venv: $(VENV_STAMP) ## create .venv and install the project with its dev extra
+
+# RLCard, for bench.rlcard only (the bench extra): never needed by the package or the tests.
+BENCH_STAMP := $(VENV)/.installed-bench
+
+$(BENCH_STAMP): $(VENV_STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
+	touch $@
+
+bench-extra: $(BENCH_STAMP) ## install the bench extra (RLCard, for bench.rlcard) into .venv
 
 $(TOOLS_STAMP):
 	npm install --prefix $(TOOLS) --no-audit --no-fund --loglevel=error \
@@ -106,10 +115,12 @@ protos: $(VENV_STAMP) ## regenerate referee/_gen/, docs/openapi.yaml and the gat
 clients: $(TOOLS_STAMP) ## regenerate the typed TypeScript client (examples/node/gen/) from protos/ (buf.gen.yaml)
 	$(BUF) generate
 
-# Each with its default run, one at a time (about twelve minutes on two cores); the quick forms
-# are in CONTRIBUTING.md.
-bench: $(VENV_STAMP) ## run the benchmarks (linking engines, service, attacks, dispute batches, replay)
+# Each with its default run, one at a time (about thirteen minutes on two cores); the quick forms
+# are in CONTRIBUTING.md. The comparison with RLCard runs when the bench extra is installed.
+bench: $(VENV_STAMP) ## run the benchmarks (linking engines, RLCard, service, attacks, dispute batches, replay)
 	$(BIN)/python -m bench.solver
+	@if $(BIN)/python -c 'import rlcard' 2>/dev/null; then $(BIN)/python -m bench.rlcard; \
+	else echo "bench.rlcard: skipped, RLCard is not installed (make bench-extra installs it)"; fi
 	$(BIN)/python -m bench.service
 	$(BIN)/python -m bench.hostile
 	$(BIN)/python -m bench.batch

@@ -71,6 +71,7 @@ def launch() -> Iterator[Callable[..., ServerProcess]]:
 
 TIERS: dict[str, tuple[str, ...]] = {
     "unit": (
+        "test_bench_rlcard",
         "test_cards",
         "test_claims",
         "test_cli",

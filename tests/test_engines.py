@@ -35,7 +35,7 @@ from referee.groups import Group, judge_group
 from referee.linking import Linking, best_linking, engine_for, linking_from_parts
 from referee.linking.audit import AuditEngine
 from referee.linking.cpsat import CpSatEngine
-from referee.linking.search import SearchEngine
+from referee.linking.search import SearchEngine, _components_no_wrap, _joker_free_components
 from referee.rules import Engine, JokerLimit, RuleSet
 
 CPSAT = CpSatEngine()
@@ -218,6 +218,33 @@ def test_search_bulk_invariants() -> None:
             assert smaller.points >= linking.points - card.points(rules.joker_points), format_cards(hand)
             if card in linking.unlinked:
                 assert smaller.points == linking.points - card.points(rules.joker_points), format_cards(hand)
+
+
+def test_joker_free_components_on_bits_are_the_union_find_ones() -> None:
+    """Without wrapping the search engine splits a joker-free hand on bits; 5,000 seeded hands of
+    every style (ace-high runs, duplicates, three decks) split as the general union-find does."""
+    rng = random.Random(20261201)
+    for _ in range(5_000):
+        hand = make_hand(rng.randint, rng.choice((1, 2, 3)), max_jokers=0)
+        naturals = tuple(card.index for card in hand)
+        assert _components_no_wrap(naturals) == _joker_free_components(naturals, False), format_cards(hand)
+
+
+def test_a_linking_from_parts_takes_the_cards_in_any_order() -> None:
+    """The groups' cards come out of the hand whatever its order; a card the hand lacks is an
+    engine's bug, never a linking."""
+    rules = RuleSet()
+    hand = parse_cards("5C 5D 5S AH 2H 3H 9C KS KD 5C".split())
+    parts = [tuple(card.index for card in parse_cards(p.split())) for p in ("AH 2H 3H", "5C 5D 5S")]
+    in_order = linking_from_parts(sort_cards(hand), parts, rules)
+    assert format_cards(in_order.unlinked) == "5C 9C KD KS"
+    assert in_order.points == 34
+    out_of_order = linking_from_parts(hand, parts, rules)
+    assert [g.key for g in out_of_order.groups] == [g.key for g in in_order.groups]
+    assert sort_cards(out_of_order.unlinked) == in_order.unlinked and out_of_order.points == 34
+    for held in (sort_cards(hand), hand):
+        with pytest.raises(AssertionError, match="does not hold"):
+            linking_from_parts(held, [*parts, tuple(card.index for card in parse_cards("QH KH AH".split()))], rules)
 
 
 def test_search_matches_brute_force() -> None:

@@ -54,21 +54,40 @@ def _laid_out(part: tuple[int, ...], rules: RuleSet) -> Group:
 def linking_from_parts(cards: Sequence[Card], parts: Iterable[Sequence[int]], rules: RuleSet) -> Linking:
     """Build the linking whose groups are ``parts`` (card indices); the rest of ``cards`` (sorted
     canonically, as every engine receives them) is unlinked."""
+    points = points_by_index(rules.joker_points)
     # Groups in canonical order are the parts sorted by their sorted indices (a group's key).
     keys = sorted([tuple(sorted(part)) for part in parts])
+    if not keys:  # most hands of a deal: nothing links
+        unlinked = tuple(cards)
+        return Linking((), unlinked, sum([points[card.index] for card in unlinked]))
+    # The cards the groups take, in index order, walked alongside the cards in theirs.
+    taken = sorted([i for key in keys for i in key])
+    left: list[Card] = []
+    k, end = 0, len(taken)
+    for card in cards:
+        if k < end and card.index == taken[k]:
+            k += 1
+        else:
+            left.append(card)
+    if k < end:
+        left = _left_over(cards, taken)  # cards out of order, or one the hand does not hold
+    unlinked = tuple(left)
+    groups = tuple([_laid_out(key, rules) for key in keys])
+    return Linking(groups, unlinked, sum([points[card.index] for card in unlinked]))
+
+
+def _left_over(cards: Sequence[Card], taken: Iterable[int]) -> list[Card]:
+    """``cards`` less the indices ``taken`` (one card each), in any order."""
     used: dict[int, int] = {}
-    for key in keys:
-        for i in key:
-            used[i] = used.get(i, 0) + 1
-    unlinked: list[Card] = []
+    for i in taken:
+        used[i] = used.get(i, 0) + 1
+    left: list[Card] = []
     for card in cards:
         n = used.get(card.index)
         if n:
             used[card.index] = n - 1
         else:
-            unlinked.append(card)
+            left.append(card)
     if any(used.values()):
         raise AssertionError("engine used a card the hand does not hold")
-    groups = tuple([_laid_out(key, rules) for key in keys])
-    points = points_by_index(rules.joker_points)
-    return Linking(groups, tuple(unlinked), sum([points[card.index] for card in unlinked]))
+    return left

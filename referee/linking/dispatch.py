@@ -9,7 +9,7 @@ from functools import lru_cache
 from importlib import import_module
 from typing import Protocol
 
-from referee.cards import Card, check_copies, sort_cards
+from referee.cards import CARD_BY_INDEX, Card, check_copies, sort_cards
 from referee.errors import InvalidCardError
 from referee.limits import HAND_CARDS
 from referee.linking.base import Linking, LinkingEngine
@@ -88,18 +88,24 @@ def best_linking(cards: Iterable[Card], rules: RuleSet, field: str = "cards") ->
     hand = tuple(cards)
     if not 1 <= len(hand) <= MAX_HAND:
         raise InvalidCardError(field, len(hand), f"a hand holds 1 to {MAX_HAND} cards")
-    check_copies(hand, rules.decks, lambda i: f"{field}[{i}]")
+    # The cards' indices, ascending, key the cache: ints hash and sort in C, cards through Python
+    # methods, and on a hand with no group that overhead is as long as the search.
+    indices = sorted([card.index for card in hand])
+    if len(set(indices)) < len(indices):  # every card once is within any deck (decks >= 1)
+        check_copies(hand, rules.decks, lambda i: f"{field}[{i}]")
     observer = _observer
     if observer is None:
-        return _cached(sort_cards(hand), rules)
+        return _cached(tuple(indices), rules)
     _lookup.missed = False
-    linking = _cached(sort_cards(hand), rules)
+    linking = _cached(tuple(indices), rules)
     observer.looked_up(hit=not _lookup.missed)
     return linking
 
 
 @lru_cache(maxsize=4096)
-def _cached(hand: tuple[Card, ...], rules: RuleSet) -> Linking:
+def _cached(indices: tuple[int, ...], rules: RuleSet) -> Linking:
+    """The best linking of the hand of these card indices (ascending)."""
+    hand = tuple([CARD_BY_INDEX[i] for i in indices])
     observer = _observer
     if observer is None:
         return _ENGINES[rules.engine].best_linking(hand, rules)
@@ -124,4 +130,5 @@ def _links_fully(hand: tuple[Card, ...], rules: RuleSet) -> bool:
         return bool(decide(hand, rules))
     # A best linking may leave jokers worth 0 out though the cards link in full; with every card
     # worth a point it leaves nothing exactly when they do (the groups do not depend on points).
-    return _cached(hand, rules if rules.joker_points else rules.with_options(joker_points=1)).fully_linked
+    indices = tuple([card.index for card in hand])
+    return _cached(indices, rules if rules.joker_points else rules.with_options(joker_points=1)).fully_linked

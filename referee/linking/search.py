@@ -44,8 +44,11 @@ would only add a group.
 consecutive ranks of its suit through it) is unlinked at once, and the others split into
 components no group spans (joined by "same rank, three or more of it" and "three consecutive
 ranks of a suit"); each component's answer is cached, keyed on its cards and ``wrap_runs``, and
-the answers add up, their groups merged in key order. With jokers the hand is solved whole. The
-whole hand's answer is cached on its cards and ``rules.linking_key()``.
+the answers add up, their groups merged in key order. Without wrapping the split is read off the
+hand's cards as bits (a suit's ranks with the ace again above the king, a run three consecutive
+bits), which costs less than a lookup, so those hands are not cached whole; most hands of a deal
+end there, with no group at all. With jokers the hand is solved whole. The whole hand's answer is
+cached on its cards and ``rules.linking_key()``.
 """
 
 from __future__ import annotations
@@ -112,7 +115,14 @@ class SearchEngine:
     def best_linking(self, cards: tuple[Card, ...], rules: RuleSet) -> Linking:
         """The canonical best linking of ``cards`` (sorted canonically) under ``rules``."""
         # Sorted canonically: the card indices ascend already.
-        _, keys = _solve_hand(tuple([card.index for card in cards]), rules.linking_key())
+        indices = tuple([card.index for card in cards])
+        if indices and indices[-1] != JOKER_INDEX and not rules.wrap_runs:
+            # No joker, no wrapping (most hands of a deal): split on bits, which costs less than
+            # looking the whole hand up; each component's answer is cached.
+            components, points = _components_no_wrap(indices)
+            _, keys = _joker_free_answer(components, points, False)
+        else:
+            _, keys = _solve_hand(indices, rules.linking_key())
         return linking_from_parts(cards, keys, rules)
 
 
@@ -123,7 +133,12 @@ def _solve_hand(indices: tuple[int, ...], rules_key: RulesKey) -> Answer:
     if jokers:
         return _Solver(naturals, jokers, rules_key).answer()
     wrap = rules_key[2]
-    components, points = _joker_free_components(naturals, wrap)
+    components, points = _joker_free_components(naturals, wrap) if wrap else _components_no_wrap(naturals)
+    return _joker_free_answer(components, points, wrap)
+
+
+def _joker_free_answer(components: list[tuple[int, ...]], points: int, wrap: bool) -> Answer:
+    """The answer of a joker-free hand from its components and the points of its other cards."""
     if not components:
         return points, ()
     keys: list[Key] = []
@@ -159,6 +174,71 @@ def _whole_group(naturals: tuple[int, ...], wrap: bool) -> bool:
     if ranks[0] == 1 and 14 - ranks[1] == size - 1:  # the ace above the king
         return True
     return wrap and any(all((r - first) % RANKS_PER_SUIT < size for r in ranks) for first in ranks)
+
+
+# ``_components_no_wrap`` reads a hand as bits, a suit to 15 of them: its ranks A…K, the ace again
+# above the king, so that a run of three held ranks is three consecutive bits, and one bit never
+# set between suits, so that no block of consecutive bits runs on into the next suit. Each
+# natural's bits (the ace's two), its lowest bit alone, and the bits of each rank across the suits
+# (0 the ace).
+_SPAN = RANKS_PER_SUIT + 2
+_HELD_BITS = tuple(
+    (1 << (_SUIT[i] * _SPAN + _RANK[i] - 1)) | ((1 << (_SUIT[i] * _SPAN + RANKS_PER_SUIT)) if _RANK[i] == ACE else 0)
+    for i in range(JOKER_INDEX)
+)
+_OWN_BIT = tuple(1 << (_SUIT[i] * _SPAN + _RANK[i] - 1) for i in range(JOKER_INDEX))
+_RANK_BITS = tuple(sum(1 << (suit * _SPAN + r) for suit in range(len(SUITS))) for r in range(RANKS_PER_SUIT))
+# Where a run of three may start in a suit's bits: the ace up to the queen (Q K A).
+_RUN_STARTS = sum(((1 << (RANKS_PER_SUIT - 1)) - 1) << (suit * _SPAN) for suit in range(len(SUITS)))
+_HIGH_ACES = sum(1 << (suit * _SPAN + RANKS_PER_SUIT) for suit in range(len(SUITS)))
+# Cards held per rank, a byte each (a hand holds at most a few dozen): adding ``_RANK_ADD`` to each
+# byte sets its top bit exactly where the rank has ``MIN_GROUP`` cards or more.
+_RANK_BYTE = tuple(1 << (8 * (_RANK[i] - 1)) for i in range(JOKER_INDEX))
+_RANK_ADD = sum((128 - MIN_GROUP) << (8 * r) for r in range(RANKS_PER_SUIT))
+_RANK_TOPS = sum(128 << (8 * r) for r in range(RANKS_PER_SUIT))
+
+
+def _components_no_wrap(naturals: tuple[int, ...]) -> tuple[list[tuple[int, ...]], int]:
+    """``_joker_free_components`` without wrapping, on bits: the same components and points.
+
+    Most hands of a deal hold no group at all; this says so in a few integer operations. A run's
+    cards are a block of consecutive bits of three or more (with the ace high, the ace's second
+    bit), each block one component before a same-rank group joins it to others."""
+    held = 0
+    for i in naturals:
+        held |= _HELD_BITS[i]
+    starts = held & (held >> 1) & (held >> 2) & _RUN_STARTS
+    big = (sum(map(_RANK_BYTE.__getitem__, naturals)) + _RANK_ADD) & _RANK_TOPS
+    if not starts and not big:
+        return [], sum(map(_POINTS.__getitem__, naturals))
+    pieces = []
+    runs = starts | (starts << 1) | (starts << 2)
+    while runs:
+        block = runs & ~(runs + (runs & -runs))  # the lowest block of consecutive bits
+        runs ^= block
+        high = block & _HIGH_ACES
+        pieces.append((block ^ high) | (high >> RANKS_PER_SUIT) if high else block)
+    while big:
+        top = big & -big
+        big ^= top
+        pieces.append(held & _RANK_BITS[top.bit_length() // 8 - 1])
+    components: list[int] = []
+    for piece in pieces:  # pieces that share a card are one component
+        apart = []
+        for other in components:
+            if other & piece:
+                piece |= other
+            else:
+                apart.append(other)
+        apart.append(piece)
+        components = apart
+    linked = 0
+    for component in components:
+        linked |= component
+    points = sum([_POINTS[i] for i in naturals if not _OWN_BIT[i] & linked])
+    if len(components) > 1:
+        components.sort(key=lambda bits: bits & -bits)
+    return [tuple([i for i in naturals if _OWN_BIT[i] & component]) for component in components], points
 
 
 def _joker_free_components(naturals: tuple[int, ...], wrap: bool) -> tuple[list[tuple[int, ...]], int]:
