@@ -22,7 +22,7 @@ HERE = Path(__file__).resolve().parent
 
 def main(address: str) -> None:
     """Ask the referee at ``address`` each question and print its answers."""
-    with Referee(address, api_key=os.environ.get("REMIGIO_API_KEY") or None, timeout=10) as referee:
+    with Referee(address, api_key=os.environ.get("REMIGIO_API_KEY") or None, timeout=30) as referee:
         linking = referee.solve_hand("AH 2H 3H 5C 5D 5S KS KD 9C JK").linking
         groups = ", ".join(" ".join(group.cards) for group in linking.groups)
         print(f"best linking: {groups}; unlinked {' '.join(linking.unlinked)}; {linking.points} points")
