@@ -148,8 +148,10 @@ def test_a_client_keeping_90_heavy_calls_in_flight_does_not_keep_another_out(tmp
     assert outcomes.get("OK", 0) > 0, outcomes  # the attacker was served its share
     assert outcomes.get("RESOURCE_EXHAUSTED", 0) > 0, outcomes  # ... and no more
     assert answered >= 0.95, failures
-    # Admission is fair (every victim call is admitted); latency is not yet: the attacker's calls
-    # and its refusals take much of the interpreter the victim's calls need, and the victim's p99
-    # is 0.2 to 0.35 s on two cores where the goal is 0.1 s (docs/benchmarks.md, bench.hostile's
-    # flood row). This bound catches a victim that waits behind the attacker's queue (seconds).
+    # Admission is fair (every victim call is admitted), and the victim's repeated hand is answered
+    # on the event loop from the caches, never waiting for a compute slot. Its latency still
+    # shares the loop and the interpreter with the attacker's calls and refusals: the goal is a
+    # p99 under 0.1 s on a quiet two-core machine, but on a shared one (load average 15 to 30) it
+    # was 0.19 to 0.94 s, before this change and after alike. This bound catches a victim that
+    # waits behind the attacker's queue (seconds); the figure is printed above.
     assert p99 < 1.0
