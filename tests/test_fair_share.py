@@ -153,6 +153,6 @@ def test_a_client_keeping_90_heavy_calls_in_flight_does_not_keep_another_out(tmp
     # shares the loop and the interpreter with the attacker's calls and refusals: the goal is a
     # p99 under 0.1 s on a quiet two-core machine, not yet shown: on a shared one (load average 9
     # to 25) eight runs gave 0.19 to 0.94 s, and the build before this change 0.07 to 0.59 s
-    # (its p50 5 to 10 ms against 4 to 9 now). This bound catches a victim that waits behind the
+    # (its p50 6 to 13 ms against 4 to 9 now). This bound catches a victim that waits behind the
     # attacker's queue (seconds); the figure is printed above.
     assert p99 < 1.0
