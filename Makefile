@@ -34,7 +34,7 @@ PYTEST_ARGS ?=
 .PHONY: help venv .venv buf serve gateway browser h2load test test-fast lint format protos clients bench docker release image-proof clean distclean
 
 help: ## list the targets
-	@grep -E '^[a-z][a-z .-]*:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
+	@grep -E '^[a-z][a-z0-9 .-]*:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
 
 # Re-installed whenever pyproject.toml changes.
 $(VENV_STAMP): pyproject.toml
