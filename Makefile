@@ -31,10 +31,10 @@ PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
 
-.PHONY: help venv .venv buf bench-extra serve gateway browser test test-fast lint format protos clients bench soak docker release image-proof clean distclean
+.PHONY: help venv .venv buf bench-extra serve gateway browser h2load test test-fast lint format protos clients bench soak docker release image-proof clean distclean
 
 help: ## list the targets
-	@grep -E '^[a-z][a-z .-]*:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
+	@grep -E '^[a-z][a-z0-9 .-]*:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
 
 # Re-installed whenever pyproject.toml changes.
 $(VENV_STAMP): pyproject.toml
@@ -81,6 +81,15 @@ browser: ## install Debian's chromium for the browser test, where apt-get and ro
 	elif [ "$$(id -u)" != 0 ]; then echo "browser: not root; the browser test will skip (install chromium to run it)"; \
 	else apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null \
 		|| echo "browser: apt-get could not install chromium; the browser test will skip"; fi
+
+# The load generator of bench.floor: Debian's nghttp2-client (h2load), installed when this runs as
+# root with apt; elsewhere bench.floor drives the load with bench.h2client and says so.
+h2load: ## install Debian's h2load (nghttp2-client) for bench.floor, where apt-get and root allow
+	@if command -v h2load >/dev/null 2>&1; then echo "h2load: $$(command -v h2load)"; \
+	elif ! command -v apt-get >/dev/null 2>&1; then echo "h2load: no apt-get here; bench.floor will use bench.h2client"; \
+	elif [ "$$(id -u)" != 0 ]; then echo "h2load: not root; bench.floor will use bench.h2client (install nghttp2-client to use it)"; \
+	else apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nghttp2-client >/dev/null \
+		|| echo "h2load: apt-get could not install nghttp2-client; bench.floor will use bench.h2client"; fi
 
 # Two runs. First every tier on three workers: the tests that compute fill both cores while those
 # that wait on server processes wait beside them (a process or hostile module stays on one worker,

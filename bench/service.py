@@ -416,10 +416,16 @@ class Server:
     """The referee as a subprocess on a free loopback port."""
 
     def __init__(
-        self, workers: int, threads: int | None = None, extra: Sequence[str] = (), one_client: bool = True
+        self,
+        workers: int,
+        threads: int | None = None,
+        extra: Sequence[str] = (),
+        one_client: bool = True,
+        root: Path = REPO,
     ) -> None:
         """``one_client``: every client of the benchmark counts as one (they share an address and
-        have no key), so the per-client cap is lifted; ``extra``: more ``serve`` flags."""
+        have no key), so the per-client cap is lifted; ``extra``: more ``serve`` flags; ``root``:
+        the checkout whose ``referee`` runs (another build's, to compare two back to back)."""
         self.workers = workers
         self.log = tempfile.TemporaryFile(mode="w+", encoding="utf-8", prefix="bench-service-")
         command = [
@@ -441,8 +447,9 @@ class Server:
         command += extra
         if threads is not None:
             command += ["--threads", str(threads)]
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])))
         self.process = subprocess.Popen(
-            command, cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.log
+            command, cwd=root, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.log
         )
         self.port = 0
         self.pids: list[int] = []

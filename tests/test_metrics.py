@@ -26,7 +26,7 @@ from referee import __version__
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
 from referee.cards import parse_cards
-from referee.linking import best_linking
+from referee.linking import NotCached, best_linking, cached_only
 from referee.linking.dispatch import _cached
 from referee.rules import RuleSet
 from referee.server import metrics
@@ -384,6 +384,27 @@ def test_the_linking_cache_and_engines_report_to_the_metrics(metrics_here: Path)
     _cached.cache_clear()
     for _ in range(3):
         best_linking(hand, rules)
+    registry = CollectorRegistry()
+    multiprocess.MultiProcessCollector(registry, path=str(metrics_here))
+    assert registry.get_sample_value("referee_linking_cache_misses_total") == 1
+    assert registry.get_sample_value("referee_linking_cache_hits_total") == 2
+    assert registry.get_sample_value("referee_solve_duration_seconds_count", {"engine": "cpsat"}) == 1
+
+
+def test_lookups_within_cached_only_count_only_when_the_block_ends_well(metrics_here: Path) -> None:
+    from prometheus_client import CollectorRegistry, multiprocess
+
+    rules = RuleSet()
+    hand = parse_cards("4C 5C 6C 8D 8H 8S JD".split())
+    _cached.cache_clear()
+    with pytest.raises(NotCached), cached_only():
+        best_linking(hand, rules)  # not cached: no solve, and nothing counted
+    best_linking(hand, rules)  # the miss, solved
+    with cached_only():
+        assert best_linking(hand, rules) == best_linking(hand, rules)  # two hits
+    with pytest.raises(NotCached), cached_only():
+        best_linking(hand, rules)  # a hit, counted only if the block ends well ...
+        best_linking(parse_cards("4C 5C 6C".split()), rules)  # ... which it does not
     registry = CollectorRegistry()
     multiprocess.MultiProcessCollector(registry, path=str(metrics_here))
     assert registry.get_sample_value("referee_linking_cache_misses_total") == 1

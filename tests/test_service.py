@@ -30,7 +30,8 @@ from referee.api import convert, handlers
 from referee.cards import Card, deck, parse_cards
 from referee.deal import Deal, PlayerHand
 from referee.errors import SolverError, SolverTimeout
-from referee.linking import best_linking
+from referee.linking import best_linking, observe_linkings
+from referee.linking.dispatch import _cached
 from referee.rules import RuleSet
 from referee.server.app import SERVICE_NAME, ServerThread
 from referee.server.servicer import ServiceLimits
@@ -329,6 +330,37 @@ def test_every_reply_names_the_process_and_the_request(stub) -> None:
     assert trailing["x-referee-pid"] == str(os.getpid())
     assert trailing["x-request-id"] == "abc-123"
     assert reply.linking.unlinked == ["AH"]
+
+
+def test_an_answer_in_the_caches_is_given_on_the_event_loop_and_a_lost_one_on_a_compute_slot(own_server) -> None:
+    """A request answered before is answered again on the server's loop from the domain's caches;
+    once the linking cache has let its answer go, on a compute slot, solved again. Every lookup is
+    seen where it ran (the linking observer is the metrics' hook), and counted once."""
+    seen: list[tuple[str, str]] = []
+
+    class Where:
+        def looked_up(self, hit: bool) -> None:
+            seen.append((threading.current_thread().name, "hit" if hit else "miss"))
+
+        def solved(self, engine: str, seconds: float) -> None:
+            pass
+
+    # Rules of their own: no other test has this hand's answer in the cache.
+    request = pb.SolveHandRequest(cards=OTHER_33.split(), rules=pb.RuleOptions(joker_points=next(_fresh_joker_points)))
+    chan, stub = _run_stub(own_server(threads=1))
+    observe_linkings(Where())
+    try:
+        with chan:
+            first = stub.SolveHand(request, timeout=10)
+            again = stub.SolveHand(request, timeout=10)
+            _cached.cache_clear()
+            lost = stub.SolveHand(request, timeout=10)
+    finally:
+        observe_linkings(None)
+    assert first == again == lost and first.linking.points == 33
+    # The first: a miss, solved on the compute slot; the second: a hit on the loop's thread; the
+    # third: a try on the loop that found nothing (and counted nothing), then a miss on the slot.
+    assert seen == [("compute_0", "miss"), ("referee-server", "hit"), ("compute_0", "miss")]
 
 
 # Health and reflection -------------------------------------------------------------------------

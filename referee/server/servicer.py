@@ -11,6 +11,11 @@ How a call runs:
   handled and its reply encoded there, off the loop, within the call's time budget: the server's
   solve cap from when the slot takes the call, or less if the client's deadline comes first
   (``referee.linking.time_budget``).
+- Except for a request answered before (the same bytes, ``_Answered``): the domain's caches most
+  likely hold its answer, so it is answered on the loop, with every lookup a cache's or none
+  (``referee.linking.cached_only``), and goes to a compute slot only if a cache has let it go
+  meanwhile. A cached answer costs the loop less than handing it to a thread and back; it is
+  still a call: admitted by the client's share, counted against its quota, logged and metered.
 - Every call, unary or stream, ends in ``_Call.end`` (a done callback of the call): the status the
   client actually got (CANCELLED when it cancelled) and the time taken. The log line is written
   there, and so is anything else that watches calls: append a function to ``call_observers``
@@ -24,12 +29,12 @@ Access control (TLS, API keys, quotas) plugs in as ``grpc.aio.ServerInterceptor`
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import os
 import re
 import time
-import uuid
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
@@ -43,7 +48,7 @@ from referee.api.disputes import judge_case_bytes
 from referee.api.wire import check_counts
 from referee.errors import RefereeError, SolverError
 from referee.limits import MESSAGE_BYTES, check_reply
-from referee.linking import time_budget
+from referee.linking import NotCached, cached_only, time_budget
 from referee.server import access, metrics, tracing
 from referee.server.compute import ComputePool, DisputeJobs, JobLost
 from referee.server.status import (
@@ -100,7 +105,12 @@ class CallEnd:
 call_observers: list[Callable[[CallEnd], None]] = []
 
 
+_LINE = "%s %s %.2fms request_id=%s%s%s"
+
+
 def _log_call(call: CallEnd) -> None:
+    if not log.isEnabledFor(logging.INFO):
+        return
     name = call.method if call.items is None else f"{call.method}[{call.items}]"
     more = ""
     if call.code is grpc.StatusCode.RESOURCE_EXHAUSTED:
@@ -127,16 +137,10 @@ def _log_call(call: CallEnd) -> None:
     if call.trace_id is not None:
         fields["trace_id"] = call.trace_id
         extras += f" trace_id={call.trace_id}"
-    log.info(
-        "%s %s %.2fms request_id=%s%s%s",
-        name,
-        call.code.name,
-        duration_ms,
-        call.request_id,
-        extras,
-        more,
-        extra={"rpc": fields},
-    )
+    # Made and handled here rather than by ``log.info``, which walks the stack for the caller's
+    # file and line (no format prints them) on every call.
+    args = (name, call.code.name, duration_ms, call.request_id, extras, more)
+    log.handle(log.makeRecord(log.name, logging.INFO, "", 0, _LINE, args, None, extra={"rpc": fields}))
 
 
 def _count_call(call: CallEnd) -> None:
@@ -197,9 +201,11 @@ def _handled(
     cap: float,
     deadline: float | None,
     max_bytes: int,
+    counted: bool = False,
 ) -> bytes:
     """Decode, handle and encode one request, as a reply of at most ``max_bytes`` (one over it is
-    the request's error): a compute slot's work.
+    the request's error): a compute slot's work. ``counted``: these very bytes passed the count
+    limits before (``check_counts``), and are not walked again.
 
     Its time budget starts here, when a slot takes the call (decoding counts, waiting for the slot
     does not): the solve cap, or less if the client's ``deadline`` (monotonic) comes first.
@@ -208,7 +214,8 @@ def _handled(
     budget = cap if deadline is None else min(cap, deadline - started)
     if budget <= 0:
         raise DeadlineExceeded("the deadline passed before the call was solved")
-    check_counts(data, message_type.DESCRIPTOR)
+    if not counted:
+        check_counts(data, message_type.DESCRIPTOR)
     try:
         request = message_type.FromString(data)
     except DecodeError:  # its text only repeats the type's name
@@ -224,6 +231,57 @@ def _handled(
         raise DeadlineExceeded(f"the call overran its time budget of {budget:.3f} s")
     check_reply(len(reply), max_bytes)
     return reply
+
+
+def _handled_if_cached(
+    handler: Callable[[Message], Message],
+    message_type: type[Message],
+    data: bytes,
+    cap: float,
+    deadline: float | None,
+    max_bytes: int,
+) -> bytes | None:
+    """``_handled`` of bytes answered before, with the domain's caches alone: None when its answer
+    takes a solve."""
+    try:
+        with cached_only():
+            return _handled(handler, message_type, data, cap, deadline, max_bytes, counted=True)
+    except NotCached:
+        return None
+
+
+# Requests this large or larger always go to a compute slot, and are not remembered: decoding
+# one on the loop would cost it more than handing it on (a SolveHand or CheckClose request takes
+# well under 100 bytes, a ScoreDeal request of four players under a kilobyte).
+_LOOP_REQUEST_BYTES = 2048
+# Requests remembered as answered, per process (at most 2 KiB each, so at most 8 MiB in all, a
+# few hundred KiB in practice): as many as the linking and verdict caches hold answers; a request
+# whose answer those caches let go costs a try that finds nothing.
+_ANSWERED_REQUESTS = 4096
+
+
+class _Answered:
+    """The requests (method and bytes) this process answered OK lately, least recent first."""
+
+    __slots__ = ("_seen", "size")
+
+    def __init__(self, size: int = _ANSWERED_REQUESTS) -> None:
+        self._seen: OrderedDict[tuple[str, bytes], None] = OrderedDict()
+        self.size = size
+
+    def holds(self, method: str, data: bytes) -> bool:
+        """Whether ``data`` was answered OK lately (it is then the most recent)."""
+        key = (method, data)
+        if key not in self._seen:
+            return False
+        self._seen.move_to_end(key)
+        return True
+
+    def add(self, method: str, data: bytes) -> None:
+        """``data`` was answered OK now."""
+        self._seen[(method, data)] = None
+        if len(self._seen) > self.size:
+            self._seen.popitem(last=False)
 
 
 def add_to_server(servicer: RefereeServicer, server: grpc.aio.Server) -> None:
@@ -245,6 +303,9 @@ _HANDLERS: dict[str, Callable[..., Message]] = {
     "ScoreDeal": handlers.score_deal,
     "ReplayDeal": handlers.replay_deal,
 }
+# The methods whose answer, once its solves are cached, is a matter of microseconds: a replayed
+# record is checked turn by turn, every time, so ReplayDeal always goes to a compute slot.
+_ON_THE_LOOP = frozenset({"SolveHand", "CheckClose", "ScoreDeal"})
 
 
 class RefereeServicer:
@@ -265,6 +326,7 @@ class RefereeServicer:
         self.max_message_bytes = max_message_bytes
         self.streams = 0
         self._streams_by_client: Counter[str] = Counter()
+        self._answered = _Answered()
 
     def unary(self, name: str) -> Callable[[AsyncIterator[bytes], grpc.aio.ServicerContext], object]:
         """The handler of the unary method ``name`` (registered as a stream of one request)."""
@@ -311,7 +373,7 @@ class RefereeServicer:
     ) -> bytes | None:
         call = self._begin(method, context)
         try:
-            reply = await self._answer(handler, message_type, context)
+            reply = await self._answer(method, handler, message_type, context)
         except asyncio.CancelledError:  # gRPC cancels the handler when the client cancels or goes away
             call.code = grpc.StatusCode.CANCELLED
             raise
@@ -327,7 +389,11 @@ class RefereeServicer:
         return None  # pragma: no cover (abort raises)
 
     async def _answer(
-        self, handler: Callable[[Message], Message], message_type: type[Message], context: grpc.aio.ServicerContext
+        self,
+        method: str,
+        handler: Callable[[Message], Message],
+        message_type: type[Message],
+        context: grpc.aio.ServicerContext,
     ) -> bytes:
         """The reply to the call's one request: what a unary call does between its start and its end."""
         access.take_call()  # the key's quota, before anything is read or computed
@@ -340,9 +406,16 @@ class RefereeServicer:
         remaining = context.time_remaining()
         deadline = None if remaining is None else time.monotonic() + remaining
         cap = self.limits.solve_cap_seconds
-        return await self.compute.run(
+        if method in _ON_THE_LOOP and len(data) < _LOOP_REQUEST_BYTES and self._answered.holds(method, data):
+            reply = _handled_if_cached(handler, message_type, data, cap, deadline, self.max_message_bytes)
+            if reply is not None:
+                return reply
+        reply = await self.compute.run(
             client, concurrency, _handled, handler, message_type, data, cap, deadline, self.max_message_bytes
         )
+        if method in _ON_THE_LOOP and len(data) < _LOOP_REQUEST_BYTES:
+            self._answered.add(method, data)
+        return reply
 
     def _failed(self, call: _Call, error: Exception) -> grpc.Status:
         """The status to end the call with for ``error``, and ``error`` let go of.
@@ -542,7 +615,29 @@ def _request_id(context: grpc.aio.ServicerContext) -> str:
     for key, value in context.invocation_metadata() or ():
         if key == REQUEST_ID_KEY and isinstance(value, str) and _CLIENT_REQUEST_ID.fullmatch(value):
             return value
-    return uuid.uuid4().hex[:16]
+    return _fresh_ids.next()
+
+
+class _RequestIds:
+    """Fresh request ids of 16 hex digits: 8 random ones per process, then a count from a random
+    start. Unique within the process and, but for a chance of one in four billion, across the
+    workers; a uuid4 per call cost the event loop more than the rest of a cached call's bookkeeping."""
+
+    def __init__(self) -> None:
+        self.restart()
+        os.register_at_fork(after_in_child=self.restart)  # a forked worker draws its own
+
+    def restart(self) -> None:
+        """A new random prefix and start."""
+        self._prefix = os.urandom(4).hex()
+        self._count = itertools.count(int.from_bytes(os.urandom(4), "big"))
+
+    def next(self) -> str:
+        """A fresh id."""
+        return f"{self._prefix}{next(self._count) & 0xFFFFFFFF:08x}"
+
+
+_fresh_ids = _RequestIds()
 
 
 __all__ = [
