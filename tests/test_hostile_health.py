@@ -38,7 +38,10 @@ WATCHES = 5
 RECEIVE_TIMEOUT = 2.0
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
-REFUSED_STREAM = "RST 7"  # HTTP/2 REFUSED_STREAM: the stream was over MAX_CONCURRENT_STREAMS
+# Streams over MAX_CONCURRENT_STREAMS are reset at once: with REFUSED_STREAM (7), or on some
+# connections with ENHANCE_YOUR_CALM (11): gRPC core picks one by the connection's timing (a whole
+# connection of one or the other has been seen from the same build), and both refuse the stream.
+REFUSED = ("RST 7", "RST 11")
 
 
 class Server:
@@ -234,7 +237,7 @@ def test_the_health_port_bounds_stalled_checks_like_the_main_port(server: Server
         streams = [staller.stall("/grpc.health.v1.Health/Check", 5000) for staller in stallers]
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
-            refused = [sum(1 for how in s.ended.values() if how == REFUSED_STREAM) for s in stallers]
+            refused = [sum(1 for how in s.ended.values() if how in REFUSED) for s in stallers]
             if all(n >= 4900 for n in refused):
                 break
             time.sleep(0.1)
@@ -243,7 +246,7 @@ def test_the_health_port_bounds_stalled_checks_like_the_main_port(server: Server
         assert server.serving(server.address)
         taken_per_connection = []
         for staller, sent in zip(stallers, streams, strict=True):
-            taken = [s for s in sent if staller.ended.get(s) != REFUSED_STREAM]
+            taken = [s for s in sent if staller.ended.get(s) not in REFUSED]
             taken_per_connection.append(len(taken))
             assert len(taken) <= 100, len(taken)
             ended = staller.wait_ended(taken, timeout=RECEIVE_TIMEOUT + 10)
