@@ -66,6 +66,8 @@ def test_mutations_break_most_requests_and_keep_some_valid() -> None:
     assert decoded > 3 * undecodable > 0, (decoded, undecodable)
 
 
+# It measures the server's memory and its health meanwhile: with no other test beside it.
+@pytest.mark.alone
 def test_five_thousand_fuzzed_requests_no_internal_error_no_restart_bounded_memory() -> None:
     result = soak(SUITE_REQUESTS, seed=11, warm_up=SUITE_WARM_UP)
     print(format_result(result))
