@@ -276,8 +276,8 @@ def _filler(descriptor: Descriptor) -> Any:
     for oneof in descriptor.oneofs:
         if len(oneof.fields) < 2:
             continue  # a proto3 optional field's own oneof: both its names are checked above
-        keys = sorted({key for field in oneof.fields for key in (field.name, field.json_name)})
-        body += [f"    if sum(key in data for key in {tuple(keys)!r}) > 1:", "        raise _Unsupported"]
+        members = tuple(sorted({key for field in oneof.fields for key in (field.name, field.json_name)}))
+        body += [f"    if sum(key in data for key in {members!r}) > 1:", "        raise _Unsupported"]
     return _compiled("\n".join(body) + "\n", "fill_message", namespace)
 
 
