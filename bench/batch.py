@@ -324,7 +324,9 @@ def time_records(
     builds = [("this", REPO)] + ([("baseline", args.baseline.resolve())] if args.baseline else [])
     runs: dict[str, list[Run]] = {name: [] for name, _ in builds}
     for round_ in range(1, args.rounds + 1):
-        for name, repo in builds:
+        # Each round the other build goes first, so a load that rises or falls during the run
+        # favours neither.
+        for name, repo in builds if round_ % 2 else builds[::-1]:
             progress(f"records, local --jobs {JOBS}, search, {name} ({repo.name}), round {round_}")
             out = folder / f"records-{name}-{round_}.jsonl"
             runs[name].append(time_batch("records", "search", cases, args.records, out, JOBS, repo=repo))
@@ -337,7 +339,7 @@ def time_records(
     lines = [
         f"deal records: {args.records:,} simulated records of {PLAYERS_PER_RECORD} players (seed {RECORDS_SEED}; "
         f"seeded shuffles and explicit decks in turn), local --jobs {JOBS} --engine search, "
-        f"{args.rounds} rounds, the builds in turn",
+        f"{args.rounds} rounds, the builds in turn (each round the other first)",
         "verdicts: " + ", ".join(f"{count:,} {name}" for name, count in sorted(outcomes.items())),
         "",
         f"{'build':<10} {'commit':<10} {'records/s per round':<28} {'median':>8}  {'target':<13} {'client':>6}"
