@@ -2,8 +2,9 @@
 
 Run from the repository root::
 
-    python -m bench.batch                      # default run (about three minutes on 2 cores)
-    python -m bench.batch --quick              # a short run: --count 2000 --cpsat-count 1000
+    python -m bench.batch                      # default run (about four minutes on 2 cores)
+    python -m bench.batch --quick              # a short run: --count 2000 --cpsat-count 1000 --records 2000
+    python -m bench.batch --only-records --baseline ../other-checkout   # deal records, two builds
 
 It writes ``--count`` (default 20,000) dispute cases to a temporary JSON-lines file, each a whole
 end-of-deal state of 4 players (``bench.service.make_deals``: the closer's 10 shown cards are real
@@ -32,10 +33,13 @@ each a ``record`` case with claims on the multiplier and every player's points a
 are judged locally with ``--jobs 2 --engine search``: the whole pipeline (JSON in, the replay,
 the scoring and its linkings, JSON out). ``--rounds`` (default 3) timings; with ``--baseline DIR``
 (a checkout of another commit, such as a worktree at the starting commit of a change) each round
-times that checkout's command on the same file right after this one's, and the report gives
-both medians and their ratio. ``--only-records`` runs just that. Every run's verdicts must be the same lines, byte for
-byte (the same case gives the same verdict whatever the engine, the jobs or the server) and no
-case may be MALFORMED: otherwise the exit status is 1. A missed target is reported, not a failure.
+also times that checkout's command on the same file, the builds taking turns going first, and
+the report gives both medians (records/s, and CPU per record, which holds up better on a busy
+machine) and their ratios. ``--only-records`` runs just that.
+
+Every run's verdicts must be the same lines, byte for byte (the same case gives the same verdict
+whatever the engine, the jobs, the server or the build) and no case may be MALFORMED: otherwise
+the exit status is 1. A missed target is reported, not a failure.
 
 The CPU time of the batch command (with its pool workers) and of the server processes is printed
 next to each figure, in cores: on a 2-core machine the batch client competes with the server for
