@@ -2,8 +2,9 @@
 
 Run from the repository root::
 
-    python -m bench.batch                      # default run (about three minutes on 2 cores)
-    python -m bench.batch --quick              # a short run: --count 2000 --cpsat-count 1000
+    python -m bench.batch                      # default run (about four minutes on 2 cores)
+    python -m bench.batch --quick              # a short run: --count 2000 --cpsat-count 1000 --records 2000
+    python -m bench.batch --only-records --baseline ../other-checkout   # deal records, two builds
 
 It writes ``--count`` (default 20,000) dispute cases to a temporary JSON-lines file, each a whole
 end-of-deal state of 4 players (``bench.service.make_deals``: the closer's 10 shown cards are real
@@ -24,9 +25,21 @@ and imports count, as for a user), on
   the time), for both engines.
 
 CP-SAT runs take the first ``--cpsat-count`` cases (default 10,000) to keep the default run
-under five minutes; the report says so. Every run's verdicts must be the same lines, byte for
-byte (the same case gives the same verdict whatever the engine, the jobs or the server) and no
-case may be MALFORMED: otherwise the exit status is 1. A missed target is reported, not a failure.
+under five minutes; the report says so.
+
+**Deal records.** ``--records`` (default 10,000; 0 for none) simulated deal records
+(``referee.simulate``, 4 bots, seeded shuffles and explicit decks in turn, the search engine),
+each a ``record`` case with claims on the multiplier and every player's points and score change,
+are judged locally with ``--jobs 2 --engine search``: the whole pipeline (JSON in, the replay,
+the scoring and its linkings, JSON out). ``--rounds`` (default 3) timings; with ``--baseline DIR``
+(a checkout of another commit, such as a worktree at the starting commit of a change) each round
+also times that checkout's command on the same file, the builds taking turns going first, and
+the report gives both medians (records/s, and CPU per record, which holds up better on a busy
+machine) and their ratios. ``--only-records`` runs just that.
+
+Every run's verdicts must be the same lines, byte for byte (the same case gives the same verdict
+whatever the engine, the jobs, the server or the build) and no case may be MALFORMED: otherwise
+the exit status is 1. A missed target is reported, not a failure.
 
 The CPU time of the batch command (with its pool workers) and of the server processes is printed
 next to each figure, in cores: on a 2-core machine the batch client competes with the server for
@@ -39,12 +52,15 @@ import argparse
 import json
 import os
 import platform
+import re
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,8 +85,19 @@ DEFAULT_SERVER_JOBS = 4
 RUN_TIMEOUT = 900.0
 
 # The targets: 300 cases/s with the default engine (on a 2-core machine, locally and
-# through a 2-worker server); 2,000 cases/s with --engine search --jobs 2, locally.
-TARGETS = {("local", "cpsat"): 300.0, ("server", "cpsat"): 300.0, ("local", "search"): 2000.0}
+# through a 2-worker server); 2,000 cases/s with --engine search --jobs 2, locally; 1,000 deal
+# records/s with --engine search --jobs 2, locally.
+TARGETS = {
+    ("local", "cpsat"): 300.0,
+    ("server", "cpsat"): 300.0,
+    ("local", "search"): 2000.0,
+    ("records", "search"): 1000.0,
+}
+RECORDS_SEED = 20261201
+DEFAULT_RECORDS = 10_000
+QUICK_RECORDS = 2_000
+PLAYERS_PER_RECORD = 4
+DEFAULT_ROUNDS = 3
 
 
 def write_cases(path: Path, count: int, seed: int = SEED) -> None:
@@ -93,6 +120,35 @@ def write_cases(path: Path, count: int, seed: int = SEED) -> None:
             claims.players.add(player=closer, points=0, score_change=owed + 40)
             case = pb.CheckDisputesRequest(id=f"deal-{n:06d}", deal=pb.ScoreDealRequest(deal=deal, claims=claims))
             out.write(json.dumps(json_format.MessageToDict(case), separators=(",", ":")) + "\n")
+
+
+def record_case(n: int, seed: int = RECORDS_SEED) -> str:
+    """Case ``n`` of the deal records: a simulated record of 4 bots, with guessed claims."""
+    import random
+
+    from referee.api import jsonmsg
+    from referee.api.records import request_of
+    from referee.rules import Engine, RuleSet
+    from referee.simulate import simulate
+
+    rng = random.Random(seed * 1_000_003 + n)
+    record = simulate(seed + n, PLAYERS_PER_RECORD, RuleSet(engine=Engine.SEARCH), seeded=n % 2 == 0)
+    claims = pb.DealClaims(multiplier=rng.choice((1, 2, 2, 3)))
+    for seat in range(PLAYERS_PER_RECORD):
+        points = rng.randint(0, 60)
+        claims.players.add(player=seat, points=points, score_change=-points)
+    request = request_of(record, claims)
+    request.rules.ClearField("engine")  # the command's --engine search decides
+    return jsonmsg.to_json(pb.CheckDisputesRequest(id=f"record-{n:06d}", record=request))
+
+
+def write_record_cases(path: Path, count: int) -> None:
+    """``count`` deal record cases, one JSON object per line, simulated by ``JOBS`` processes."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(JOBS) as pool, path.open("w", encoding="utf-8") as out:
+        for line in pool.map(record_case, range(count), chunksize=200):
+            out.write(line + "\n")
 
 
 def head(source: Path, target: Path, count: int) -> None:
@@ -134,9 +190,16 @@ class Run:
 
 
 def time_batch(
-    where: str, engine: str, cases: Path, count: int, out: Path, jobs: int, server: Server | None = None
+    where: str,
+    engine: str,
+    cases: Path,
+    count: int,
+    out: Path,
+    jobs: int,
+    server: Server | None = None,
+    repo: Path = REPO,
 ) -> Run:
-    """Run ``remigio-referee batch`` once, timed from its start to its exit."""
+    """Run ``remigio-referee batch`` of the checkout ``repo`` once, timed from its start to its exit."""
     command = [sys.executable, "-m", "referee.cli", "batch", str(cases), "-o", str(out), "--jobs", str(jobs)]
     if engine != "cpsat":
         command += ["--engine", engine]
@@ -146,7 +209,7 @@ def time_batch(
     before_server = server.cpu_by_worker() if server else []
     start = time.perf_counter()
     result = subprocess.run(
-        command, cwd=REPO, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=RUN_TIMEOUT
+        command, cwd=repo, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=RUN_TIMEOUT
     )
     seconds = time.perf_counter() - start
     after_children = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -216,13 +279,100 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--server-jobs", type=int, default=DEFAULT_SERVER_JOBS, help="concurrent streams to the server")
     parser.add_argument("--engines", default="cpsat,search", help="comma-separated engines (default cpsat,search)")
     parser.add_argument("--no-server", action="store_true", help="local runs only")
+    parser.add_argument(
+        "--records",
+        type=int,
+        help=f"simulated deal records (default {DEFAULT_RECORDS:,}, --quick {QUICK_RECORDS:,}; 0: none)",
+    )
+    parser.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS, help="timings of the records run (median)")
+    parser.add_argument(
+        "--baseline", type=Path, metavar="DIR", help="another checkout whose records run is timed after this one's"
+    )
+    parser.add_argument("--only-records", action="store_true", help="the records run only")
     parser.add_argument("--quick", action="store_true", help="a short run: 2,000 cases, 1,000 of them for CP-SAT")
     args = parser.parse_args(argv)
     if args.quick:
         args.count, args.cpsat_count = QUICK_COUNT, QUICK_CPSAT_COUNT
+    if args.records is None:
+        args.records = QUICK_RECORDS if args.quick else DEFAULT_RECORDS
+    if args.only_records and not args.records:
+        parser.error("--only-records needs --records above 0")
+    if args.baseline is not None and not (args.baseline / "referee" / "batch.py").is_file():
+        parser.error(f"--baseline {args.baseline}: not a checkout of this project")
     args.cpsat_count = min(args.cpsat_count, args.count)
     args.engine_list = [e for e in args.engines.split(",") if e]
     return args
+
+
+def commit_of(repo: Path) -> str:
+    """The short commit of a checkout, with a + when its files differ from it."""
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=repo, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        changed = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"], cwd=repo, capture_output=True, text=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "?"
+    return commit + ("+" if changed else "")
+
+
+def time_records(
+    args: argparse.Namespace, folder: Path, progress: Callable[[str], None]
+) -> tuple[list[str], list[str]]:
+    """The records runs: the report's lines and the problems found."""
+    cases = folder / "records.jsonl"
+    progress(f"simulating {args.records:,} deal records")
+    write_record_cases(cases, args.records)
+    builds = [("this", REPO)] + ([("baseline", args.baseline.resolve())] if args.baseline else [])
+    runs: dict[str, list[Run]] = {name: [] for name, _ in builds}
+    for round_ in range(1, args.rounds + 1):
+        # Each round the other build goes first, so a load that rises or falls during the run
+        # favours neither.
+        for name, repo in builds if round_ % 2 else builds[::-1]:
+            progress(f"records, local --jobs {JOBS}, search, {name} ({repo.name}), round {round_}")
+            out = folder / f"records-{name}-{round_}.jsonl"
+            runs[name].append(time_batch("records", "search", cases, args.records, out, JOBS, repo=repo))
+    reference = runs["this"][0].output.read_text(encoding="utf-8").splitlines()
+    problems = []
+    for name, timed in runs.items():
+        for problem in check(timed, reference):
+            problems.append(f"records ({name}): {problem}")
+    outcomes = Counter(_OUTCOME.findall("\n".join(reference)))
+    lines = [
+        f"deal records: {args.records:,} simulated records of {PLAYERS_PER_RECORD} players (seed {RECORDS_SEED}; "
+        f"seeded shuffles and explicit decks in turn), local --jobs {JOBS} --engine search, "
+        f"{args.rounds} rounds, the builds in turn (each round the other first)",
+        "verdicts: " + ", ".join(f"{count:,} {name}" for name, count in sorted(outcomes.items())),
+        "",
+        f"{'build':<10} {'commit':<10} {'records/s per round':<28} {'median':>8}  {'target':<13} {'client':>6}"
+        f"  {'CPU ms/record':>13}",
+    ]
+    medians, cpu = {}, {}
+    for name, repo in builds:
+        timed = runs[name]
+        medians[name] = statistics.median(run.rate for run in timed)
+        cores = statistics.median(run.client_cpu / run.seconds for run in timed)
+        # The CPU the command spends (its pool's included, start-up too) holds up better than the
+        # rate on a machine busy with other work.
+        cpu[name] = statistics.median(run.client_cpu / run.cases * 1e3 for run in timed)
+        rates = ", ".join(f"{run.rate:,.0f}" for run in timed)
+        target = TARGETS[("records", "search")]
+        verdict = f"{target:,.0f} {'met' if medians[name] >= target else 'MISSED'}"
+        lines.append(
+            f"{name:<10} {commit_of(repo):<10} {rates:<28} {medians[name]:>8,.0f}  {verdict:<13} {cores:>6.2f}"
+            f"  {cpu[name]:>13.2f}"
+        )
+    if args.baseline:
+        lines.append(
+            f"this build / baseline: {medians['this'] / medians['baseline']:.2f}x the records/s, "
+            f"{cpu['this'] / cpu['baseline']:.2f}x the CPU per record (medians)"
+        )
+    return lines, problems
+
+
+_OUTCOME = re.compile(r'"outcome":"DISPUTE_OUTCOME_([A-Z_]+)"')
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -235,68 +385,88 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     load_before = _load()
     runs: list[Run] = []
+    problems: list[str] = []
+    record_lines: list[str] = []
+    stopped = 0
     with tempfile.TemporaryDirectory(prefix="bench-batch-") as tmp:
         folder = Path(tmp)
-        cases = folder / "cases.jsonl"
-        progress(f"writing {args.count:,} cases")
-        write_cases(cases, args.count)
-        files = {"search": (cases, args.count), "audit": (cases, args.count)}
-        if args.cpsat_count < args.count:
-            head(cases, folder / "cpsat.jsonl", args.cpsat_count)
-            files["cpsat"] = (folder / "cpsat.jsonl", args.cpsat_count)
-        else:
-            files["cpsat"] = (cases, args.count)
-        engines = sorted(args.engine_list, key=lambda e: e != "search")  # search first: the reference
-        for engine in engines:
-            path, count = files[engine]
-            progress(f"local --jobs {JOBS}, {engine}, {count:,} cases")
-            runs.append(time_batch("local", engine, path, count, folder / f"local-{engine}.jsonl", JOBS))
-        if not args.no_server:
-            server = Server(SERVER_WORKERS)
-            server.wait_ready()
-            try:
-                for engine in engines:
-                    path, count = files[engine]
-                    progress(f"server --workers {SERVER_WORKERS} --jobs {args.server_jobs}, {engine}, {count:,} cases")
-                    runs.append(
-                        time_batch(
-                            "server", engine, path, count, folder / f"server-{engine}.jsonl", args.server_jobs, server
+        if not args.only_records:
+            cases = folder / "cases.jsonl"
+            progress(f"writing {args.count:,} cases")
+            write_cases(cases, args.count)
+            files = {"search": (cases, args.count), "audit": (cases, args.count)}
+            if args.cpsat_count < args.count:
+                head(cases, folder / "cpsat.jsonl", args.cpsat_count)
+                files["cpsat"] = (folder / "cpsat.jsonl", args.cpsat_count)
+            else:
+                files["cpsat"] = (cases, args.count)
+            engines = sorted(args.engine_list, key=lambda e: e != "search")  # search first: the reference
+            for engine in engines:
+                path, count = files[engine]
+                progress(f"local --jobs {JOBS}, {engine}, {count:,} cases")
+                runs.append(time_batch("local", engine, path, count, folder / f"local-{engine}.jsonl", JOBS))
+            if not args.no_server:
+                server = Server(SERVER_WORKERS)
+                server.wait_ready()
+                try:
+                    for engine in engines:
+                        path, count = files[engine]
+                        progress(
+                            f"server --workers {SERVER_WORKERS} --jobs {args.server_jobs}, {engine}, {count:,} cases"
                         )
-                    )
-            finally:
-                stopped = server.stop()
-            if stopped != 0:
-                print(f"the server exited with status {stopped}", file=sys.stderr)
-        reference_run = max(runs, key=lambda run: run.cases)
-        reference = reference_run.output.read_text(encoding="utf-8").splitlines()
-        problems = check(runs, reference)
-        outcomes = {
-            name: sum(f'"DISPUTE_OUTCOME_{name}"' in line for line in reference) for name in ("CONFIRMED", "WRONG")
-        }
+                        runs.append(
+                            time_batch(
+                                "server",
+                                engine,
+                                path,
+                                count,
+                                folder / f"server-{engine}.jsonl",
+                                args.server_jobs,
+                                server,
+                            )
+                        )
+                finally:
+                    stopped = server.stop()
+                if stopped != 0:
+                    print(f"the server exited with status {stopped}", file=sys.stderr)
+            reference_run = max(runs, key=lambda run: run.cases)
+            reference = reference_run.output.read_text(encoding="utf-8").splitlines()
+            problems += check(runs, reference)
+            outcomes = {
+                name: sum(f'"DISPUTE_OUTCOME_{name}"' in line for line in reference) for name in ("CONFIRMED", "WRONG")
+            }
+        if args.records:
+            record_lines, record_problems = time_records(args, folder, progress)
+            problems += record_problems
 
-    print(
-        f"remigio-referee batch: {args.count:,} end-of-deal disputes (4 players; claims on the multiplier, "
-        f"points and score changes; seed {SEED})"
-    )
     print(
         f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, python {platform.python_version()}; "
         f"load average before {load_before}, after {_load()}"
     )
-    if "cpsat" in args.engine_list and args.cpsat_count < args.count:
-        print(
-            f"CP-SAT runs: the first {args.cpsat_count:,} of the {args.count:,} cases (--cpsat-count), to keep the run short"
-        )
-    print(f"verdicts: {outcomes['CONFIRMED']:,} CONFIRMED, {outcomes['WRONG']:,} WRONG of {len(reference):,}")
     print("client = CPU of the batch command and its pool, in cores; server = CPU of each server worker, in cores")
-    print()
-    print(HEADER)
-    for run in runs:
-        print(format_run(run))
+    if not args.only_records:
+        print()
+        print(
+            f"remigio-referee batch: {args.count:,} end-of-deal disputes (4 players; claims on the multiplier, "
+            f"points and score changes; seed {SEED})"
+        )
+        if "cpsat" in args.engine_list and args.cpsat_count < args.count:
+            print(
+                f"CP-SAT runs: the first {args.cpsat_count:,} of the {args.count:,} cases (--cpsat-count), to keep the run short"
+            )
+        print(f"verdicts: {outcomes['CONFIRMED']:,} CONFIRMED, {outcomes['WRONG']:,} WRONG of {len(reference):,}")
+        print()
+        print(HEADER)
+        for run in runs:
+            print(format_run(run))
+    if record_lines:
+        print()
+        print("\n".join(record_lines))
     print()
     print(f"total {time.perf_counter() - started:.0f} s")
     for problem in problems:
         print(f"PROBLEM: {problem}")
-    return 1 if problems or (not args.no_server and stopped != 0) else 0
+    return 1 if problems or stopped != 0 else 0
 
 
 if __name__ == "__main__":

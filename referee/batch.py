@@ -1,8 +1,13 @@
 """``remigio-referee batch``: judge a file of dispute cases, locally or on referee servers.
 
 One case per input line (protobuf JSON of ``CheckDisputesRequest``), one verdict per output line
-(protobuf JSON of ``CheckDisputesResponse``), in the order of the cases. Each verdict is written
-and flushed as soon as it is known, so ``--resume`` can skip the ids already written.
+(protobuf JSON of ``CheckDisputesResponse``), in the order of the cases. The cases go out in
+chunks of lines and the verdicts come back in chunks, each written and flushed as soon as it and
+every chunk before it are known, so ``--resume`` can skip the ids already written.
+
+Locally the worker processes read and write the JSON themselves: the main process only splits the
+input into chunks of raw lines and writes the chunks of verdict lines back in order, so it stays
+off the workers' cores, and a chunk is one message each way instead of a pickle per case.
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ from referee.linking import engine_for
 from referee.rules import Engine, RuleSet
 
 if TYPE_CHECKING:
+    from multiprocessing.pool import AsyncResult
+
     import grpc
 
     from referee._gen.remigio.referee.v1 import referee_pb2
@@ -46,7 +53,8 @@ EXIT_OK = 0
 EXIT_MALFORMED = 3  # every case was judged, some were MALFORMED
 EXIT_UNREACHABLE = 4  # a server could not be reached or failed; what was done is kept
 
-WINDOW_PER_JOB = 256  # cases in flight per job: bounds memory whatever the input's size
+CHUNK = 64  # the most cases a local worker takes at once: one message each way, one write
+CHUNKS_PER_JOB = 4  # chunks in flight per local job: bounds memory whatever the input's size
 STREAM_CHUNK = 128  # cases per CheckDisputes call when sending to servers
 # A server that turns streams away (busy, or a key over its rate) is asked again for this long (seconds).
 BUSY_GIVE_UP = 300.0
@@ -164,14 +172,17 @@ def run(args: argparse.Namespace) -> int:
     counts: Counter[str] = Counter()
     status = EXIT_OK
     try:
-        verdicts = _remote(lines, args) if args.target else _local(lines, args)
-        for verdict in verdicts:
-            sink.write(verdict + "\n")
+        chunks = _remote(lines, args) if args.target else _local(lines, args, total - len(done))
+        for chunk in chunks:
+            # One write and one flush per chunk: a crash loses at most the chunk being written,
+            # and --resume cuts a line it left half written.
+            sink.write("".join(f"{verdict}\n" for verdict in chunk))
             sink.flush()
-            counts[_outcome_of(verdict)] += 1
-            if report is not None:
-                report.add(verdict)
-            progress.step()
+            for verdict in chunk:
+                counts[_outcome_of(verdict)] += 1
+                if report is not None:
+                    report.add(verdict)
+            progress.step(len(chunk))
     except _Unreachable as error:
         print(f"\nremigio-referee batch: {error}", file=sys.stderr)
         status = EXIT_UNREACHABLE
@@ -313,8 +324,13 @@ def _outcome_of(verdict: str) -> str:
 # Judging locally -------------------------------------------------------------------------
 
 
-def _judge_for_pool(item: tuple[Line, str | None]) -> str:
-    return judge_line(*item)
+def judge_lines(lines: Iterable[tuple[int, str]], engine: str | None = None) -> list[str]:
+    """The verdicts on numbered input lines, in their order (``judge_line`` on each)."""
+    return [judge_line(Line(number, text), engine) for number, text in lines]
+
+
+def _judge_chunk(task: tuple[list[tuple[int, str]], str | None]) -> list[str]:
+    return judge_lines(*task)
 
 
 def _windows(lines: Iterable[Line], size: int) -> Iterator[list[Line]]:
@@ -328,19 +344,35 @@ def _windows(lines: Iterable[Line], size: int) -> Iterator[list[Line]]:
         yield window
 
 
-def _local(lines: Iterable[Line], args: argparse.Namespace) -> Iterator[str]:
+def chunk_size(cases: int, jobs: int) -> int:
+    """Cases per chunk: ``CHUNK``, or fewer when the input is small, so every job gets a few chunks."""
+    return max(1, min(CHUNK, cases // (jobs * CHUNKS_PER_JOB)))
+
+
+def _local(lines: Iterable[Line], args: argparse.Namespace, cases: int) -> Iterator[list[str]]:
+    """The verdicts in chunks, in the order of the lines."""
+    chunks = _windows(lines, chunk_size(cases, args.jobs))
     if args.jobs == 1:
-        for line in lines:
-            yield judge_line(line, args.engine)
+        for chunk in chunks:
+            yield judge_lines(((line.number, line.text) for line in chunk), args.engine)
         return
-    # The engine the cases default to is loaded before the fork, so the workers share it instead
-    # of each importing it.
+    # What every case needs is loaded before the fork, so the workers share it instead of each
+    # importing it: the engine the cases default to, and the judging code.
     engine_for(RuleSet(engine=Engine(args.engine)) if args.engine else RuleSet())
+    import referee.api.disputes  # noqa: F401
+
     context = multiprocessing.get_context("fork")
     with context.Pool(args.jobs) as pool:
-        # A bounded window keeps memory flat however many cases the input holds.
-        for window in _windows(lines, args.jobs * WINDOW_PER_JOB):
-            yield from pool.imap(_judge_for_pool, [(line, args.engine) for line in window], chunksize=16)
+        # A bounded number of chunks in flight keeps memory flat however many cases the input
+        # holds; the oldest is awaited first, so the verdicts leave in the order of the cases.
+        pending: deque[AsyncResult[list[str]]] = deque()
+        for chunk in chunks:
+            task = ([(line.number, line.text) for line in chunk], args.engine)
+            pending.append(pool.apply_async(_judge_chunk, (task,)))
+            if len(pending) >= CHUNKS_PER_JOB * args.jobs:
+                yield pending.popleft().get()
+        while pending:
+            yield pending.popleft().get()
 
 
 # Judging on servers ------------------------------------------------------------------------
@@ -395,7 +427,8 @@ def _connected(channel: grpc.Channel, timeout: float) -> bool:
         channel.unsubscribe(watch)
 
 
-def _remote(lines: Iterable[Line], args: argparse.Namespace) -> Iterator[str]:
+def _remote(lines: Iterable[Line], args: argparse.Namespace) -> Iterator[list[str]]:
+    """The verdicts in chunks (one per call), in the order of the lines."""
     import grpc
 
     from referee.client import Referee, access_from
@@ -477,9 +510,9 @@ def _remote(lines: Iterable[Line], args: argparse.Namespace) -> Iterator[str]:
                 for chunk in _windows(lines, STREAM_CHUNK):
                     pending.append(pool.submit(send, chunk))
                     if len(pending) >= 2 * args.jobs:
-                        yield from pending.popleft().result()
+                        yield pending.popleft().result()
                 while pending:
-                    yield from pending.popleft().result()
+                    yield pending.popleft().result()
             except (grpc.RpcError, _Unreachable) as error:
                 for future in pending:
                     future.cancel()
@@ -567,9 +600,9 @@ class Progress:
         """Seconds since the start."""
         return time.monotonic() - self.start
 
-    def step(self) -> None:
-        """Count one more verdict; redraw at most ten times a second."""
-        self.done += 1
+    def step(self, verdicts: int = 1) -> None:
+        """Count more verdicts; redraw at most ten times a second."""
+        self.done += verdicts
         now = time.monotonic()
         if self.enabled and now - self._shown >= 0.1:
             self._shown = now

@@ -175,6 +175,17 @@ _PARSED.update(zip(_CODES, CARD_BY_INDEX))  # the canonical spellings, the joker
 _INDEX = attrgetter("index")
 
 
+def card_codes(cards: Iterable[Card]) -> list[str]:
+    """The canonical codes of cards, in order (``code`` of each, without a call per card)."""
+    return list(map(_CODES.__getitem__, map(_INDEX, cards)))
+
+
+def known_card(code: str) -> Card | None:
+    """The card of a spelling parsed before (every canonical one is), or None: one lookup, for the
+    hot paths that read many codes and call ``Card.parse`` (which names the field) only for the rest."""
+    return _PARSED.get(code)
+
+
 def parse_cards(codes: Iterable[str], field: str = "cards") -> tuple[Card, ...]:
     """Parse card codes in order; an error names ``field[i]`` and the bad code."""
     codes = tuple(codes)

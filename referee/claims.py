@@ -151,8 +151,11 @@ def judge_deal_claims(
             about.append(judge_value(f"{at}.score_change", claim.score_change, player.score_change))
         if claim.new_score is not None:
             about.append(judge_value(f"{at}.new_score", claim.new_score, player.score))
-        # The field path counts claims, not players: the verdict names the player it is about.
-        verdicts.extend(replace(v, player=claim.player, player_name=player.name) for v in about)
+        # The field path counts claims, not players: the verdict names the player it is about
+        # (made anew, not with dataclasses.replace: a deal's claims are many, and replace is slow).
+        verdicts.extend(
+            ClaimVerdict(v.field, v.verdict, v.claimed, v.expected, v.reason, claim.player, player.name) for v in about
+        )
     return verdicts
 
 

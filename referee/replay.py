@@ -19,7 +19,7 @@ import enum
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import compress
+from itertools import chain, compress, repeat
 
 from referee.cards import CARD_BY_INDEX, CARD_KINDS, Card, format_cards, sort_cards
 from referee.closing import Close, check_close
@@ -394,7 +394,8 @@ def _cards_of(counts: Sequence[int]) -> tuple[Card, ...]:
     cards = tuple(compress(CARD_BY_INDEX, counts))
     if len(cards) == sum(counts):
         return cards
-    return tuple(CARD_BY_INDEX[index] for index, count in enumerate(counts) if count for _ in range(count))
+    # Else (two decks: a pair is common) each card as many times as it is held, still in C.
+    return tuple(chain.from_iterable(map(repeat, CARD_BY_INDEX, counts)))
 
 
 __all__ = ["Replay", "Violation", "ViolationCode", "replay"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import re
 import signal
 import socket
@@ -24,6 +25,8 @@ from pathlib import Path
 import cases
 import grpc
 import pytest
+from google.protobuf import json_format
+from played import rules_for
 from prometheus_client.parser import text_string_to_metric_families
 from servers import METRICS, ServerProcess, server_env
 
@@ -31,6 +34,7 @@ from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.api import jsonmsg
 from referee.api.convert import close_kind_to_proto
 from referee.api.records import request_of
+from referee.deal import most_players
 from referee.replay import replay
 from referee.rules import Engine, RuleSet
 from referee.scoring import score_deal
@@ -223,6 +227,60 @@ def test_record_cases_get_their_outcomes_and_the_summary_counts_the_illegal_ones
             assert (error["field"], error["value"]) == ("record.record.turns[0].discard", "11H")
     found = re.search(r"^ILLEGAL\s+(\d+)\s*$", result.stderr, re.MULTILINE)
     assert found and int(found.group(1)) == 2, result.stderr
+
+
+def _many_mixed_lines(count: int) -> list[str]:
+    """``count`` case lines of every kind: the every-type file's hands, closes, deals and malformed
+    lines, and simulated deal records under drawn rule options (2 to 6 players, seeded shuffles and
+    explicit decks, unfinished ones, some made illegal or malformed, some in camelCase JSON that
+    only protobuf's own parser reads), with blank lines among them."""
+    rng = random.Random(4)
+    lines = [case.text for case in cases.mixed_cases(seed=3)]
+    seed = 0
+    while len(lines) < count:
+        seed += 1
+        rules = rules_for(rng)
+        players = rng.randint(2, min(6, most_players(rules.decks)))
+        record = simulate(seed, players, rules, seeded=seed % 2 == 0, closing=seed % 9 != 0, max_turns=60)
+        claims = pb.DealClaims(multiplier=rng.randint(1, 3))
+        for player in range(players):
+            claims.players.add(player=player, points=rng.randint(0, 40))
+        request = request_of(record, claims if seed % 5 else None)
+        if seed % 7 == 0 and request.record.turns:
+            request.record.turns[-1].seat = (request.record.turns[-1].seat + 1) % players
+        if seed % 11 == 0 and request.record.turns:
+            request.record.turns[0].discard = "1H"
+        case = pb.CheckDisputesRequest(id=f"record-{seed}", record=request)
+        if seed % 13 == 0:
+            lines.append(json_format.MessageToJson(case, indent=None))  # camelCase names
+        else:
+            lines.append(jsonmsg.to_json(case))
+    rng.shuffle(lines)
+    for _ in range(5):
+        lines.insert(rng.randrange(len(lines)), "")
+    return lines
+
+
+def test_jobs_1_and_jobs_2_write_the_same_bytes_in_the_same_order(tmp_path: Path) -> None:
+    # Several chunks per job: the verdicts come back from two processes in chunks, and must
+    # still be the bytes one process writes, in the order of the cases.
+    lines = _many_mixed_lines(300)
+    path = tmp_path / "mixed.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    outputs = []
+    for jobs in (1, 2):
+        out = tmp_path / f"jobs{jobs}.jsonl"
+        result = run_batch(path, "-o", out, "--jobs", jobs, "--engine", "search")
+        assert result.returncode == 3, result.stderr  # the malformed lines
+        outputs.append(out.read_bytes())
+    one, two = outputs
+    assert one == two, "the verdicts depend on --jobs"
+    verdicts = [json.loads(line) for line in one.decode("utf-8").splitlines()]
+    assert len(verdicts) == sum(1 for line in lines if line.strip())
+    named = [line[line.index("record-") :].split('"')[0] for line in lines if '"record-' in line]
+    assert [v["id"] for v in verdicts if str(v["id"]).startswith("record-")] == named
+    outcomes = Counter(str(v["outcome"]).removeprefix("DISPUTE_OUTCOME_") for v in verdicts)
+    assert {"CONFIRMED", "WRONG", "ILLEGAL", "NO_CLAIM", "MALFORMED"} <= set(outcomes), outcomes
 
 
 def _read_all(fd: int, into: bytearray) -> None:

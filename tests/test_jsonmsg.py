@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
+import random
 
 import pytest
 from cases import deal_cases, mixed_cases
 from google.protobuf import json_format
+from played import rules_for
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.api import jsonmsg
 from referee.api.disputes import judge_case
 from referee.api.records import request_of
+from referee.deal import most_players
 from referee.rules import Engine, RuleSet
 from referee.simulate import simulate
 
@@ -79,6 +82,47 @@ def test_output_matches_json_format_key_for_key() -> None:
             assert json.dumps(jsonmsg.to_dict(message)) == json.dumps(reference)
             checked += 1
     assert checked > 100
+
+
+def _many_records() -> list[pb.CheckDisputesRequest]:
+    """Record cases under drawn rule options (every option the contract has, 2 to 8 players,
+    seeded shuffles and explicit decks, unfinished deals, claims of every kind), one illegal in four."""
+    rng = random.Random(8)
+    found = []
+    for seed in range(160):
+        rules = rules_for(rng)
+        players = rng.randint(2, min(8, most_players(rules.decks)))
+        record = simulate(seed, players, rules, seeded=seed % 2 == 0, stacked=seed % 9 == 0, closing=seed % 7 != 0)
+        claims = pb.DealClaims(multiplier=rng.randint(0, 4))
+        if seed % 3 == 0:
+            claims.close_kind = rng.randint(0, 7)
+        for player in range(players):
+            claim = claims.players.add(player=player, points=rng.randint(0, 40), score_change=rng.randint(-99, 99))
+            if seed % 4 == 0:
+                claim.new_score = rng.randint(0, 200)
+                claim.groups.add(cards=["AH", "2H", "3H"])
+        request = request_of(record, claims)
+        if seed % 4 == 1 and request.record.turns:
+            request.record.turns[0].seat = (request.record.turns[0].seat + 1) % players
+        found.append(pb.CheckDisputesRequest(id=f"record-{seed}", record=request))
+    return found
+
+
+def test_many_records_read_and_print_as_json_format_does() -> None:
+    verdicts = set()
+    for case in _many_records():
+        for names in (True, False):  # proto field names, and the JSON (camelCase) names
+            text = json_format.MessageToJson(case, indent=None, preserving_proto_field_name=names)
+            assert _parsed(jsonmsg.parse, text) == _parsed(json_format.Parse, text)
+        verdict = judge_case(case)
+        verdicts.add(verdict.outcome)
+        for message in (case, verdict):
+            reference = json_format.MessageToDict(
+                message, always_print_fields_with_no_presence=True, preserving_proto_field_name=True
+            )
+            assert json.dumps(jsonmsg.to_dict(message)) == json.dumps(reference)
+            assert jsonmsg.to_json(message) == json.dumps(reference, ensure_ascii=False, separators=(",", ":"))
+    assert {pb.DISPUTE_OUTCOME_WRONG, pb.DISPUTE_OUTCOME_ILLEGAL} <= verdicts
 
 
 def test_unknown_enum_numbers_print_as_numbers_like_json_format() -> None:

@@ -12,7 +12,7 @@ from functools import lru_cache
 from typing import TypeVar
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
-from referee.cards import Card, parse_cards
+from referee.cards import Card, card_codes, parse_cards
 from referee.claims import ClaimVerdict, DealClaims, PlayerClaim
 from referee.closing import Close
 from referee.deal import Deal, PlayerHand
@@ -267,8 +267,7 @@ def deal_to_proto(deal: Deal) -> pb.Deal:
     """A Deal message of an end-of-deal state (``deal_from_proto`` reads it back)."""
     message = pb.Deal(
         players=[
-            pb.Player(name=player.name, cards=[card.code() for card in player.cards], score=player.score)
-            for player in deal.players
+            pb.Player(name=player.name, cards=card_codes(player.cards), score=player.score) for player in deal.players
         ],
         closer=deal.closer,
         discard=deal.discard.code(),
@@ -287,7 +286,7 @@ def group_to_proto(group: Group) -> pb.Group:
     """A group as its message: kind, cards in group order, what each card stands for."""
     return pb.Group(
         kind=_GROUP_KINDS[group.kind],
-        cards=[card.code() for card in group.cards],
+        cards=card_codes(group.cards),
         stands_for=list(group.stands_for),
     )
 
@@ -296,7 +295,7 @@ def linking_to_proto(linking: Linking) -> pb.Linking:
     """A linking as its message: groups, unlinked cards (canonical codes), points."""
     return pb.Linking(
         groups=[group_to_proto(group) for group in linking.groups],
-        unlinked=[card.code() for card in linking.unlinked],
+        unlinked=card_codes(linking.unlinked),
         points=linking.points,
     )
 
@@ -315,7 +314,7 @@ def close_to_proto(close: Close) -> pb.Close:
         discard=close.discard.code() if close.discard is not None else "",
         groups=[group_to_proto(group) for group in close.linking.groups],
         reason=close.reason,
-        unlinked=[card.code() for card in close.linking.unlinked],
+        unlinked=card_codes(close.linking.unlinked),
     )
 
 

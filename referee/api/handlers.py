@@ -19,12 +19,12 @@ from referee.api.convert import (
     close_to_proto,
     deal_claims_from_proto,
     deal_from_proto,
-    deal_to_proto,
     linking_to_proto,
     rules_from_proto,
 )
 from referee.cards import Card
-from referee.claims import judge_close_claims, judge_deal_claims
+from referee.claims import DealClaims, judge_close_claims, judge_deal_claims
+from referee.deal import Deal
 from referee.errors import InvalidCardError, rooted_at
 from referee.limits import HAND_CARDS
 from referee.linking import best_linking
@@ -74,6 +74,11 @@ def score_deal(request: pb.ScoreDealRequest) -> pb.ScoreDealResponse:
         deal = deal_from_proto(request.deal)
     with rooted_at("claims"):
         claims = deal_claims_from_proto(request.claims)
+    return _scored(deal, rules, claims)
+
+
+def _scored(deal: Deal, rules: RuleSet, claims: DealClaims) -> pb.ScoreDealResponse:
+    """ScoreDeal's answer on a deal, its rules and claims already read."""
     with rooted_at("deal"):
         result = scoring.score_deal(deal, rules)
     verdicts = judge_deal_claims(claims, result, [player.cards for player in deal.players], rules)
@@ -110,9 +115,10 @@ def replay_deal(request: pb.ReplayDealRequest) -> pb.ReplayDealResponse:
         result = replay(record)
     response = records.replay_to_proto(result)
     if result.deal is not None:
-        scored = score_deal(
-            pb.ScoreDealRequest(deal=deal_to_proto(result.deal), rules=request.rules, claims=request.claims)
-        )
+        # ScoreDeal's own path on the end state, without writing it as a message and reading it
+        # back: the replay's deal is what ``deal_from_proto`` would read from ``deal_to_proto``'s
+        # message (tests/test_replay_deal.py holds every record of its corpus to ScoreDeal's answer).
+        scored = _scored(result.deal, rules, claims)
         response.result.CopyFrom(scored)
         response.claims.extend(scored.claims)
     return response

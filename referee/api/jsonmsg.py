@@ -1,8 +1,10 @@
 """Protobuf's JSON mapping for this contract's messages, faster than ``json_format``.
 
 The batch front door reads and writes one JSON object per case, and ``json_format`` walks every
-field in Python with many checks. This module does the same walk for the kinds of field the
-contract uses (int32, uint64, bool, string, enum, message, repeated): the output is the dict
+field in Python with many checks. This module does the same for the kinds of field the contract
+uses (int32, uint64, bool, string, enum, message, repeated), with a printer and a filler written
+for each message type the first time it is met (no descriptor is asked about a field while a
+message is read or written): the output is the dict
 ``json_format.MessageToDict`` gives with ``always_print_fields_with_no_presence`` and
 ``preserving_proto_field_name``, key order included; input that it does not fully recognise is
 handed to ``json_format.Parse``, so every error is still protobuf's own.
@@ -11,6 +13,7 @@ handed to ``json_format.Parse``, so every error is still protobuf's own.
 from __future__ import annotations
 
 import json
+import keyword
 from functools import cache
 from typing import Any
 
@@ -72,42 +75,7 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def _to_dict(message: Message) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for field, value in message.ListFields():
-        kind = _kind(field)
-        if kind is _MESSAGE:
-            out[field.name] = [_to_dict(item) for item in value] if field.is_repeated else _to_dict(value)
-        elif kind is _SCALAR:
-            # A repeated scalar (the cards) copied in one call, not an item at a time.
-            out[field.name] = list(value) if field.is_repeated else value
-        elif kind is _UINT64:
-            # The JSON mapping writes a 64-bit integer as a decimal string.
-            out[field.name] = [str(item) for item in value] if field.is_repeated else str(value)
-        else:
-            assert isinstance(kind, dict)
-            # An enum: its name, or the number when this build does not know it.
-            out[field.name] = [kind.get(item, item) for item in value] if field.is_repeated else kind.get(value, value)
-    for name, default in _defaults(message.DESCRIPTOR):
-        if name not in out:
-            out[name] = [] if default is _LIST else default
-    return out
-
-
-_MESSAGE = "message"
-_SCALAR = "scalar"
-_UINT64 = "uint64"
-
-
-@cache
-def _kind(field: FieldDescriptor) -> str | dict[int, str]:
-    """How a field prints: _MESSAGE, _SCALAR, _UINT64, or (an enum) its names by number."""
-    if field.type == FieldDescriptor.TYPE_MESSAGE:
-        return _MESSAGE
-    if field.type == FieldDescriptor.TYPE_UINT64:
-        return _UINT64
-    if field.type == FieldDescriptor.TYPE_ENUM:
-        return {number: value.name for number, value in field.enum_type.values_by_number.items()}
-    return _SCALAR
+    return _printer(message.DESCRIPTOR)(message)
 
 
 _LIST = object()
@@ -131,11 +99,83 @@ def _defaults(descriptor: Descriptor) -> tuple[tuple[str, Any], ...]:
     return tuple(found)
 
 
+# Each message type gets its own printer and filler, written out as Python source once, the
+# first time the type is met: a walk driven by the descriptors spends most of its time asking
+# them what each field is, and a case holds hundreds of fields (a deal record's turns). The source
+# does what ``ListFields`` and the JSON mapping do, field by field, in the same order.
+
+
+def _compiled(source: str, name: str, namespace: dict[str, Any]) -> Any:
+    exec(compile(source, f"<jsonmsg {name}>", "exec"), namespace)  # noqa: S102 - source written here
+    return namespace[name]
+
+
+@cache
+def _printer(descriptor: Descriptor) -> Any:
+    """The function that gives a message of ``descriptor``'s type as a dict (as ``to_dict``).
+
+    The keys come as ``ListFields`` gives them, the set fields in field-number order, then the
+    unset no-presence fields in declaration order, as ``json_format`` writes them."""
+    namespace: dict[str, Any] = {"_printer": _printer}
+    body = ["def print_message(m):", "    out = {}"]
+    for field in sorted(descriptor.fields, key=lambda f: f.number):
+        name, var = field.name, f"v_{field.name}"
+        if field.type == FieldDescriptor.TYPE_MESSAGE:
+            namespace[f"d_{name}"] = field.message_type
+            convert = f"_printer(d_{name})"
+            if field.is_repeated:
+                body += [f"    {var} = m.{name}", f"    if {var}:", f"        p = {convert}"]
+                body.append(f"        out[{name!r}] = [p(x) for x in {var}]")
+            else:
+                body += [f"    if m.HasField({name!r}):", f"        out[{name!r}] = {convert}(m.{name})"]
+            continue
+        if field.type == FieldDescriptor.TYPE_UINT64:
+            one, many = "str({})", "[str(x) for x in {}]"
+        elif field.type == FieldDescriptor.TYPE_ENUM:
+            namespace[f"e_{name}"] = _kind(field)
+            one, many = f"e_{name}.get({{0}}, {{0}})", f"[e_{name}.get(x, x) for x in {{}}]"
+        else:
+            one, many = "{}", "list({})"
+        if field.is_repeated:
+            body += [f"    {var} = m.{name}", f"    if {var}:", f"        out[{name!r}] = {many.format(var)}"]
+        elif field.has_presence:
+            body += [f"    if m.HasField({name!r}):", f"        out[{name!r}] = {one.format(f'm.{name}')}"]
+        else:
+            # A no-presence scalar is listed when it is not its default (0, "", false).
+            body += [f"    {var} = m.{name}", f"    if {var}:", f"        out[{name!r}] = {one.format(var)}"]
+    for name, default in _defaults(descriptor):
+        namespace[f"default_{name}"] = default
+        value = "[]" if default is _LIST else f"default_{name}"
+        body += [f"    if not v_{name}:", f"        out[{name!r}] = {value}"]
+    body.append("    return out")
+    return _compiled("\n".join(body) + "\n", "print_message", namespace)
+
+
+_MESSAGE = "message"
+_SCALAR = "scalar"
+_UINT64 = "uint64"
+
+
+@cache
+def _kind(field: FieldDescriptor) -> str | dict[int, str]:
+    """How a field prints: _MESSAGE, _SCALAR, _UINT64, or (an enum) its names by number."""
+    if field.type == FieldDescriptor.TYPE_MESSAGE:
+        return _MESSAGE
+    if field.type == FieldDescriptor.TYPE_UINT64:
+        return _UINT64
+    if field.type == FieldDescriptor.TYPE_ENUM:
+        return {number: value.name for number, value in field.enum_type.values_by_number.items()}
+    return _SCALAR
+
+
 @cache
 def _supported(descriptor: Descriptor) -> bool:
     """True when every field, all the way down, is of a kind this module handles."""
     return all(
         field.type in _SIMPLE
+        # The compiled printers and fillers name each field as an attribute.
+        and field.name.isidentifier()
+        and not keyword.iskeyword(field.name)
         and not (field.message_type is not None and field.message_type.GetOptions().map_entry)
         and (
             field.message_type is None
@@ -146,54 +186,99 @@ def _supported(descriptor: Descriptor) -> bool:
     )
 
 
-@cache
-def _fields_by_key(descriptor: Descriptor) -> dict[str, FieldDescriptor]:
-    keys = {}
-    for field in descriptor.fields:
-        keys[field.name] = field
-        keys[field.json_name] = field
-    return keys
-
-
 def _fill(message: Message, data: dict[str, Any]) -> None:
-    fields = _fields_by_key(message.DESCRIPTOR)
-    seen: set[str] = set()
-    oneofs: set[str] = set()
-    for key, value in data.items():
-        field = fields.get(key)
-        if field is None or field.name in seen or value is None:
-            raise _Unsupported  # unknown field, a field given twice, or null: json_format decides
-        seen.add(field.name)
-        if field.containing_oneof is not None:
-            if field.containing_oneof.name in oneofs:
-                raise _Unsupported
-            oneofs.add(field.containing_oneof.name)
+    _filler(message.DESCRIPTOR)(message, data)
+
+
+# The checks each kind of scalar passes to be set as it is; any other value raises _Unsupported,
+# and json_format decides (a number as a string, 3.0, an enum's unknown name, null...).
+_SCALAR_CHECKS = {
+    **{kind: "type({0}) is int and -2147483648 <= {0} <= 2147483647" for kind in _INT32},
+    FieldDescriptor.TYPE_BOOL: "type({0}) is bool",
+    FieldDescriptor.TYPE_STRING: "type({0}) is str",
+}
+
+
+@cache
+def _filler(descriptor: Descriptor) -> Any:
+    """The function that fills a message of ``descriptor``'s type from a JSON object, raising
+    _Unsupported for anything it does not fully recognise (as ``_fill`` did field by field)."""
+    namespace: dict[str, Any] = {"_filler": _filler, "_Unsupported": _Unsupported, "_scalar": _scalar}
+    body = ["def fill_message(m, data):", "    for key, value in data.items():"]
+    test = "if"
+    aliased = []
+    for field in descriptor.fields:
+        name = field.name
+        keys = (name,) if field.json_name == name else (name, field.json_name)
+        if len(keys) > 1:
+            aliased.append(keys)
+        body.append(f"        {test} " + " or ".join(f"key == {key!r}" for key in keys) + ":")
+        test = "elif"
+        namespace[f"f_{name}"] = field
+        if field.type == FieldDescriptor.TYPE_MESSAGE:
+            namespace[f"d_{name}"] = field.message_type
+            if field.is_repeated:
+                body += [
+                    "            if type(value) is not list:",
+                    "                raise _Unsupported",
+                    f"            add, fill = m.{name}.add, _filler(d_{name})",
+                    "            for item in value:",
+                    "                if type(item) is not dict:",
+                    "                    raise _Unsupported",
+                    "                fill(add(), item)",
+                ]
+            else:
+                body += [
+                    "            if type(value) is not dict:",
+                    "                raise _Unsupported",
+                    f"            sub = m.{name}",
+                    "            sub.SetInParent()",
+                    f"            _filler(d_{name})(sub, value)",
+                ]
+            continue
+        check = _SCALAR_CHECKS.get(field.type)
         if field.is_repeated:
-            if not isinstance(value, list):
-                raise _Unsupported
-            target = getattr(message, field.name)
-            if field.type != FieldDescriptor.TYPE_MESSAGE:
-                target.extend(_scalars(field, value))
-                continue
-            for item in value:
-                if not isinstance(item, dict):
-                    raise _Unsupported
-                _fill(target.add(), item)
-        elif field.type == FieldDescriptor.TYPE_MESSAGE:
-            if not isinstance(value, dict):
-                raise _Unsupported
-            sub = getattr(message, field.name)
-            sub.SetInParent()
-            _fill(sub, value)
+            body += ["            if type(value) is not list:", "                raise _Unsupported"]
+            if check is not None:
+                body += [
+                    "            for item in value:",
+                    f"                if not ({check.format('item')}):",
+                    "                    raise _Unsupported",
+                    f"            m.{name}.extend(value)",
+                ]
+            else:
+                body.append(f"            m.{name}.extend([_scalar(f_{name}, item) for item in value])")
+        elif check is not None:
+            body += [
+                f"            if not ({check.format('value')}):",
+                "                raise _Unsupported",
+                f"            m.{name} = value",
+            ]
+        elif field.type == FieldDescriptor.TYPE_ENUM:
+            # An enum by its name, or by a number; an unknown name is json_format's to judge.
+            namespace[f"n_{name}"] = {value.name: value.number for value in field.enum_type.values}
+            body += [
+                "            if type(value) is str:",
+                f"                value = n_{name}.get(value)",
+                "                if value is None:",
+                "                    raise _Unsupported",
+                f"            elif not ({_SCALAR_CHECKS[FieldDescriptor.TYPE_INT32].format('value')}):",
+                "                raise _Unsupported",
+                f"            m.{name} = value",
+            ]
         else:
-            setattr(message, field.name, _scalar(field, value))
-
-
-def _scalars(field: FieldDescriptor, values: list[Any]) -> list[Any]:
-    # Lists of card codes are most of a case: strings are checked without a call each.
-    if field.type == FieldDescriptor.TYPE_STRING and all(type(value) is str for value in values):
-        return values
-    return [_scalar(field, value) for value in values]
+            body.append(f"            m.{name} = _scalar(f_{name}, value)")
+    # Unknown fields, and null (a value no check lets through), are json_format's to judge.
+    body += ["        else:" if descriptor.fields else "        if True:", "            raise _Unsupported"]
+    # A field given by both its names, or two members of one oneof: json_format refuses them.
+    for keys in aliased:
+        body += [f"    if {keys[0]!r} in data and {keys[1]!r} in data:", "        raise _Unsupported"]
+    for oneof in descriptor.oneofs:
+        if len(oneof.fields) < 2:
+            continue  # a proto3 optional field's own oneof: both its names are checked above
+        members = tuple(sorted({key for field in oneof.fields for key in (field.name, field.json_name)}))
+        body += [f"    if sum(key in data for key in {members!r}) > 1:", "        raise _Unsupported"]
+    return _compiled("\n".join(body) + "\n", "fill_message", namespace)
 
 
 def _scalar(field: FieldDescriptor, value: Any) -> Any:

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.api.convert import MAX_SCORE, cards_from_proto, close_kind_to_proto
-from referee.cards import Card
+from referee.cards import Card, card_codes, known_card
 from referee.claims import DealClaims
 from referee.errors import InvalidDealError, InvalidRecordError, RefereeError, rooted_at
 from referee.limits import ELIMINATED, NAME, PILE_CARDS, PLAYERS, SHUFFLE_TEXT, TURNS
@@ -111,14 +111,13 @@ def _turn_from_proto(turn: pb.Turn, i: int) -> Turn:
     # Message presence tells a restock of no cards from none given.
     if turn.HasField("restock"):
         restock = cards_from_proto(turn.restock.cards, f"turns[{i}].restock.cards", PILE_CARDS)
-    return Turn(
-        draw=draw,
-        discard=Card.parse(turn.discard, f"turns[{i}].discard"),
-        close=turn.close,
-        seat=turn.seat if turn.HasField("seat") else None,
-        drawn=Card.parse(turn.drawn, f"turns[{i}].drawn") if turn.drawn else None,
-        restock=restock,
-    )
+    # A record holds hundreds of card codes: a known spelling is one lookup, and only another
+    # goes through Card.parse, which names the field in its error.
+    code = turn.discard
+    discard = known_card(code) or Card.parse(code, f"turns[{i}].discard")
+    code = turn.drawn
+    drawn = (known_card(code) or Card.parse(code, f"turns[{i}].drawn")) if code else None
+    return Turn(draw, discard, turn.close, turn.seat if turn.HasField("seat") else None, drawn, restock)
 
 
 def check_claimed_players(claims: DealClaims, seats: int) -> None:
@@ -159,12 +158,9 @@ def replay_to_proto(result: Replay) -> pb.ReplayDealResponse:
         legal=result.legal,
         turns_played=result.turns_played,
         complete=result.complete,
-        hands=[
-            pb.Player(name=hand.name, cards=[card.code() for card in hand.cards], score=hand.score)
-            for hand in result.hands
-        ],
-        discard_pile=pb.Pile(cards=[card.code() for card in result.discard_pile]),
-        stock=pb.Pile(cards=[card.code() for card in result.stock]),
+        hands=[pb.Player(name=hand.name, cards=card_codes(hand.cards), score=hand.score) for hand in result.hands],
+        discard_pile=pb.Pile(cards=card_codes(result.discard_pile)),
+        stock=pb.Pile(cards=card_codes(result.stock)),
         discard=result.discard.code() if result.discard is not None else "",
         reshuffles=result.reshuffles,
     )
@@ -211,7 +207,7 @@ def record_to_proto(record: Record) -> pb.DealRecord:
         )
     else:
         assert record.deck is not None
-        message.deck.CopyFrom(pb.Pile(cards=[card.code() for card in record.deck]))
+        message.deck.CopyFrom(pb.Pile(cards=card_codes(record.deck)))
     return message
 
 
@@ -224,7 +220,7 @@ def _turn_to_proto(turn: Turn) -> pb.Turn:
         close=turn.close,
     )
     if turn.restock is not None:
-        message.restock.CopyFrom(pb.Pile(cards=[card.code() for card in turn.restock]))
+        message.restock.CopyFrom(pb.Pile(cards=card_codes(turn.restock)))
     return message
 
 
