@@ -779,18 +779,34 @@ def _free_port() -> int:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1800)
+@pytest.mark.timeout(2700)
 def test_the_image_builds_runs_locked_down_and_serves() -> None:
-    """scripts/build_image.py: podman, a Debian base, read-only, no capabilities, real calls."""
+    """scripts/build_image.py: podman, a Debian base, read-only, no capabilities, real calls; the
+    gateway's image beside the referee's, JSON and native gRPC through it."""
     if os.geteuid() != 0 and not shutil.which("podman"):
         pytest.skip("needs root (to install podman, runc and mmdebstrap) or podman already installed")
     if not shutil.which("apt-get") and not shutil.which("mmdebstrap"):
         pytest.skip("needs Debian's apt-get to make the base image")
     result = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "build_image.py"), "--port", str(_free_port())],
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "build_image.py"),
+            "--port",
+            str(_free_port()),
+            "--gateway-port",
+            str(_free_port()),
+        ],
         capture_output=True,
         text=True,
-        timeout=1700,
+        timeout=2600,
     )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
-    assert "build_image: image proven" in result.stdout
+    for line in (
+        "build_image: gRPC calls over TLS via the published port",
+        "build_image: gRPC calls over TLS via the gateway",
+        "build_image: calls over TLS via the gateway",
+        "build_image: gateway stop: SIGTERM ended Envoy and it exited 0",
+        "build_image: stop: SIGTERM drained the server and it exited 0",
+        "build_image: images proven",
+    ):
+        assert line in result.stdout, result.stdout[-4000:]
