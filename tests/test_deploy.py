@@ -801,6 +801,7 @@ def test_the_image_builds_runs_locked_down_and_serves() -> None:
         timeout=2600,
     )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    print(result.stdout)  # the figures docs/operations.md records (shown with -s)
     for line in (
         "build_image: gRPC calls over TLS via the published port",
         "build_image: gRPC calls over TLS via the gateway",
