@@ -304,7 +304,8 @@ def running(host_port: int, gateway_port: int, secrets: Secrets) -> Iterator[str
 
 def wait_healthy(container: str, timeout: float = 120) -> None:
     """Run the image's own HEALTHCHECK until it passes (the server loads OR-Tools first)."""
-    deadline = time.monotonic() + timeout
+    started = time.monotonic()
+    deadline = started + timeout
     while True:
         result = subprocess.run(
             ["podman", "--runtime", "runc", "healthcheck", "run", container],
@@ -314,7 +315,7 @@ def wait_healthy(container: str, timeout: float = 120) -> None:
         )
         if result.returncode == 0:
             asks = "REMIGIO_HEALTH_PORT" if container == CONTAINER else "GET /healthz where serve listens"
-            say(f"health: {container}'s HEALTHCHECK passes (it asks {asks})")
+            say(f"health: {container}'s HEALTHCHECK passes after {time.monotonic() - started:.0f} s (it asks {asks})")
             return
         state = podman("inspect", "--format", "{{.State.Status}}", container).strip()
         if state != "running" or time.monotonic() > deadline:
@@ -437,10 +438,12 @@ def gateway_running(host_port: int, secrets: Secrets) -> Iterator[str]:
         f"--upstream-cert={TLS_DIR}/tls.crt",
         f"--upstream-key={TLS_DIR}/tls.key",
         "--access-log=/dev/stdout",
+        # Envoy's start (listeners, clusters, the first health check) in the log a failure prints.
+        "--log-level=info",
     )
     address = f"127.0.0.1:{host_port}"
     try:
-        wait_healthy(GATEWAY_CONTAINER, timeout=60)
+        wait_healthy(GATEWAY_CONTAINER)
         say(
             f"gateway run: read-only, no capabilities, in {CONTAINER}'s network, TLS on {GATEWAY_PORT} inside"
             f" ({address} outside), mutual TLS to the referee on 127.0.0.1:{INNER_PORT}"
