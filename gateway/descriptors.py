@@ -13,10 +13,12 @@ from __future__ import annotations
 import tempfile
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from google.protobuf import descriptor_pb2
-from google.rpc import status_pb2
-from grpc_health.v1 import health_pb2
+# Imported where they are used: the gateway's image renders Envoy's configuration with the
+# standard library alone (SERVICES, through gateway.envoy) and carries no protobuf runtime.
+if TYPE_CHECKING:
+    from google.protobuf import descriptor_pb2
 
 ROOT = Path(__file__).resolve().parent.parent
 PROTO_ROOT = ROOT / "protos"
@@ -28,6 +30,8 @@ SERVICES = ("remigio.referee.v1.RefereeService", "grpc.health.v1.Health")
 
 def _googleapis_include() -> str:
     """The folder holding google/rpc/*.proto, as googleapis-common-protos installs them."""
+    from google.rpc import status_pb2
+
     return str(Path(status_pb2.__file__).resolve().parents[2])
 
 
@@ -37,6 +41,8 @@ def _well_known_include() -> str:
 
 def build() -> descriptor_pb2.FileDescriptorSet:
     """The descriptor set of the contract, its imports, the error details and the health service."""
+    from google.protobuf import descriptor_pb2
+    from grpc_health.v1 import health_pb2
     from grpc_tools import protoc  # the dev extra
 
     with tempfile.TemporaryDirectory() as tmp:

