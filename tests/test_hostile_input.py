@@ -165,6 +165,8 @@ def _run(calls: Iterator[Callable[[], object]], in_flight: int = 24) -> dict[str
     return codes
 
 
+# Memory measured, and every call answered within the server's queue: with no other test beside it.
+@pytest.mark.alone
 def test_ten_thousand_crafted_calls_grow_no_process_by_20_mb(server: Server) -> None:
     # Warm up: the linking and group caches fill to their working size on the first calls.
     _run(_crafted_calls(server, 1_000, 0))
