@@ -152,7 +152,7 @@ def test_a_client_keeping_90_heavy_calls_in_flight_does_not_keep_another_out(tmp
     assert outcomes.get("RESOURCE_EXHAUSTED", 0) > 0, outcomes  # ... and no more
     assert answered >= 0.95, failures
     # Admission is fair (every victim call is admitted), and the victim's repeated hand is answered
-    # on the event loop from the caches, never waiting for a compute slot. Its latency still
+    # on the event loop with its remembered reply, never waiting for a compute slot. Its latency still
     # shares the loop and the interpreter with the attacker's calls and refusals: the goal is a
     # p99 under 0.1 s on a quiet two-core machine, not yet shown: on a shared one (load average 9
     # to 25) eight runs gave 0.19 to 0.94 s, and the build before this change 0.07 to 0.59 s

@@ -26,7 +26,7 @@ from referee import __version__
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
 from referee.cards import parse_cards
-from referee.linking import NotCached, best_linking, cached_only
+from referee.linking import best_linking
 from referee.linking.dispatch import _cached
 from referee.rules import RuleSet
 from referee.server import metrics
@@ -157,13 +157,16 @@ def test_two_workers_counted_exactly_and_summed(launch, tmp_path: Path) -> None:
     assert value(samples, "referee_calls_in_flight", grpc_method=solve) == 0
     assert value(samples, "referee_workers_up") == 2
     assert value(samples, "referee_worker_restarts_total") == 0
-    # Every solved hand and the three readable dispute cases looked the linking cache up once;
-    # each worker solved the repeated hand once at most, and every miss was an engine's solve.
-    hits, misses = (
+    # A worker answers the repeated hand once from a solve or the linking cache, and again with
+    # the reply it remembers; the three readable dispute cases looked the linking cache up once
+    # each. Each worker solved the hand once at most, and every miss was an engine's solve.
+    hits, misses, remembered = (
         value(samples, "referee_linking_cache_hits_total"),
         value(samples, "referee_linking_cache_misses_total"),
+        value(samples, "referee_replies_remembered_total"),
     )
-    assert hits + misses == solved + 3
+    assert hits + misses + remembered == solved + 3
+    assert remembered == solved - 2
     assert 2 <= misses <= 4
     assert value(samples, "referee_solve_duration_seconds_count", engine="cpsat") == misses
     # Nothing counted twice: a later scrape says the same (of the referee's own and gRPC's; the
@@ -389,27 +392,6 @@ def test_the_linking_cache_and_engines_report_to_the_metrics(metrics_here: Path)
     _cached.cache_clear()
     for _ in range(3):
         best_linking(hand, rules)
-    registry = CollectorRegistry()
-    multiprocess.MultiProcessCollector(registry, path=str(metrics_here))
-    assert registry.get_sample_value("referee_linking_cache_misses_total") == 1
-    assert registry.get_sample_value("referee_linking_cache_hits_total") == 2
-    assert registry.get_sample_value("referee_solve_duration_seconds_count", {"engine": "cpsat"}) == 1
-
-
-def test_lookups_within_cached_only_count_only_when_the_block_ends_well(metrics_here: Path) -> None:
-    from prometheus_client import CollectorRegistry, multiprocess
-
-    rules = RuleSet()
-    hand = parse_cards("4C 5C 6C 8D 8H 8S JD".split())
-    _cached.cache_clear()
-    with pytest.raises(NotCached), cached_only():
-        best_linking(hand, rules)  # not cached: no solve, and nothing counted
-    best_linking(hand, rules)  # the miss, solved
-    with cached_only():
-        assert best_linking(hand, rules) == best_linking(hand, rules)  # two hits
-    with pytest.raises(NotCached), cached_only():
-        best_linking(hand, rules)  # a hit, counted only if the block ends well ...
-        best_linking(parse_cards("4C 5C 6C".split()), rules)  # ... which it does not
     registry = CollectorRegistry()
     multiprocess.MultiProcessCollector(registry, path=str(metrics_here))
     assert registry.get_sample_value("referee_linking_cache_misses_total") == 1

@@ -34,7 +34,7 @@ from referee.linking import best_linking, observe_linkings
 from referee.linking.dispatch import _cached
 from referee.rules import RuleSet
 from referee.server.app import SERVICE_NAME, ServerThread
-from referee.server.servicer import ServiceLimits
+from referee.server.servicer import ServiceLimits, _Replies
 from referee.server.status import status_for
 
 pytestmark = pytest.mark.timeout(60)
@@ -332,10 +332,10 @@ def test_every_reply_names_the_process_and_the_request(stub) -> None:
     assert reply.linking.unlinked == ["AH"]
 
 
-def test_an_answer_in_the_caches_is_given_on_the_event_loop_and_a_lost_one_on_a_compute_slot(own_server) -> None:
-    """A request answered before is answered again on the server's loop from the domain's caches;
-    once the linking cache has let its answer go, on a compute slot, solved again. Every lookup is
-    seen where it ran (the linking observer is the metrics' hook), and counted once."""
+def test_a_request_answered_before_gets_the_remembered_reply_without_a_lookup_or_a_slot(own_server) -> None:
+    """The first answer is computed on a compute slot; the same request again gets the reply the
+    process remembers, with no lookup of the linking cache at all, even once that cache has let
+    the answer go. Every lookup is seen where it ran (the linking observer is the metrics' hook)."""
     seen: list[tuple[str, str]] = []
 
     class Where:
@@ -347,6 +347,7 @@ def test_an_answer_in_the_caches_is_given_on_the_event_loop_and_a_lost_one_on_a_
 
     # Rules of their own: no other test has this hand's answer in the cache.
     request = pb.SolveHandRequest(cards=OTHER_33.split(), rules=pb.RuleOptions(joker_points=next(_fresh_joker_points)))
+    other = pb.SolveHandRequest(cards=OTHER_33.split()[:-1], rules=request.rules)
     chan, stub = _run_stub(own_server(threads=1))
     observe_linkings(Where())
     try:
@@ -355,12 +356,31 @@ def test_an_answer_in_the_caches_is_given_on_the_event_loop_and_a_lost_one_on_a_
             again = stub.SolveHand(request, timeout=10)
             _cached.cache_clear()
             lost = stub.SolveHand(request, timeout=10)
+            different = stub.SolveHand(other, timeout=10)
     finally:
         observe_linkings(None)
     assert first == again == lost and first.linking.points == 33
-    # The first: a miss, solved on the compute slot; the second: a hit on the loop's thread; the
-    # third: a try on the loop that found nothing (and counted nothing), then a miss on the slot.
-    assert seen == [("compute_0", "miss"), ("referee-server", "hit"), ("compute_0", "miss")]
+    assert different.linking.points != 33
+    # The first and the different request: a miss, solved on the compute slot; the other two: no lookup.
+    assert seen == [("compute_0", "miss"), ("compute_0", "miss")]
+
+
+def test_remembered_replies_are_bounded_by_count_and_bytes_and_skip_large_ones() -> None:
+    replies = _Replies(size=3, max_bytes=100)
+    for n in range(5):
+        replies.remember("SolveHand", bytes([n]), b"r%d" % n)
+    assert len(replies) == 3 and replies.get("SolveHand", b"\0") is None  # the least recent went
+    assert replies.get("SolveHand", b"\4") == b"r4"
+    assert replies.get("CheckClose", b"\4") is None  # the method is part of the key
+    replies.remember("SolveHand", b"x" * 10, b"y" * 60)  # 70 bytes: the others (9) make it 79
+    assert replies.bytes == sum(len(k) + len(v) for k, v in [(b"\3", b"r3"), (b"\4", b"r4"), (b"x" * 10, b"y" * 60)])
+    replies.remember("SolveHand", b"z", b"y" * 40)  # over 100 bytes: the least recent go first
+    assert replies.bytes <= 100 and replies.get("SolveHand", b"z") == b"y" * 40
+    assert replies.get("SolveHand", b"\3") is None
+    big = _Replies()
+    big.remember("SolveHand", b"q" * 2048, b"r")  # too large a request
+    big.remember("SolveHand", b"q", b"r" * 8192)  # too large a reply
+    assert len(big) == 0 and big.bytes == 0
 
 
 # Health and reflection -------------------------------------------------------------------------

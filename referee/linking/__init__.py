@@ -12,9 +12,7 @@ from referee.linking.base import Linking, LinkingEngine, linking_from_parts
 from referee.linking.budget import check_time_left, time_budget
 from referee.linking.dispatch import (
     LinkingObserver,
-    NotCached,
     best_linking,
-    cached_only,
     engine_for,
     links_fully,
     load_engines,
@@ -25,9 +23,7 @@ __all__ = [
     "Linking",
     "LinkingEngine",
     "LinkingObserver",
-    "NotCached",
     "best_linking",
-    "cached_only",
     "check_time_left",
     "engine_for",
     "linking_from_parts",

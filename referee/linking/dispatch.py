@@ -5,8 +5,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
-from contextvars import ContextVar
 from functools import lru_cache
 from importlib import import_module
 from typing import Protocol
@@ -67,41 +65,6 @@ _observer: LinkingObserver | None = None
 _lookup = threading.local()
 
 
-class NotCached(Exception):
-    """Within ``cached_only``: the answer is not in the caches, and finding it takes a solve."""
-
-
-class _CachedOnly:
-    """The linking cache's hits within one ``cached_only`` block, reported when it ends well."""
-
-    __slots__ = ("hits",)
-
-    def __init__(self) -> None:
-        self.hits = 0
-
-
-_CACHED_ONLY: ContextVar[_CachedOnly | None] = ContextVar("referee_cached_only", default=None)
-
-
-@contextmanager
-def cached_only() -> Iterator[None]:
-    """Within this block a best linking (or a ``links_fully``) that is not in its cache raises
-    ``NotCached`` instead of being solved: a caller that may not wait on a solve (the server's
-    event loop) answers what the caches hold and hands the rest on to where solving may take its
-    time. The cache lookups are reported to the observer only when the block ends without an
-    error: a block cut short is done again elsewhere, in full, and counted there."""
-    probe = _CachedOnly()
-    token = _CACHED_ONLY.set(probe)
-    try:
-        yield
-    finally:
-        _CACHED_ONLY.reset(token)
-    observer = _observer
-    if observer is not None:
-        for _ in range(probe.hits):
-            observer.looked_up(hit=True)
-
-
 def observe_linkings(observer: LinkingObserver | None) -> None:
     """Report every lookup of the linking cache and every engine solve to ``observer`` (None: stop)."""
     global _observer
@@ -130,11 +93,6 @@ def best_linking(cards: Iterable[Card], rules: RuleSet, field: str = "cards") ->
     indices = sorted([card.index for card in hand])
     if len(set(indices)) < len(indices):  # every card once is within any deck (decks >= 1)
         check_copies(hand, rules.decks, lambda i: f"{field}[{i}]")
-    probe = _CACHED_ONLY.get()
-    if probe is not None:
-        linking = _cached(tuple(indices), rules)  # NotCached on a miss
-        probe.hits += 1
-        return linking
     observer = _observer
     if observer is None:
         return _cached(tuple(indices), rules)
@@ -147,8 +105,6 @@ def best_linking(cards: Iterable[Card], rules: RuleSet, field: str = "cards") ->
 @lru_cache(maxsize=4096)
 def _cached(indices: tuple[int, ...], rules: RuleSet) -> Linking:
     """The best linking of the hand of these card indices (ascending)."""
-    if _CACHED_ONLY.get() is not None:  # a miss; lru_cache keeps no answer for an error
-        raise NotCached
     hand = tuple([CARD_BY_INDEX[i] for i in indices])
     observer = _observer
     if observer is None:
@@ -168,8 +124,6 @@ def links_fully(cards: Iterable[Card], rules: RuleSet) -> bool:
 
 @lru_cache(maxsize=4096)
 def _links_fully(hand: tuple[Card, ...], rules: RuleSet) -> bool:
-    if _CACHED_ONLY.get() is not None:
-        raise NotCached
     engine = _ENGINES[rules.engine]
     decide = getattr(engine, "links_fully", None)
     if decide:

@@ -19,7 +19,8 @@ The names (``docs/operations.md`` lists them for operators):
   method is ``remigio.referee.v1.RefereeService/SolveHand``, the status ``OK``,
   ``INVALID_ARGUMENT``, ...
 - ``referee_solve_duration_seconds{engine}``, ``referee_linking_cache_hits_total``,
-  ``referee_linking_cache_misses_total``, ``referee_dispute_cases_total{outcome}``,
+  ``referee_linking_cache_misses_total``, ``referee_replies_remembered_total``,
+  ``referee_dispute_cases_total{outcome}``,
   ``referee_calls_in_flight{grpc_method}``, ``referee_workers_up``,
   ``referee_worker_restarts_total``, ``referee_auth_failures_total{key}``,
   ``referee_quota_refusals_total{key}``, ``referee_metrics_connections_dropped_total{reason}``,
@@ -122,6 +123,7 @@ class _Instruments:
     solve_duration: Any
     cache_hits: Any
     cache_misses: Any
+    replies_remembered: Any
     dispute_cases: Any
     workers_up: Any
     worker_restarts: Any
@@ -202,6 +204,11 @@ def _make() -> _Instruments:
         cache_misses=Counter(
             "referee_linking_cache_misses", "Best linkings an engine had to solve.", registry=registry
         ),
+        replies_remembered=Counter(
+            "referee_replies_remembered",
+            "Calls answered with the reply remembered from the same request, without a solve or a lookup.",
+            registry=registry,
+        ),
         dispute_cases=Counter(
             "referee_dispute_cases", "CheckDisputes cases judged, by outcome.", ["outcome"], registry=registry
         ),
@@ -279,6 +286,13 @@ def call_ended(method: str, status: str, seconds: float) -> None:
         return
     made.call_duration.labels(method, status).observe(seconds)
     made.calls_in_flight.labels(method).dec()
+
+
+def reply_remembered() -> None:
+    """A call was answered with the reply its process remembered from the same request."""
+    made = _instruments()
+    if made is not None:
+        made.replies_remembered.inc()
 
 
 def dispute_judged(outcome: str) -> None:
@@ -514,6 +528,7 @@ __all__ = [
     "default_runtime_dir",
     "disable",
     "dispute_judged",
+    "reply_remembered",
     "enable",
     "enabled",
     "keys_loaded",

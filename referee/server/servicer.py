@@ -11,11 +11,11 @@ How a call runs:
   handled and its reply encoded there, off the loop, within the call's time budget: the server's
   solve cap from when the slot takes the call, or less if the client's deadline comes first
   (``referee.linking.time_budget``).
-- Except for a request answered before (the same bytes, ``_Answered``): the domain's caches most
-  likely hold its answer, so it is answered on the loop, with every lookup a cache's or none
-  (``referee.linking.cached_only``), and goes to a compute slot only if a cache has let it go
-  meanwhile. A cached answer costs the loop less than handing it to a thread and back; it is
-  still a call: admitted by the client's share, counted against its quota, logged and metered.
+- Except for a request answered before (the same bytes, ``_Replies``): its reply is remembered,
+  and sent from the loop. Answers depend on the request's bytes alone (a solve that ran out of
+  time is an error, never remembered), so the remembered reply is the one a slot would compute,
+  at the cost of a dictionary lookup; it is still a call: admitted by the client's share,
+  counted against its quota, logged and metered.
 - Every call, unary or stream, ends in ``_Call.end`` (a done callback of the call): the status the
   client actually got (CANCELLED when it cancelled) and the time taken. The log line is written
   there, and so is anything else that watches calls: append a function to ``call_observers``
@@ -48,7 +48,7 @@ from referee.api.disputes import judge_case_bytes
 from referee.api.wire import check_counts
 from referee.errors import RefereeError, SolverError
 from referee.limits import MESSAGE_BYTES, check_reply
-from referee.linking import NotCached, cached_only, time_budget
+from referee.linking import time_budget
 from referee.server import access, metrics, tracing
 from referee.server.compute import ComputePool, DisputeJobs, JobLost
 from referee.server.status import (
@@ -201,11 +201,9 @@ def _handled(
     cap: float,
     deadline: float | None,
     max_bytes: int,
-    counted: bool = False,
 ) -> bytes:
     """Decode, handle and encode one request, as a reply of at most ``max_bytes`` (one over it is
-    the request's error): a compute slot's work. ``counted``: these very bytes passed the count
-    limits before (``check_counts``), and are not walked again.
+    the request's error): a compute slot's work.
 
     Its time budget starts here, when a slot takes the call (decoding counts, waiting for the slot
     does not): the solve cap, or less if the client's ``deadline`` (monotonic) comes first.
@@ -214,8 +212,7 @@ def _handled(
     budget = cap if deadline is None else min(cap, deadline - started)
     if budget <= 0:
         raise DeadlineExceeded("the deadline passed before the call was solved")
-    if not counted:
-        check_counts(data, message_type.DESCRIPTOR)
+    check_counts(data, message_type.DESCRIPTOR)
     try:
         request = message_type.FromString(data)
     except DecodeError:  # its text only repeats the type's name
@@ -233,55 +230,52 @@ def _handled(
     return reply
 
 
-def _handled_if_cached(
-    handler: Callable[[Message], Message],
-    message_type: type[Message],
-    data: bytes,
-    cap: float,
-    deadline: float | None,
-    max_bytes: int,
-) -> bytes | None:
-    """``_handled`` of bytes answered before, with the domain's caches alone: None when its answer
-    takes a solve."""
-    try:
-        with cached_only():
-            return _handled(handler, message_type, data, cap, deadline, max_bytes, counted=True)
-    except NotCached:
-        return None
+# Requests this large or larger always go to a compute slot, and their replies are not remembered
+# (a SolveHand or CheckClose request takes well under 100 bytes, a ScoreDeal request of four
+# players under a kilobyte), nor are replies this large or larger.
+_REMEMBERED_REQUEST_BYTES = 2048
+_REMEMBERED_REPLY_BYTES = 8192
+# Replies remembered per process: at most this many, and at most this many bytes of requests and
+# replies together (a few hundred KiB in practice: a SolveHand reply takes about 150 bytes).
+_REMEMBERED_REPLIES = 4096
+_REMEMBERED_BYTES = 8 * 1024 * 1024
 
 
-# Requests this large or larger always go to a compute slot, and are not remembered: decoding
-# one on the loop would cost it more than handing it on (a SolveHand or CheckClose request takes
-# well under 100 bytes, a ScoreDeal request of four players under a kilobyte).
-_LOOP_REQUEST_BYTES = 2048
-# Requests remembered as answered, per process (at most 2 KiB each, so at most 8 MiB in all, a
-# few hundred KiB in practice): as many as the linking and verdict caches hold answers; a request
-# whose answer those caches let go costs a try that finds nothing.
-_ANSWERED_REQUESTS = 4096
+class _Replies:
+    """The replies this process sent lately to small requests answered OK, by method and request
+    bytes, least recent first, within a count and a byte budget."""
 
+    __slots__ = ("_replies", "bytes", "max_bytes", "size")
 
-class _Answered:
-    """The requests (method and bytes) this process answered OK lately, least recent first."""
-
-    __slots__ = ("_seen", "size")
-
-    def __init__(self, size: int = _ANSWERED_REQUESTS) -> None:
-        self._seen: OrderedDict[tuple[str, bytes], None] = OrderedDict()
+    def __init__(self, size: int = _REMEMBERED_REPLIES, max_bytes: int = _REMEMBERED_BYTES) -> None:
+        self._replies: OrderedDict[tuple[str, bytes], bytes] = OrderedDict()
         self.size = size
+        self.max_bytes = max_bytes
+        self.bytes = 0
 
-    def holds(self, method: str, data: bytes) -> bool:
-        """Whether ``data`` was answered OK lately (it is then the most recent)."""
+    def __len__(self) -> int:
+        return len(self._replies)
+
+    def get(self, method: str, data: bytes) -> bytes | None:
+        """The reply sent to ``data`` lately (it is then the most recent), or None."""
         key = (method, data)
-        if key not in self._seen:
-            return False
-        self._seen.move_to_end(key)
-        return True
+        reply = self._replies.get(key)
+        if reply is not None:
+            self._replies.move_to_end(key)
+        return reply
 
-    def add(self, method: str, data: bytes) -> None:
-        """``data`` was answered OK now."""
-        self._seen[(method, data)] = None
-        if len(self._seen) > self.size:
-            self._seen.popitem(last=False)
+    def remember(self, method: str, data: bytes, reply: bytes) -> None:
+        """``reply`` answered ``data`` OK now; too large a request or reply is not remembered."""
+        if len(data) >= _REMEMBERED_REQUEST_BYTES or len(reply) >= _REMEMBERED_REPLY_BYTES:
+            return
+        key = (method, data)
+        if key in self._replies:
+            return
+        self._replies[key] = reply
+        self.bytes += len(data) + len(reply)
+        while len(self._replies) > self.size or self.bytes > self.max_bytes:
+            (_, old), dropped = self._replies.popitem(last=False)
+            self.bytes -= len(old) + len(dropped)
 
 
 def add_to_server(servicer: RefereeServicer, server: grpc.aio.Server) -> None:
@@ -303,9 +297,9 @@ _HANDLERS: dict[str, Callable[..., Message]] = {
     "ScoreDeal": handlers.score_deal,
     "ReplayDeal": handlers.replay_deal,
 }
-# The methods whose answer, once its solves are cached, is a matter of microseconds: a replayed
-# record is checked turn by turn, every time, so ReplayDeal always goes to a compute slot.
-_ON_THE_LOOP = frozenset({"SolveHand", "CheckClose", "ScoreDeal"})
+# The methods whose replies are remembered: a replayed record is checked turn by turn, every time
+# (its requests are large, and rarely sent twice), so ReplayDeal always goes to a compute slot.
+_REMEMBERED = frozenset({"SolveHand", "CheckClose", "ScoreDeal"})
 
 
 class RefereeServicer:
@@ -326,7 +320,7 @@ class RefereeServicer:
         self.max_message_bytes = max_message_bytes
         self.streams = 0
         self._streams_by_client: Counter[str] = Counter()
-        self._answered = _Answered()
+        self._replies = _Replies()
 
     def unary(self, name: str) -> Callable[[AsyncIterator[bytes], grpc.aio.ServicerContext], object]:
         """The handler of the unary method ``name`` (registered as a stream of one request)."""
@@ -403,18 +397,18 @@ class RefereeServicer:
         concurrency = key.concurrency if key is not None else None
         self.compute.admits(client, concurrency)  # a client over its share is refused before it is read
         data = await self._receive(context)
+        remembered = method in _REMEMBERED
+        if remembered and (reply := self._replies.get(method, data)) is not None:
+            metrics.reply_remembered()
+            return reply
         remaining = context.time_remaining()
         deadline = None if remaining is None else time.monotonic() + remaining
         cap = self.limits.solve_cap_seconds
-        if method in _ON_THE_LOOP and len(data) < _LOOP_REQUEST_BYTES and self._answered.holds(method, data):
-            reply = _handled_if_cached(handler, message_type, data, cap, deadline, self.max_message_bytes)
-            if reply is not None:
-                return reply
         reply = await self.compute.run(
             client, concurrency, _handled, handler, message_type, data, cap, deadline, self.max_message_bytes
         )
-        if method in _ON_THE_LOOP and len(data) < _LOOP_REQUEST_BYTES:
-            self._answered.add(method, data)
+        if remembered:
+            self._replies.remember(method, data, reply)
         return reply
 
     def _failed(self, call: _Call, error: Exception) -> grpc.Status:
