@@ -166,6 +166,7 @@ class _Call:
     # context.peer() in the done callback, once the call is gone, crashed the process now and
     # then (a segmentation fault in gRPC, seen with the cores busy).
     peer: str = ""
+    client: str = ""  # the client's address without a port, seen through trusted proxies
 
     def end(self, _context: object = None) -> None:
         """Report the call to every observer, with the status the client got."""
@@ -337,21 +338,15 @@ class RefereeServicer:
 
     def _begin(self, method: str, context: grpc.aio.ServicerContext) -> _Call:
         metrics.call_started(_METHOD_PREFIX + method)
-        call = _Call(method, context, _request_id(context), peer=self._peer(context))
+        peer = context.peer()
+        client = self.proxies.client_address(peer, context.invocation_metadata())
+        # The log names the peer, or the client when the peer is a trusted proxy that forwarded the call.
+        shown = peer if client == access.client_address(peer) else client
+        call = _Call(method, context, _request_id(context), peer=shown, client=client)
         if tracing.enabled():
             call.span = tracing.begin(_METHOD_PREFIX + method, context.invocation_metadata())
         context.add_done_callback(call.end)
         return call
-
-    def _peer(self, context: grpc.aio.ServicerContext) -> str:
-        """The peer, or the client's address when the peer is a trusted proxy that forwarded the call."""
-        peer = context.peer()
-        client = self.proxies.client_address(peer, context.invocation_metadata())
-        return peer if client == access.client_address(peer) else client
-
-    def _client(self, context: grpc.aio.ServicerContext) -> str:
-        """The client's address (without a port), seen through trusted proxies."""
-        return self.proxies.client_address(context.peer(), context.invocation_metadata())
 
     def _metadata(self, call: _Call) -> tuple[tuple[str, str], ...]:
         if self.limits.reveal_pid:
@@ -367,7 +362,7 @@ class RefereeServicer:
     ) -> bytes | None:
         call = self._begin(method, context)
         try:
-            reply = await self._answer(method, handler, message_type, context)
+            reply = await self._answer(call, handler, message_type, context)
         except asyncio.CancelledError:  # gRPC cancels the handler when the client cancels or goes away
             call.code = grpc.StatusCode.CANCELLED
             raise
@@ -384,16 +379,17 @@ class RefereeServicer:
 
     async def _answer(
         self,
-        method: str,
+        call: _Call,
         handler: Callable[[Message], Message],
         message_type: type[Message],
         context: grpc.aio.ServicerContext,
     ) -> bytes:
         """The reply to the call's one request: what a unary call does between its start and its end."""
+        method = call.method
         access.take_call()  # the key's quota, before anything is read or computed
         key = access.current_key()
         # A client is its key, or its address when keys are off: its calls share its fair share.
-        client = key.name if key is not None else self._client(context)
+        client = key.name if key is not None else call.client
         concurrency = key.concurrency if key is not None else None
         self.compute.admits(client, concurrency)  # a client over its share is refused before it is read
         data = await self._receive(context)
@@ -455,7 +451,7 @@ class RefereeServicer:
         """
         call = self._begin("CheckDisputes", context)
         call.items = 0
-        client = self._client(context)
+        client = call.client
         admitted = False
         try:
             context.set_trailing_metadata(self._metadata(call))
