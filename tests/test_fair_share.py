@@ -24,7 +24,7 @@ from servers import ROOT, ServerProcess, server_env
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
 from referee.server.access import keygen_lines
-from referee.server.compute import ComputePool
+from referee.server.compute import BUSY_SWITCH_SECONDS, ComputePool
 from referee.server.status import Busy
 
 # Latency and share bounds: measured with no other test beside them (make test runs these last).
@@ -111,6 +111,28 @@ HAND = "AH 2H 3H 5C 5D 5S KS KD 9C 4D".split()  # 33 points, cached after the fi
 
 
 @pytest.mark.timeout(120)
+def test_the_interpreter_switches_threads_every_millisecond_only_while_a_slot_works() -> None:
+    idle = sys.getswitchinterval()
+    seen: list[float] = []
+
+    async def scenario() -> None:
+        pool = ComputePool(slots=2, queue=2)
+        gate = threading.Event()
+        first = asyncio.ensure_future(pool.run("a", None, _gate_work, gate, [], "a"))
+        await asyncio.sleep(0.05)
+        seen.append(sys.getswitchinterval())  # one slot works
+        second = await pool.run("b", None, sys.getswitchinterval)  # two work, then one again
+        seen.extend((second, sys.getswitchinterval()))
+        gate.set()
+        await first
+        seen.append(sys.getswitchinterval())  # none works
+        pool.shutdown()
+
+    asyncio.run(scenario())
+    assert idle > BUSY_SWITCH_SECONDS
+    assert seen == [BUSY_SWITCH_SECONDS, BUSY_SWITCH_SECONDS, BUSY_SWITCH_SECONDS, idle]
+
+
 def test_a_client_keeping_90_heavy_calls_in_flight_does_not_keep_another_out(tmp_path: Path) -> None:
     attacker_key, attacker_line = keygen_lines("attacker")
     victim_key, victim_line = keygen_lines("victim")
@@ -159,6 +181,6 @@ def test_a_client_keeping_90_heavy_calls_in_flight_does_not_keep_another_out(tmp
     assert answered >= 0.95, failures
     # Admission is fair (every victim call is admitted), the victim's repeated hand is answered
     # on the event loop with its remembered reply, never waiting for a compute slot, and the loop
-    # takes the interpreter from a busy compute thread within 1 ms (process.share_the_interpreter):
+    # takes the interpreter from a busy compute thread within 1 ms (compute.BUSY_SWITCH_SECONDS):
     # on a quiet two-core machine p99 was 27 to 42 ms (140 to 270 ms with CPython's 5 ms).
     assert p99 < 0.1

@@ -13,6 +13,7 @@ import contextlib
 import logging
 import multiprocessing
 import os
+import sys
 import threading
 import time
 from collections import Counter, OrderedDict, deque
@@ -27,6 +28,40 @@ log = logging.getLogger("referee.service")
 
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
+
+
+# How long a thread holding the interpreter keeps it while another waits for it, while domain work
+# runs on a thread of this process (CPython's default, 5 ms, the rest of the time).
+BUSY_SWITCH_SECONDS = 0.001
+
+
+class _Interpreter:
+    """The interpreter lock's switch interval, shortened while domain work runs on a thread.
+
+    The event loop and the compute threads share one interpreter lock. A solve in pure Python
+    holds it until another thread has waited the switch interval, and the loop waits for it at
+    each step of a call (its headers, its message, its reply): with the compute slots busy, a
+    call the loop answers at once (a remembered reply, a health check, a refusal) took 30 to
+    150 ms at 5 ms, one interval per step and more when a compute thread won the lock back
+    first; at 1 ms its p99 under a flood of heavy calls was 27 to 42 ms. With no domain work on
+    a thread the short interval only costs: it made the loop yield more often to gRPC's own
+    threads, about a tenth fewer cached calls a second (docs/benchmarks.md, "The floor").
+    """
+
+    idle_seconds = sys.getswitchinterval()
+    working = 0  # threads of this process running domain work; counted on the event loop
+
+    @classmethod
+    def work_began(cls) -> None:
+        cls.working += 1
+        if cls.working == 1:
+            sys.setswitchinterval(BUSY_SWITCH_SECONDS)
+
+    @classmethod
+    def work_ended(cls) -> None:
+        cls.working -= 1
+        if cls.working == 0:
+            sys.setswitchinterval(cls.idle_seconds)
 
 
 class ComputePool:
@@ -108,8 +143,10 @@ class ComputePool:
     def _take(self, client: str) -> None:
         self.running += 1
         self._running_by[client] += 1
+        _Interpreter.work_began()
 
     def _release(self, client: str) -> None:
+        _Interpreter.work_ended()
         self.running -= 1
         self._running_by[client] -= 1
         if not self._running_by[client]:
@@ -245,6 +282,9 @@ class DisputeJobs:
         index = min(range(self.jobs), key=self._load.__getitem__)
         executor = self._executors[index]
         self._load[index] += 1
+        in_process = self.jobs == 1  # the case runs on a thread of this process
+        if in_process:
+            _Interpreter.work_began()
         try:
             try:
                 future: Future[bytes] = executor.submit(work, case, budget, max_bytes)
@@ -265,6 +305,8 @@ class DisputeJobs:
                 raise
         finally:
             self._load[index] -= 1
+            if in_process:
+                _Interpreter.work_ended()
 
     def _replace(self, index: int, broken: Executor) -> None:
         if self._executors[index] is not broken:
@@ -292,4 +334,4 @@ class DisputeJobs:
                     process.terminate()
 
 
-__all__ = ["ComputePool", "DisputeJobs", "JobLost"]
+__all__ = ["BUSY_SWITCH_SECONDS", "ComputePool", "DisputeJobs", "JobLost"]

@@ -16,7 +16,6 @@ import logging
 import os
 import resource
 import signal
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
@@ -32,8 +31,6 @@ log = logging.getLogger("referee.service")
 
 # Middle-generation collections per full collection of the garbage collector (CPython: 10).
 FULL_COLLECTION_EVERY = 1000
-# How long a thread holding the interpreter keeps it while another waits (CPython: 5 ms).
-GIL_SWITCH_SECONDS = 0.001
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,7 +208,6 @@ async def _serve(config: ServerConfig, granted: Access, port: int, reuse_port: b
         # Here, in the serving process: the exporter's thread and channel do not survive a fork.
         tracing.configure(config.otlp_endpoint)
     tune_garbage_collector()
-    share_the_interpreter()
     beat = loop.create_task(_heartbeat(heartbeat_fd)) if heartbeat_fd is not None else None
     say(
         f"remigio-referee: listening on {address(config.host, running.port)} (pid {os.getpid()}, "
@@ -240,20 +236,6 @@ async def _heartbeat(fd: int) -> None:
         with contextlib.suppress(BlockingIOError):  # the parent is slow to read: it will see the next
             os.write(fd, b".")
         await asyncio.sleep(supervisor.HEARTBEAT_EVERY_SECONDS)
-
-
-def share_the_interpreter() -> None:
-    """Let the event loop take the interpreter from a compute thread within 1 ms, not 5.
-
-    The loop and the compute threads share one interpreter lock. A solve in pure Python holds it
-    until another thread has waited the switch interval, and the loop waits for it at each step
-    of a call (its headers, its message, its reply): with every compute slot busy, a call the
-    loop answers at once (a remembered reply, a health check, a refusal) took 30 to 150 ms, one
-    switch interval per step and more when a compute thread won the lock back first. At 1 ms a
-    cheap call's p99 under a flood of heavy calls fell from 140-270 ms to about 27 ms, for about
-    a fifth less of the heavy calls done meanwhile (docs/benchmarks.md, "Hostile clients").
-    """
-    sys.setswitchinterval(GIL_SWITCH_SECONDS)
 
 
 def tune_garbage_collector() -> None:
