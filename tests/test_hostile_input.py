@@ -9,6 +9,7 @@ built from raw protobuf bytes (unknown fields).
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import threading
@@ -298,6 +299,19 @@ def test_a_reply_over_the_limit_is_invalid_argument(small_limit: Server) -> None
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "over the message limit of 1024 bytes" in caught.value.details()
     assert field_violation(caught.value).field == ""
+    assert small_limit.serving()
+
+
+def test_a_request_over_the_limit_is_refused_and_logged_as_one_that_never_arrived(small_limit: Server) -> None:
+    with pytest.raises(grpc.RpcError) as caught:
+        small_limit.raw("SolveHand", pb.SolveHandRequest(cards=["AH"] * 600).SerializeToString())
+    assert caught.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    # gRPC refuses it before the handler reads it, and tells the handler only that the call ended:
+    # the line does not claim RESOURCE_EXHAUSTED, but says the request never arrived, and why that may be.
+    line = small_limit.process.wait_for(
+        re.compile(r"SolveHand CANCELLED .* no_request \(cancelled, or over --max-message-bytes\)")
+    )
+    assert "\n" not in line.group(0)
     assert small_limit.serving()
 
 

@@ -100,6 +100,10 @@ class CallEnd:
     items: int | None = None  # cases judged, for a stream
     trace_id: str | None = None  # the call's trace, when tracing is on
     key: str = ""  # the name of the call's API key ("" when keys are off); never the key
+    # Cancelled before its request message arrived: the client cancelled, or gRPC refused the
+    # message as larger than --max-message-bytes (the client then got RESOURCE_EXHAUSTED, which
+    # gRPC does not tell the handler: it sees the end of the messages, then the cancel).
+    no_request: bool = False
 
 
 call_observers: list[Callable[[CallEnd], None]] = []
@@ -134,6 +138,9 @@ def _log_call(call: CallEnd) -> None:
     if call.key:
         fields["key"] = call.key
     extras = f" key={call.key}" if call.key else ""
+    if call.no_request:
+        fields["no_request"] = True
+        extras += " no_request (cancelled, or over --max-message-bytes)"
     if call.trace_id is not None:
         fields["trace_id"] = call.trace_id
         extras += f" trace_id={call.trace_id}"
@@ -167,6 +174,7 @@ class _Call:
     # then (a segmentation fault in gRPC, seen with the cores busy).
     peer: str = ""
     client: str = ""  # the client's address without a port, seen through trusted proxies
+    no_request: bool = False  # its messages ended before the request (``CallEnd.no_request``)
 
     def end(self, _context: object = None) -> None:
         """Report the call to every observer, with the status the client got."""
@@ -176,7 +184,10 @@ class _Call:
         if self.span is not None:
             trace_id = self.span.trace_id
             self.span.end(code.name)
-        ended = CallEnd(self.method, code, seconds, self.request_id, self.peer, self.items, trace_id, self.key)
+        no_request = self.no_request and code is grpc.StatusCode.CANCELLED
+        ended = CallEnd(
+            self.method, code, seconds, self.request_id, self.peer, self.items, trace_id, self.key, no_request
+        )
         for observer in call_observers:
             try:
                 observer(ended)
@@ -392,7 +403,7 @@ class RefereeServicer:
         client = key.name if key is not None else call.client
         concurrency = key.concurrency if key is not None else None
         self.compute.admits(client, concurrency)  # a client over its share is refused before it is read
-        data = await self._receive(context)
+        data = await self._receive(context, call)
         remembered = method in _REMEMBERED
         if remembered and (reply := self._replies.get(method, data)) is not None:
             metrics.reply_remembered()
@@ -426,7 +437,7 @@ class RefereeServicer:
         context.set_code(status.code)
         context.set_details(status.details)
 
-    async def _receive(self, context: grpc.aio.ServicerContext) -> bytes:
+    async def _receive(self, context: grpc.aio.ServicerContext, call: _Call) -> bytes:
         """The one request message, within the receive timeout."""
         try:
             async with asyncio.timeout(self.limits.receive_timeout_seconds):
@@ -436,6 +447,7 @@ class RefereeServicer:
                 f"the request did not arrive within the receive timeout of {self.limits.receive_timeout_seconds:g} s"
             ) from None
         if data is grpc.aio.EOF:
+            call.no_request = True
             await _cancel_lands()
             raise RefereeError("", "no message", "the call ended before its request message")
         assert isinstance(data, bytes)
