@@ -37,7 +37,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 if __package__ in (None, ""):
@@ -132,6 +132,21 @@ class Attack:
             self.outcomes[outcome] += n
 
 
+def _send_on_each(
+    channels: list[grpc.Channel], send: Callable[[grpc.Channel], None], after: Callable[[], object] | None = None
+) -> None:
+    """``send(channel)`` on a thread per channel until each returns; then ``after()``, and the channels closed."""
+    threads = [threading.Thread(target=send, args=(channel,)) for channel in channels]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if after is not None:
+        after()
+    for channel in channels:
+        channel.close()
+
+
 def oversized(args: argparse.Namespace, attack: Attack) -> None:
     """Refused 800 KB requests, 8 in flight per connection."""
     request = oversized_request()
@@ -147,13 +162,7 @@ def oversized(args: argparse.Namespace, attack: Attack) -> None:
             for future in futures:
                 attack.count(future.code().name)
 
-    threads = [threading.Thread(target=send, args=(channel,)) for channel in channels]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    for channel in channels:
-        channel.close()
+    _send_on_each(channels, send)
 
 
 def watches(args: argparse.Namespace, attack: Attack) -> None:
@@ -181,15 +190,7 @@ def watches(args: argparse.Namespace, attack: Attack) -> None:
                     with attack.lock:
                         held.append(call)
 
-    threads = [threading.Thread(target=send, args=(channel,)) for channel in channels]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    for call in held:
-        call.cancel()
-    for channel in channels:
-        channel.close()
+    _send_on_each(channels, send, after=lambda: [call.cancel() for call in held])
 
 
 def flood(args: argparse.Namespace, attack: Attack) -> None:

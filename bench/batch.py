@@ -70,6 +70,7 @@ if __package__ in (None, ""):
 
 from google.protobuf import json_format  # noqa: E402
 
+from bench.machine import load_average  # noqa: E402
 from bench.service import Server, make_deals  # noqa: E402
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb  # noqa: E402
 
@@ -221,13 +222,6 @@ def time_batch(
 
 
 # Report ----------------------------------------------------------------------------------------
-
-
-def _load() -> str:
-    try:
-        return " ".join(f"{x:.2f}" for x in os.getloadavg())
-    except OSError:  # pragma: no cover
-        return "?"
 
 
 def format_run(run: Run) -> str:
@@ -383,7 +377,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     def progress(message: str) -> None:
         print(f"[{time.perf_counter() - started:6.1f} s] {message}", file=sys.stderr, flush=True)
 
-    load_before = _load()
+    load_before = load_average()
     runs: list[Run] = []
     problems: list[str] = []
     record_lines: list[str] = []
@@ -441,7 +435,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     print(
         f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, python {platform.python_version()}; "
-        f"load average before {load_before}, after {_load()}"
+        f"load average before {load_before}, after {load_average()}"
     )
     print("client = CPU of the batch command and its pool, in cores; server = CPU of each server worker, in cores")
     if not args.only_records:

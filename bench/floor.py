@@ -53,6 +53,7 @@ if __package__ in (None, ""):
 import grpc  # noqa: E402
 
 from bench import h2client  # noqa: E402
+from bench.machine import finish, load_average  # noqa: E402
 from bench.service import HOST, Server, percentile  # noqa: E402
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb  # noqa: E402
 from referee.api import handlers  # noqa: E402
@@ -314,7 +315,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"bench.floor: {CONNECTIONS} connections, one call each, {WORKERS} processes per server, "
         f"{args.rounds} x {args.duration:g} s, load generator {args.load_generator}"
     )
-    print(f"cpus: {os.cpu_count()}; load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"cpus: {os.cpu_count()}; load average at start: {load_average()}")
     servers: dict[str, BareServer | Server] = {}
     problems: list[str] = []
     try:
@@ -361,10 +362,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     spread = {name: statistics.pstdev([r.rate for r in found]) for name, found in rounds.items()}
     print("spread of calls/s over rounds (sd): " + ", ".join(f"{name} {sd:.0f}" for name, sd in spread.items()))
-    print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    for problem in problems:
-        print(f"not as designed: {problem}")
-    return 1 if problems else 0
+    return finish(problems)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ from bench.hands import end_of_deal, random_deals
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.api import records
 from referee.api.convert import deal_to_proto
-from referee.api.wire import COUNTED_OVER, MAX_FIELDS
+from referee.api.wire import COUNTED_OVER, MAX_FIELDS, read_varint
 from referee.cards import deck
 from referee.limits import LIMITS, MESSAGE_BYTES
 from referee.rules import Engine, RuleSet
@@ -142,33 +142,22 @@ def encode(nodes: Sequence[Node]) -> bytes:
     return b"".join(node.encode() for node in nodes)
 
 
-def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        byte = data[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, pos
-        shift += 7
-
-
 def parse(data: bytes, descriptor: Descriptor) -> list[Node]:
     """The fields of a valid message of type ``descriptor``, message-typed ones parsed too."""
     nodes: list[Node] = []
     pos = 0
     while pos < len(data):
-        key, pos = _read_varint(data, pos)
+        key, pos = read_varint(data, pos, len(data))
         number, wire = key >> 3, key & 7
         if wire == _VARINT:
-            value, pos = _read_varint(data, pos)
+            value, pos = read_varint(data, pos, len(data))
             nodes.append(Node(number, wire, value))
         elif wire in (_FIXED32, _FIXED64):
             size = 4 if wire == _FIXED32 else 8
             nodes.append(Node(number, wire, data[pos : pos + size]))
             pos += size
         elif wire == _LENGTH:
-            length, pos = _read_varint(data, pos)
+            length, pos = read_varint(data, pos, len(data))
             payload = data[pos : pos + length]
             pos += length
             known = descriptor.fields_by_number.get(number)

@@ -89,6 +89,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc  # noqa: E402
 
 from bench import h2client  # noqa: E402
 from bench.hands import end_of_deal  # noqa: E402
+from bench.machine import finish, load_average  # noqa: E402
 from bench.service import (  # noqa: E402
     CHANNEL_OPTIONS,
     ENGINES,
@@ -331,24 +332,22 @@ def _rate(n: float, outcomes: dict[str, float]) -> str:
     return f"{n / seconds:,.0f}/s" if seconds else "?/s"
 
 
-@contextlib.contextmanager
-def _oversized(bench: Bench, report: Report) -> Iterator[None]:
-    with _attacker(bench, report, "oversized", "--key", bench.attacker_key, "--connections", "2") as outcomes:
-        yield
-    refused = _count(outcomes, "INVALID_ARGUMENT")
-    report.note = f"{refused:,} requests of 800 KB refused ({_rate(refused, outcomes)})"
-    if others := _others(outcomes, "INVALID_ARGUMENT"):
-        report.problems.append(f"oversized: not refused INVALID_ARGUMENT: {others}")
+def _refusals(name: str, what: str, connections: int, keyed: bool) -> Attack:
+    """An attack whose every request must be refused INVALID_ARGUMENT, sent again as soon as it
+    is, on ``connections`` connections, with the key "attacker" when ``keyed``; ``what`` names
+    one request in the note."""
 
+    @contextlib.contextmanager
+    def attack(bench: Bench, report: Report) -> Iterator[None]:
+        flags = ["--connections", str(connections)] + (["--key", bench.attacker_key] if keyed else [])
+        with _attacker(bench, report, name, *flags) as outcomes:
+            yield
+        refused = _count(outcomes, "INVALID_ARGUMENT")
+        report.note = f"{refused:,} {what} refused ({_rate(refused, outcomes)})"
+        if others := _others(outcomes, "INVALID_ARGUMENT"):
+            report.problems.append(f"{name}: not refused INVALID_ARGUMENT: {others}")
 
-@contextlib.contextmanager
-def _watches(bench: Bench, report: Report) -> Iterator[None]:
-    with _attacker(bench, report, "watches", "--connections", "4") as outcomes:
-        yield
-    refused = _count(outcomes, "INVALID_ARGUMENT")
-    report.note = f"{refused:,} watches of a 1 MB name refused ({_rate(refused, outcomes)})"
-    if others := _others(outcomes, "INVALID_ARGUMENT"):
-        report.problems.append(f"watches: not refused INVALID_ARGUMENT: {others}")
+    return attack
 
 
 @contextlib.contextmanager
@@ -494,8 +493,8 @@ ATTACK_OF: dict[str, Attack] = {
     "connections": _connections,
     "kill": _signal_a_worker(signal.SIGKILL),
     "stop": _signal_a_worker(signal.SIGSTOP),
-    "oversized": _oversized,
-    "watches": _watches,
+    "oversized": _refusals("oversized", "requests of 800 KB", connections=2, keyed=True),
+    "watches": _refusals("watches", "watches of a 1 MB name", connections=4, keyed=False),
     "flood": _flood,
     "silent": _silent,
     "logflood": _logflood,
@@ -676,7 +675,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run every attack under load and print the table; 1 if something did not go as designed."""
     args = parse_args(argv)
     print(f"bench.hostile: {args.workers} workers, {args.clients} SolveHand clients (CP-SAT), {args.duration:g}s each")
-    print(f"cpus: {os.cpu_count()}; load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"cpus: {os.cpu_count()}; load average at start: {load_average()}")
     # Each server has caches of its own: both sections send the same hands, none twice to a server.
     pool = solve_requests(end_of_deal(SEED, 60_000, 10), ENGINES["cpsat"])
     problems: list[str] = []
@@ -696,10 +695,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             server = Server(args.workers, extra=extra, one_client=False)
             title = "-- with API keys, every limit at its default (the load uses the key victim)"
             problems += run_section(title, Bench(server, args.workers, victim_key, attacker_key), keyed, pool, args)
-    print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    for problem in problems:
-        print(f"not as designed: {problem}")
-    return 1 if problems else 0
+    return finish(problems)
 
 
 if __name__ == "__main__":

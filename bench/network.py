@@ -24,12 +24,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from bench.machine import load_average
+
 ROOT = Path(__file__).resolve().parents[1]
 FIGURE = re.compile(r"^figure: (.+): ([\d.]+) s$", re.MULTILINE)
-
-
-def _load() -> str:
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def run_once() -> tuple[dict[str, float], str]:
@@ -56,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     if os.geteuid() != 0:
         print("bench.network: network namespaces need root", file=sys.stderr)
         return 1
-    load_before = _load()
+    load_before = load_average()
     collected: dict[str, list[float]] = {}
     failed = False
     for number in range(1, args.runs + 1):
@@ -75,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(
         f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
-        f"load average before {load_before}, after {_load()}"
+        f"load average before {load_before}, after {load_average()}"
     )
     return 1 if failed else 0
 

@@ -40,6 +40,7 @@ if __package__ in (None, ""):
     # Run as ``python bench/replay.py``: make the repository root importable.
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.machine import load_average  # noqa: E402
 from referee.linking import dispatch  # noqa: E402
 from referee.record import Record  # noqa: E402
 from referee.replay import replay  # noqa: E402
@@ -57,13 +58,6 @@ def percentile(values: Sequence[float], q: float) -> float:
     """The nearest-rank percentile ``q`` (0-100) of ``values``."""
     ordered = sorted(values)
     return ordered[max(1, math.ceil(q / 100 * len(ordered))) - 1]
-
-
-def load_average() -> str:
-    try:
-        return " ".join(f"{x:.2f}" for x in os.getloadavg())
-    except (AttributeError, OSError):
-        return "n/a"
 
 
 def timings(

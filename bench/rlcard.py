@@ -44,7 +44,8 @@ if __package__ in (None, ""):
     # the package, not this file.
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from bench.solver import engine_caches, load_average  # noqa: E402
+from bench.machine import load_average  # noqa: E402
+from bench.solver import engine_caches  # noqa: E402
 from referee.cards import ACE, KING, NATURALS, QUEEN, Card, format_cards, sort_cards  # noqa: E402
 from referee.linking import best_linking, dispatch, engine_for  # noqa: E402
 from referee.rules import Engine, RuleSet  # noqa: E402

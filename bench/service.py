@@ -91,6 +91,7 @@ import grpc  # noqa: E402
 
 from bench import h2client  # noqa: E402
 from bench.hands import end_of_deal  # noqa: E402
+from bench.machine import load_average  # noqa: E402
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb  # noqa: E402
 from referee.api.convert import deal_to_proto  # noqa: E402
 from referee.cards import Card  # noqa: E402
@@ -793,7 +794,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"bench.service: gRPC load on loopback, {platform.python_implementation()} {platform.python_version()}, "
         f"grpcio {grpc.__version__}, {platform.machine()}"
     )
-    print(f"cpus: {cpus} (os.cpu_count); load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"cpus: {cpus} (os.cpu_count); load average at start: {load_average()}")
     if cpus <= 4:
         print(
             f"note: only {cpus} cores here; the clients run on the same cores as the server and "
@@ -923,9 +924,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if errors or bad:
         print(f"FAILED: {errors} errors, {bad} bad replies")
         failed = True
-    print(
-        f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; total time {time.monotonic() - started:.0f}s"
-    )
+    print(f"load average at end: {load_average()}; total time {time.monotonic() - started:.0f}s")
     return 1 if failed else 0
 
 

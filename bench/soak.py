@@ -51,6 +51,7 @@ if __package__ in (None, ""):
 import grpc  # noqa: E402
 
 from bench.fuzz import DISPUTES, Fuzzer  # noqa: E402
+from bench.machine import load_average  # noqa: E402
 from bench.service import CHANNEL_OPTIONS, REPO, Server, percentile  # noqa: E402
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb  # noqa: E402
 
@@ -417,13 +418,6 @@ def soak(
 # The report -------------------------------------------------------------------------------------------
 
 
-def _load() -> str:
-    try:
-        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
-    except OSError:
-        return "?"
-
-
 def _commit() -> str:
     try:
         found = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
@@ -485,7 +479,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the soak, print its tables and the targets missed; 1 when one was."""
     args = parse_args(argv)
-    print(f"{platform.node()}: load {_load()}, commit {_commit()}, Python {platform.python_version()}", file=sys.stderr)
+    print(
+        f"{platform.node()}: load {load_average()}, commit {_commit()}, Python {platform.python_version()}",
+        file=sys.stderr,
+    )
     result = soak(
         args.requests,
         args.seed,
@@ -498,7 +495,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(format_result(result))
     for what, details in result.examples.items():
         print(f"{what}: {details}", file=sys.stderr)
-    print(f"load after: {_load()}", file=sys.stderr)
+    print(f"load after: {load_average()}", file=sys.stderr)
     if args.json is not None:
         args.json.write_text(json.dumps(asdict(result), indent=1) + "\n")
     missed = result.misses(args.max_growth_mb)

@@ -45,6 +45,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.hands import FAMILIES, Hand  # noqa: E402
+from bench.machine import load_average  # noqa: E402
 from referee.cards import format_cards, sort_cards  # noqa: E402
 from referee.closing import best_close, forget_verdicts  # noqa: E402
 from referee.linking import dispatch  # noqa: E402
@@ -96,13 +97,6 @@ def fmt_ms(value: float | None) -> str:
 
 def fmt_ratio(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}x"
-
-
-def load_average() -> str:
-    try:
-        return " ".join(f"{x:.2f}" for x in os.getloadavg())
-    except (AttributeError, OSError):
-        return "n/a"
 
 
 def available_engines() -> list[str]:

@@ -21,6 +21,7 @@ from servers import field_violation
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.api.convert import deal_to_proto
 from referee.api.records import request_of
+from referee.api.wire import Unreadable, read_varint
 from referee.cards import deck
 from referee.rules import Engine, RuleSet
 from referee.samples import sample_deals
@@ -261,3 +262,12 @@ def _changed_records(draw: st.DrawFn) -> pb.ReplayDealRequest:
 @given(request=_changed_records())
 def test_changed_records_get_ok_or_invalid_argument(channel: grpc.Channel, request: pb.ReplayDealRequest) -> None:
     _answer(channel, "ReplayDeal", request.SerializeToString())
+
+
+def test_read_varint_reads_one_and_refuses_what_runs_past_its_end_or_over_64_bits() -> None:
+    assert read_varint(b"\x96\x01\x05", 0, 3) == (150, 2)
+    assert read_varint(b"\x96\x01\x05", 2, 3) == (5, 3)
+    with pytest.raises(Unreadable):
+        read_varint(b"\x96\x01", 0, 1)  # its last byte lies past the end
+    with pytest.raises(Unreadable):
+        read_varint(b"\xff" * 10 + b"\x01", 0, 11)  # 11 bytes: over 64 bits

@@ -55,8 +55,8 @@ def _plan(descriptor: Descriptor) -> _Plan:
     return plan
 
 
-class _Stop(Exception):
-    """Bytes the walk cannot follow: the decoder will say what is wrong with them."""
+class Unreadable(ValueError):
+    """Bytes that are not a varint or a field a walk can follow (the decoder says what is wrong)."""
 
 
 def check_counts(data: bytes, descriptor: Descriptor) -> None:
@@ -66,11 +66,13 @@ def check_counts(data: bytes, descriptor: Descriptor) -> None:
     fields_left = [MAX_FIELDS]
     try:
         _walk(memoryview(data), 0, len(data), descriptor, "", fields_left)
-    except _Stop:
+    except Unreadable:
         pass
 
 
-def _varint(data: memoryview, pos: int, end: int) -> tuple[int, int]:
+def read_varint(data: bytes | memoryview, pos: int, end: int) -> tuple[int, int]:
+    """The varint at ``pos`` (before ``end``) and the position after it; ``Unreadable`` when it
+    runs past ``end`` or over 64 bits."""
     value = shift = 0
     while pos < end:
         byte = data[pos]
@@ -81,7 +83,7 @@ def _varint(data: memoryview, pos: int, end: int) -> tuple[int, int]:
         shift += 7
         if shift > 63:
             break
-    raise _Stop
+    raise Unreadable
 
 
 def _count_on(data: memoryview, pos: int, end: int, number: int, count: int) -> int | str:
@@ -90,21 +92,21 @@ def _count_on(data: memoryview, pos: int, end: int, number: int, count: int) -> 
     counted = count
     try:
         while pos < end and counted - count < COUNTED_OVER:
-            tag, pos = _varint(data, pos, end)
+            tag, pos = read_varint(data, pos, end)
             wire = tag & 7
             if wire == _VARINT:
-                _, pos = _varint(data, pos, end)
+                _, pos = read_varint(data, pos, end)
             elif wire == _FIXED64:
                 pos += 8
             elif wire == _FIXED32:
                 pos += 4
             elif wire == _LENGTH:
-                length, pos = _varint(data, pos, end)
+                length, pos = read_varint(data, pos, end)
                 pos += length
                 counted += tag >> 3 == number
             else:
                 break
-    except _Stop:
+    except Unreadable:
         pass
     return counted if pos >= end else f"{counted} or more"
 
@@ -116,10 +118,10 @@ def _walk(data: memoryview, pos: int, end: int, descriptor: Descriptor, path: st
         fields_left[0] -= 1
         if fields_left[0] < 0:
             raise LimitError("", f"more than {MAX_FIELDS} fields", f"a request holds at most {MAX_FIELDS} fields")
-        tag, pos = _varint(data, pos, end)
+        tag, pos = read_varint(data, pos, end)
         number, wire = tag >> 3, tag & 7
         if wire == _VARINT:
-            _, pos = _varint(data, pos, end)
+            _, pos = read_varint(data, pos, end)
             continue
         if wire == _FIXED64:
             pos += 8
@@ -128,10 +130,10 @@ def _walk(data: memoryview, pos: int, end: int, descriptor: Descriptor, path: st
             pos += 4
             continue
         if wire != _LENGTH:
-            raise _Stop
-        length, pos = _varint(data, pos, end)
+            raise Unreadable
+        length, pos = read_varint(data, pos, end)
         if pos + length > end:
-            raise _Stop
+            raise Unreadable
         field = plan.fields.get(number)
         if field is not None:
             index = counts.get(number, 0)
@@ -147,4 +149,4 @@ def _walk(data: memoryview, pos: int, end: int, descriptor: Descriptor, path: st
         pos += length
 
 
-__all__ = ["MAX_FIELDS", "check_counts"]
+__all__ = ["MAX_FIELDS", "Unreadable", "check_counts", "read_varint"]
