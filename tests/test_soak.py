@@ -19,7 +19,7 @@ import sys
 import pytest
 
 from bench.fuzz import DISPUTES, METHODS, REQUEST_TYPES, Fuzzer, encode, parse
-from bench.soak import format_result, soak
+from bench.soak import LOST, format_result, soak
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.skipif(sys.platform != "linux", reason="/proc")]
 
@@ -75,10 +75,12 @@ def test_five_thousand_fuzzed_requests_no_internal_error_no_restart_bounded_memo
     assert sum(totals.values()) == SUITE_REQUESTS
     assert set(result.statuses) == {method.rsplit("/", 1)[1] for method in METHODS}
     # Every request is answered or refused as a client's error; a few are over the message limit.
-    # (DEADLINE_EXCEEDED: the solve cap, on a machine loaded enough to stretch a solve past it.)
-    assert set(totals) <= {"OK", "INVALID_ARGUMENT", "NOT_FOUND", "RESOURCE_EXHAUSTED", "DEADLINE_EXCEEDED"}, (
-        result.examples
-    )
+    # (DEADLINE_EXCEEDED: the solve cap, on a machine loaded enough to stretch a solve past it.
+    # LOST: the client's own core lost the status of a call the server ended while it was still
+    # sending, bench.soak.CLIENT_LOST_STATUS; seen about once in 5,000 under load, never often.)
+    allowed = {"OK", "INVALID_ARGUMENT", "NOT_FOUND", "RESOURCE_EXHAUSTED", "DEADLINE_EXCEEDED", LOST}
+    assert set(totals) <= allowed, result.examples
+    assert totals[LOST] <= SUITE_REQUESTS // 200, totals
     assert totals["OK"] > 1_000 and totals["INVALID_ARGUMENT"] > 1_000, totals
     assert (
         result.outcomes.get("MALFORMED", 0) > 0
