@@ -169,3 +169,17 @@ def _shares_a_module_fixture(item: pytest.Item) -> bool:
     info = getattr(item, "_fixtureinfo", None)
     definitions = info.name2fixturedefs.values() if info is not None else ()
     return any(d.scope == "module" for defs in definitions for d in defs)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Under ``--dist loadgroup``, a grouped test's id must carry its group (``@module``), which is
+    all pytest-xdist schedules by: without it the groups fall apart silently, and every worker
+    starts its own copy of the module's servers. Such a test fails here, saying why."""
+    config = item.config
+    if hasattr(config, "workerinput") and config.getvalue("loadgroup"):
+        if item.get_closest_marker("xdist_group") and "@" not in item.nodeid:
+            pytest.fail(
+                "pytest-xdist's loadgroup did not group this test: this pytest keeps xdist from writing the "
+                "group into the test's id (see the pin on pytest in pyproject.toml)",
+                pytrace=False,
+            )
