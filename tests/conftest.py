@@ -148,6 +148,9 @@ TIERS: dict[str, tuple[str, ...]] = {
 _TIER_OF = {module: tier for tier, modules in TIERS.items() for module in modules}
 
 
+# First: pytest-xdist's worker reads the xdist_group markers in its own hook of this name, and
+# its plugin, registered after this file, would otherwise run before these markers exist.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark every test with its module's tier; a module without one is an error, not a silent gap."""
     for item in items:
