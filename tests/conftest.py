@@ -148,6 +148,9 @@ TIERS: dict[str, tuple[str, ...]] = {
 _TIER_OF = {module: tier for tier, modules in TIERS.items() for module in modules}
 
 
+# First: pytest-xdist's worker reads the xdist_group markers in its own hook of this name, and
+# its plugin, registered after this file, would otherwise run before these markers exist.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark every test with its module's tier; a module without one is an error, not a silent gap."""
     for item in items:
@@ -169,3 +172,17 @@ def _shares_a_module_fixture(item: pytest.Item) -> bool:
     info = getattr(item, "_fixtureinfo", None)
     definitions = info.name2fixturedefs.values() if info is not None else ()
     return any(d.scope == "module" for defs in definitions for d in defs)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Under ``--dist loadgroup``, a grouped test's id must carry its group (``@module``), which is
+    all pytest-xdist schedules by: without it the groups fall apart silently, and every worker
+    starts its own copy of the module's servers. Such a test fails here, saying why."""
+    config = item.config
+    if hasattr(config, "workerinput") and config.getvalue("loadgroup"):
+        if item.get_closest_marker("xdist_group") and "@" not in item.nodeid:
+            pytest.fail(
+                "pytest-xdist's loadgroup did not group this test: this pytest keeps xdist from writing the "
+                "group into the test's id (see the pin on pytest in pyproject.toml)",
+                pytrace=False,
+            )

@@ -237,7 +237,8 @@ def test_the_health_port_bounds_stalled_checks_like_the_main_port(server: Server
         streams = [staller.stall("/grpc.health.v1.Health/Check", 5000) for staller in stallers]
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
-            refused = [sum(1 for how in s.ended.values() if how in REFUSED) for s in stallers]
+            # A copy: each staller's reader thread adds to ``ended`` meanwhile.
+            refused = [sum(1 for how in list(s.ended.values()) if how in REFUSED) for s in stallers]
             if all(n >= 4900 for n in refused):
                 break
             time.sleep(0.1)

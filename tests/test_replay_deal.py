@@ -97,11 +97,18 @@ def check_answer(played: Played, request: pb.ReplayDealRequest, response: pb.Rep
     assert list(response.claims) == list(response.result.claims)
 
 
+@pytest.fixture(scope="module")
+def simulated() -> tuple[Played, ...]:
+    """The simulated corpus, for every test here that reads it: a module fixture, so those tests run on
+    one worker (tests/conftest.py) and the corpus is simulated there once, not on each worker."""
+    return corpus()
+
+
 # Thousands of records through the handler ------------------------------------------------------
 
 
-def test_a_record_and_its_rules_round_trip_through_their_messages() -> None:
-    for played in corpus():
+def test_a_record_and_its_rules_round_trip_through_their_messages(simulated: tuple[Played, ...]) -> None:
+    for played in simulated:
         record = played.record
         request = records.request_of(record)
         rules = convert.rules_from_proto(request.rules)
@@ -109,10 +116,12 @@ def test_a_record_and_its_rules_round_trip_through_their_messages() -> None:
         assert records.record_from_proto(request.record, rules) == record, played.index
 
 
-def test_simulated_records_replay_legal_and_score_as_score_deal_through_the_handler() -> None:
+def test_simulated_records_replay_legal_and_score_as_score_deal_through_the_handler(
+    simulated: tuple[Played, ...],
+) -> None:
     rng = random.Random(5)
     seen: Counter[str] = Counter()
-    for played in corpus():
+    for played in simulated:
         request = records.request_of(played.record, claims_for(played, rng))
         response = handlers.replay_deal(request)
         check_answer(played, request, response)
@@ -146,10 +155,10 @@ def test_more_records_of_every_table_size_through_the_handler() -> None:
 # Over gRPC -------------------------------------------------------------------------------------
 
 
-def test_simulated_records_over_grpc_score_as_score_deal_over_grpc(stub: Stub) -> None:
+def test_simulated_records_over_grpc_score_as_score_deal_over_grpc(stub: Stub, simulated: tuple[Played, ...]) -> None:
     rng = random.Random(6)
     complete = 0
-    for played in corpus()[:300]:
+    for played in simulated[:300]:
         request = records.request_of(played.record, claims_for(played, rng))
         response = stub.ReplayDeal(request, timeout=30)
         check_answer(played, request, response)
@@ -164,9 +173,11 @@ def test_simulated_records_over_grpc_score_as_score_deal_over_grpc(stub: Stub) -
 
 
 @pytest.mark.parametrize("code", list(ViolationCode), ids=lambda code: code.value)
-def test_each_violation_over_grpc_names_its_turn_seat_and_code(stub: Stub, code: ViolationCode) -> None:
+def test_each_violation_over_grpc_names_its_turn_seat_and_code(
+    stub: Stub, code: ViolationCode, simulated: tuple[Played, ...]
+) -> None:
     rng = random.Random(f"grpc {code.value}")
-    records_ = list(corpus())
+    records_ = list(simulated)
     rng.shuffle(records_)
     found = 0
     for played in records_:
@@ -350,10 +361,10 @@ def test_a_request_that_sets_both_a_deck_and_a_shuffle_keeps_the_last_one() -> N
 # CheckDisputes with record cases ---------------------------------------------------------------
 
 
-def _record_cases() -> list[tuple[pb.CheckDisputesRequest, int]]:
+def _record_cases(simulated: tuple[Played, ...]) -> list[tuple[pb.CheckDisputesRequest, int]]:
     """Record cases with their expected outcomes: claims right, wrong, none; violations; malformed."""
     cases = []
-    complete = next(p for p in corpus() if len(p.record.turns) > 6 and p.record.turns[-1].close)
+    complete = next(p for p in simulated if len(p.record.turns) > 6 and p.record.turns[-1].close)
     request = records.request_of(complete.record)
     answer = handlers.replay_deal(request).result
     closer = next(i for i, player in enumerate(answer.players) if player.closer)
@@ -377,7 +388,7 @@ def _record_cases() -> list[tuple[pb.CheckDisputesRequest, int]]:
     cases.append((pb.CheckDisputesRequest(id="none", record=request), pb.DISPUTE_OUTCOME_NO_CLAIM))
     rng = random.Random(8)
     for code in (ViolationCode.CARD_NOT_IN_HAND, ViolationCode.FALSE_CLOSE, ViolationCode.SEED_MISMATCH):
-        made = next(m for p in corpus() if (m := INJECTIONS[code](p, rng)) is not None)
+        made = next(m for p in simulated if (m := INJECTIONS[code](p, rng)) is not None)
         illegal = records.request_of(made[0], right)
         cases.append((pb.CheckDisputesRequest(id=code.value, record=illegal), pb.DISPUTE_OUTCOME_ILLEGAL))
     bad = records.request_of(complete.record)
@@ -386,8 +397,10 @@ def _record_cases() -> list[tuple[pb.CheckDisputesRequest, int]]:
     return cases
 
 
-def test_check_disputes_answers_record_cases_and_an_illegal_one_is_illegal(stub: Stub) -> None:
-    cases = _record_cases()
+def test_check_disputes_answers_record_cases_and_an_illegal_one_is_illegal(
+    stub: Stub, simulated: tuple[Played, ...]
+) -> None:
+    cases = _record_cases(simulated)
     verdicts = list(stub.CheckDisputes(iter([case for case, _ in cases]), timeout=60))
     assert [v.id for v in verdicts] == [case.id for case, _ in cases]
     for (case, outcome), verdict in zip(cases, verdicts, strict=True):
