@@ -169,13 +169,20 @@ def _writer(descriptor: Descriptor) -> Any:
     """The function that gives a message of ``descriptor``'s type as JSON text (as ``to_json``),
     keys in ``_printer``'s order."""
     namespace: dict[str, Any] = {"_writer": _writer, "_quote": _quote, "_str": str}
+    _writing.add(descriptor)
     body = ["def write_message(m):", "    out = []", "    add = out.append"]
     for field in sorted(descriptor.fields, key=lambda f: f.number):
         name, var = field.name, f"v_{field.name}"
         key = _quote(name) + ":"
         if field.type == FieldDescriptor.TYPE_MESSAGE:
             namespace[f"d_{name}"] = field.message_type
-            write = f"_writer(d_{name})"
+            # A nested type's writer is bound once here, not looked up per message; a type that
+            # holds itself (none in the contract yet) looks its own up when called.
+            if field.message_type in _writing:
+                write = f"_writer(d_{name})"
+            else:
+                namespace[f"w_{name}"] = _writer(field.message_type)
+                write = f"w_{name}"
             if field.is_repeated:
                 body += [f"    {var} = m.{name}", f"    if {var}:"]
                 body.append(f"        add({key!r} + '[' + ','.join(map({write}, {var})) + ']')")
@@ -210,7 +217,11 @@ def _writer(descriptor: Descriptor) -> Any:
             text = json.dumps(default, ensure_ascii=False)
         body += [f"    if not v_{name}:", f"        add({_quote(name) + ':' + text!r})"]
     body.append("    return '{' + ','.join(out) + '}'")
+    _writing.discard(descriptor)
     return _compiled("\n".join(body) + "\n", "write_message", namespace)
+
+
+_writing: set[Descriptor] = set()  # the types whose writers are being written
 
 
 _MESSAGE = "message"
