@@ -64,14 +64,28 @@ def parse(text: str, message: Message) -> Message:
     try:
         if not _supported(message.DESCRIPTOR):
             raise _Unsupported
-        data = json.loads(text, object_pairs_hook=_no_duplicates)
+        # json.loads keeps the last of a key given twice, where json_format refuses the text. A
+        # hook on every object finds such a key, at the cost of a call per object; text with no
+        # JSON whitespace (what this module writes) is checked in C instead: there every key is
+        # followed by '":', so the text holds that pair at least once per key it spells, more
+        # when a string holds it too. The same count as the keys read means no key repeats.
+        compact = _compact(text)
+        data = json.loads(text) if compact else json.loads(text, object_pairs_hook=_no_duplicates)
         if not isinstance(data, dict):
             raise _Unsupported
-        _fill(message, data)
+        keys = _fill(message, data)
+        if compact and text.count('":') != keys:
+            raise _Unsupported  # a key given twice, or '":' within a string: json_format decides
     except (_Unsupported, ValueError, TypeError):
         message.Clear()
         json_format.Parse(text, message)
     return message
+
+
+def _compact(text: str) -> bool:
+    """True when ``text`` holds no JSON whitespace but at its ends."""
+    text = text.strip(" \t\n\r")
+    return not (" " in text or "\n" in text or "\t" in text or "\r" in text)
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -259,8 +273,9 @@ def _supported(descriptor: Descriptor) -> bool:
     )
 
 
-def _fill(message: Message, data: dict[str, Any]) -> None:
-    _filler(message.DESCRIPTOR)(message, data)
+def _fill(message: Message, data: dict[str, Any]) -> int:
+    """Fill ``message`` from ``data``; the number of keys read, nested objects' included."""
+    return int(_filler(message.DESCRIPTOR)(message, data))
 
 
 # The checks each kind of scalar passes to be set as it is; any other value raises _Unsupported,
@@ -275,9 +290,10 @@ _SCALAR_CHECKS = {
 @cache
 def _filler(descriptor: Descriptor) -> Any:
     """The function that fills a message of ``descriptor``'s type from a JSON object, raising
-    _Unsupported for anything it does not fully recognise (as ``_fill`` did field by field)."""
+    _Unsupported for anything it does not fully recognise (as ``_fill`` did field by field), and
+    giving the number of keys it read, the nested objects' included (``parse`` checks it)."""
     namespace: dict[str, Any] = {"_filler": _filler, "_Unsupported": _Unsupported, "_scalar": _scalar}
-    body = ["def fill_message(m, data):", "    for key, value in data.items():"]
+    body = ["def fill_message(m, data):", "    keys = len(data)", "    for key, value in data.items():"]
     test = "if"
     aliased = []
     for field in descriptor.fields:
@@ -298,7 +314,7 @@ def _filler(descriptor: Descriptor) -> Any:
                     "            for item in value:",
                     "                if type(item) is not dict:",
                     "                    raise _Unsupported",
-                    "                fill(add(), item)",
+                    "                keys += fill(add(), item)",
                 ]
             else:
                 body += [
@@ -306,7 +322,7 @@ def _filler(descriptor: Descriptor) -> Any:
                     "                raise _Unsupported",
                     f"            sub = m.{name}",
                     "            sub.SetInParent()",
-                    f"            _filler(d_{name})(sub, value)",
+                    f"            keys += _filler(d_{name})(sub, value)",
                 ]
             continue
         check = _SCALAR_CHECKS.get(field.type)
@@ -351,6 +367,7 @@ def _filler(descriptor: Descriptor) -> Any:
             continue  # a proto3 optional field's own oneof: both its names are checked above
         members = tuple(sorted({key for field in oneof.fields for key in (field.name, field.json_name)}))
         body += [f"    if sum(key in data for key in {members!r}) > 1:", "        raise _Unsupported"]
+    body.append("    return keys")
     return _compiled("\n".join(body) + "\n", "fill_message", namespace)
 
 
