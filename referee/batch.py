@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import io
 import json
 import multiprocessing
@@ -352,27 +353,35 @@ def chunk_size(cases: int, jobs: int) -> int:
 def _local(lines: Iterable[Line], args: argparse.Namespace, cases: int) -> Iterator[list[str]]:
     """The verdicts in chunks, in the order of the lines."""
     chunks = _windows(lines, chunk_size(cases, args.jobs))
-    if args.jobs == 1:
-        for chunk in chunks:
-            yield judge_lines(((line.number, line.text) for line in chunk), args.engine)
-        return
-    # What every case needs is loaded before the fork, so the workers share it instead of each
-    # importing it: the engine the cases default to, and the judging code.
+    # What every case needs is loaded first (before the fork, so the workers share it instead of
+    # each importing it): the engine the cases default to, and the judging code.
     engine_for(RuleSet(engine=Engine(args.engine)) if args.engine else RuleSet())
     import referee.api.disputes  # noqa: F401
 
-    context = multiprocessing.get_context("fork")
-    with context.Pool(args.jobs) as pool:
-        # A bounded number of chunks in flight keeps memory flat however many cases the input
-        # holds; the oldest is awaited first, so the verdicts leave in the order of the cases.
-        pending: deque[AsyncResult[list[str]]] = deque()
-        for chunk in chunks:
-            task = ([(line.number, line.text) for line in chunk], args.engine)
-            pending.append(pool.apply_async(_judge_chunk, (task,)))
-            if len(pending) >= CHUNKS_PER_JOB * args.jobs:
+    # Judging a case makes thousands of short-lived objects, so the collector runs all the time;
+    # what is loaded by now (the modules, the engine's tables: most of the heap) is taken out of
+    # its sight, so it does not walk it again and again, in this process and in the workers
+    # forked below. Given back when the cases are done.
+    gc.freeze()
+    try:
+        if args.jobs == 1:
+            for chunk in chunks:
+                yield judge_lines(((line.number, line.text) for line in chunk), args.engine)
+            return
+        context = multiprocessing.get_context("fork")
+        with context.Pool(args.jobs) as pool:
+            # A bounded number of chunks in flight keeps memory flat however many cases the input
+            # holds; the oldest is awaited first, so the verdicts leave in the order of the cases.
+            pending: deque[AsyncResult[list[str]]] = deque()
+            for chunk in chunks:
+                task = ([(line.number, line.text) for line in chunk], args.engine)
+                pending.append(pool.apply_async(_judge_chunk, (task,)))
+                if len(pending) >= CHUNKS_PER_JOB * args.jobs:
+                    yield pending.popleft().get()
+            while pending:
                 yield pending.popleft().get()
-        while pending:
-            yield pending.popleft().get()
+    finally:
+        gc.unfreeze()
 
 
 # Judging on servers ------------------------------------------------------------------------

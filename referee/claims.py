@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from referee.cards import Card, format_cards
 from referee.closing import Close
@@ -61,10 +61,13 @@ class DealClaims:
     no_close: bool = False  # the claim that the close is not valid (it has no kind)
 
 
-def judge_value(field: str, claimed: object, actual: object) -> ClaimVerdict:
-    """CONFIRMED when the claimed value is the actual one, WRONG with the right value otherwise."""
+def judge_value(
+    field: str, claimed: object, actual: object, *, reason: str = "", player: int | None = None, player_name: str = ""
+) -> ClaimVerdict:
+    """CONFIRMED when the claimed value is the actual one, WRONG with the right value otherwise;
+    ``player`` and ``player_name`` name the player a claim is about."""
     verdict = Verdict.CONFIRMED if claimed == actual else Verdict.WRONG
-    return ClaimVerdict(field, verdict, _text(claimed), _text(actual))
+    return ClaimVerdict(field, verdict, _text(claimed), _text(actual), reason, player, player_name)
 
 
 def judge_linking(
@@ -116,11 +119,11 @@ def judge_close_claims(
     found = "" if close.valid else f"the close is not valid: {close.reason}"
     verdicts = []
     if no_close:
-        verdicts.append(replace(judge_value(kind_field, None, close.kind), reason=found))
+        verdicts.append(judge_value(kind_field, None, close.kind, reason=found))
     elif kind is not None:
-        verdicts.append(replace(judge_value(kind_field, kind, close.kind), reason=found))
+        verdicts.append(judge_value(kind_field, kind, close.kind, reason=found))
     if multiplier is not None:
-        verdicts.append(replace(judge_value(multiplier_field, multiplier, close.multiplier), reason=found))
+        verdicts.append(judge_value(multiplier_field, multiplier, close.multiplier, reason=found))
     return verdicts
 
 
@@ -141,21 +144,25 @@ def judge_deal_claims(
         at = f"claims.players[{c}]"
         if not 0 <= claim.player < len(result.players):
             raise InvalidDealError(f"{at}.player", claim.player, f"no such player (0 to {len(result.players) - 1})")
-        player = result.players[claim.player]
-        about = []
+        # The field path counts claims, not players: each verdict names the player it is about,
+        # made with it (a deal's claims are many: not made twice, nor with dataclasses.replace).
+        seat, player = claim.player, result.players[claim.player]
+        name = player.name
         if claim.groups is not None:
-            about.append(judge_linking(f"{at}.groups", hands[claim.player], claim.groups, player.linking, rules))
+            v = judge_linking(f"{at}.groups", hands[seat], claim.groups, player.linking, rules)
+            verdicts.append(ClaimVerdict(v.field, v.verdict, v.claimed, v.expected, v.reason, seat, name))
         if claim.points is not None:
-            about.append(judge_value(f"{at}.points", claim.points, player.points))
+            verdicts.append(judge_value(f"{at}.points", claim.points, player.points, player=seat, player_name=name))
         if claim.score_change is not None:
-            about.append(judge_value(f"{at}.score_change", claim.score_change, player.score_change))
+            verdicts.append(
+                judge_value(
+                    f"{at}.score_change", claim.score_change, player.score_change, player=seat, player_name=name
+                )
+            )
         if claim.new_score is not None:
-            about.append(judge_value(f"{at}.new_score", claim.new_score, player.score))
-        # The field path counts claims, not players: the verdict names the player it is about
-        # (made anew, not with dataclasses.replace: a deal's claims are many, and replace is slow).
-        verdicts.extend(
-            ClaimVerdict(v.field, v.verdict, v.claimed, v.expected, v.reason, claim.player, player.name) for v in about
-        )
+            verdicts.append(
+                judge_value(f"{at}.new_score", claim.new_score, player.score, player=seat, player_name=name)
+            )
     return verdicts
 
 

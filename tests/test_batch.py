@@ -283,6 +283,26 @@ def test_jobs_1_and_jobs_2_write_the_same_bytes_in_the_same_order(tmp_path: Path
     assert {"CONFIRMED", "WRONG", "ILLEGAL", "NO_CLAIM", "MALFORMED"} <= set(outcomes), outcomes
 
 
+def test_a_run_in_this_process_gives_the_frozen_heap_back(tmp_path: Path) -> None:
+    # The loaded heap is frozen while the cases are judged (the collector leaves it alone); a
+    # caller that runs the command in its own process gets its collector back whole.
+    import argparse
+    import gc
+
+    from referee import batch
+
+    path = tmp_path / "mixed.jsonl"
+    path.write_text("\n".join(_many_mixed_lines(40)) + "\n", encoding="utf-8")
+    for jobs in ("1", "2"):
+        parser = argparse.ArgumentParser()
+        batch.add_arguments(parser)
+        args = parser.parse_args([str(path), "-o", str(tmp_path / f"out{jobs}.jsonl"), "--jobs", jobs])
+        assert gc.get_freeze_count() == 0
+        assert batch.run(args) == batch.EXIT_MALFORMED  # the malformed lines
+        assert gc.get_freeze_count() == 0
+    assert (tmp_path / "out1.jsonl").read_bytes() == (tmp_path / "out2.jsonl").read_bytes()
+
+
 def _read_all(fd: int, into: bytearray) -> None:
     while True:
         try:

@@ -39,6 +39,15 @@ ODD = [
     '{"id": "x", "hand": null}',
     '{"id": "x", "hand": {"cards": "AH"}}',
     '{"id": "x", "id": "y"}',
+    # Compact text (no JSON whitespace) is read without a hook on every object: a key given twice,
+    # at the top or nested, and the pair '":' within a string must still be told apart.
+    '{"id":"x","id":"y"}',
+    '{"id":"x","hand":{"cards":["AH"],"cards":["2H"]}}',
+    '{"id":"x","record":{"record":{"turns":[{"discard":"AH"},{"discard":"2H","discard":"3H"}]}}}',
+    r'{"id":"a\":b","hand":{"cards":["AH"]}}',
+    r'{"id":"a\":b","hand":{"cards":["AH"],"cards":["2H"]}}',
+    '{"id":"x","hand":{"cards":["AH"],"claimedPoints":3,"claimed_points":4}}',
+    '{"id":"x","hand":{"cards":["AH"]}}\n',
     '{"id": "x", "surprise": 1}',
     '{"id": "x", "hand": {"claimed_points": 3000000000}}',
     '{"id": 7}',
@@ -80,6 +89,7 @@ def test_output_matches_json_format_key_for_key() -> None:
             )
             # Same keys in the same order, same values: the same JSON text.
             assert json.dumps(jsonmsg.to_dict(message)) == json.dumps(reference)
+            assert jsonmsg.to_json(message) == json.dumps(reference, ensure_ascii=False, separators=(",", ":"))
             checked += 1
     assert checked > 100
 
@@ -128,3 +138,16 @@ def test_many_records_read_and_print_as_json_format_does() -> None:
 def test_unknown_enum_numbers_print_as_numbers_like_json_format() -> None:
     message = pb.Close(kind=99)
     assert jsonmsg.to_dict(message)["kind"] == 99 == json_format.MessageToDict(message)["kind"]
+    assert '"kind":99,' in jsonmsg.to_json(message)
+
+
+def test_text_is_escaped_as_json_dumps_escapes_it() -> None:
+    # Quotes, backslashes, control characters and text beyond ASCII, in a name and a case id.
+    name = 'a"b\\c\nd\te\x00f\x1f é ñ 漢 \u2028 \U0001f0a1'
+    verdict = pb.CheckDisputesResponse(
+        id=name, record=pb.ReplayDealResponse(hands=[pb.Player(name=name, cards=["AH"])])
+    )
+    reference = json_format.MessageToDict(
+        verdict, always_print_fields_with_no_presence=True, preserving_proto_field_name=True
+    )
+    assert jsonmsg.to_json(verdict) == json.dumps(reference, ensure_ascii=False, separators=(",", ":"))

@@ -37,8 +37,7 @@ def judge_case(case: pb.CheckDisputesRequest) -> pb.CheckDisputesResponse:
                 verdict.deal.CopyFrom(reply)
                 claims = list(reply.claims)
             elif kind == "record":
-                replayed = handlers.replay_deal(case.record)
-                verdict.record.CopyFrom(replayed)
+                replayed = handlers.replay_deal(case.record, into=verdict.record)
                 claims = list(replayed.claims)
                 legal = replayed.legal
             else:

@@ -77,14 +77,19 @@ def score_deal(request: pb.ScoreDealRequest) -> pb.ScoreDealResponse:
     return _scored(deal, rules, claims)
 
 
-def _scored(deal: Deal, rules: RuleSet, claims: DealClaims) -> pb.ScoreDealResponse:
-    """ScoreDeal's answer on a deal, its rules and claims already read."""
+def _scored(
+    deal: Deal, rules: RuleSet, claims: DealClaims, into: pb.ScoreDealResponse | None = None
+) -> pb.ScoreDealResponse:
+    """ScoreDeal's answer on a deal, its rules and claims already read; written into ``into``
+    when given (a field of a larger answer: no copy of it made there afterwards)."""
     with rooted_at("deal"):
         result = scoring.score_deal(deal, rules)
     verdicts = judge_deal_claims(claims, result, [player.cards for player in deal.players], rules)
-    return pb.ScoreDealResponse(
-        close=close_to_proto(result.close),
-        players=[
+    # Set field by field rather than made and copied in: a copy walks the whole answer again.
+    answer = pb.ScoreDealResponse() if into is None else into
+    answer.close.CopyFrom(close_to_proto(result.close))
+    answer.players.extend(
+        [
             pb.PlayerResult(
                 name=player.name,
                 closer=player.closer,
@@ -95,16 +100,20 @@ def _scored(deal: Deal, rules: RuleSet, claims: DealClaims) -> pb.ScoreDealRespo
                 eliminated=player.eliminated,
             )
             for player in result.players
-        ],
-        match_over=result.match_over,
-        winner=result.winner or "",
-        claims=[claim_to_proto(c) for c in verdicts],
+        ]
     )
+    answer.match_over = result.match_over
+    answer.winner = result.winner or ""
+    answer.claims.extend([claim_to_proto(c) for c in verdicts])
+    return answer
 
 
-def replay_deal(request: pb.ReplayDealRequest) -> pb.ReplayDealResponse:
+def replay_deal(request: pb.ReplayDealRequest, into: pb.ReplayDealResponse | None = None) -> pb.ReplayDealResponse:
     """ReplayDeal: play a deal record turn by turn up to its first violation; a complete legal
-    record is scored by ScoreDeal's own path, so its result is what ScoreDeal gives its end state."""
+    record is scored by ScoreDeal's own path, so its result is what ScoreDeal gives its end state.
+
+    The answer is written into ``into`` when given (a dispute case's verdict: no copy of it made
+    there afterwards); on an error ``into`` may be left half written."""
     rules = _rules(request.rules)
     with rooted_at("record"):
         record = records.record_from_proto(request.record, rules)
@@ -113,13 +122,12 @@ def replay_deal(request: pb.ReplayDealRequest) -> pb.ReplayDealResponse:
     records.check_claimed_players(claims, len(record.seats))
     with rooted_at("record"), records.proto_paths():
         result = replay(record)
-    response = records.replay_to_proto(result)
+    response = records.replay_to_proto(result, into)
     if result.deal is not None:
         # ScoreDeal's own path on the end state, without writing it as a message and reading it
         # back: the replay's deal is what ``deal_from_proto`` would read from ``deal_to_proto``'s
         # message (tests/test_replay_deal.py holds every record of its corpus to ScoreDeal's answer).
-        scored = _scored(result.deal, rules, claims)
-        response.result.CopyFrom(scored)
+        scored = _scored(result.deal, rules, claims, into=response.result)
         response.claims.extend(scored.claims)
     return response
 

@@ -15,11 +15,15 @@ from __future__ import annotations
 import json
 import keyword
 from functools import cache
+from json.encoder import encode_basestring
 from typing import Any
 
 from google.protobuf import json_format
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
+
+# The escaper json.dumps uses for every string with ensure_ascii=False (quotes included).
+_quote = encode_basestring
 
 _INT32 = (FieldDescriptor.TYPE_INT32, FieldDescriptor.TYPE_SINT32, FieldDescriptor.TYPE_SFIXED32)
 _SIMPLE = {
@@ -48,8 +52,11 @@ def to_dict(message: Message) -> dict[str, Any]:
 
 
 def to_json(message: Message) -> str:
-    """The message as one line of JSON (see ``to_dict``)."""
-    return json.dumps(to_dict(message), ensure_ascii=False, separators=(",", ":"))
+    """The message as one line of JSON (see ``to_dict``): the text ``json.dumps`` gives that dict
+    with ``ensure_ascii=False`` and no spaces, written straight from the message."""
+    if not _supported(message.DESCRIPTOR):
+        return json.dumps(to_dict(message), ensure_ascii=False, separators=(",", ":"))
+    return _writer(message.DESCRIPTOR)(message)
 
 
 def parse(text: str, message: Message) -> Message:
@@ -57,14 +64,28 @@ def parse(text: str, message: Message) -> Message:
     try:
         if not _supported(message.DESCRIPTOR):
             raise _Unsupported
-        data = json.loads(text, object_pairs_hook=_no_duplicates)
+        # json.loads keeps the last of a key given twice, where json_format refuses the text. A
+        # hook on every object finds such a key, at the cost of a call per object; text with no
+        # JSON whitespace (what this module writes) is checked in C instead: there every key is
+        # followed by '":', so the text holds that pair at least once per key it spells, more
+        # when a string holds it too. The same count as the keys read means no key repeats.
+        compact = _compact(text)
+        data = json.loads(text) if compact else json.loads(text, object_pairs_hook=_no_duplicates)
         if not isinstance(data, dict):
             raise _Unsupported
-        _fill(message, data)
+        keys = _fill(message, data)
+        if compact and text.count('":') != keys:
+            raise _Unsupported  # a key given twice, or '":' within a string: json_format decides
     except (_Unsupported, ValueError, TypeError):
         message.Clear()
         json_format.Parse(text, message)
     return message
+
+
+def _compact(text: str) -> bool:
+    """True when ``text`` holds no JSON whitespace but at its ends."""
+    text = text.strip(" \t\n\r")
+    return not (" " in text or "\n" in text or "\t" in text or "\r" in text)
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -151,6 +172,72 @@ def _printer(descriptor: Descriptor) -> Any:
     return _compiled("\n".join(body) + "\n", "print_message", namespace)
 
 
+# A verdict is written as text once, and building the dict only for json.dumps to walk it again
+# cost as much as writing the text: the writers below give the same characters in one pass. A
+# string goes through json's own escaper (what json.dumps calls with ensure_ascii=False); an int as
+# int.__repr__; the contract has no floats (``_supported`` refuses them).
+
+
+@cache
+def _writer(descriptor: Descriptor) -> Any:
+    """The function that gives a message of ``descriptor``'s type as JSON text (as ``to_json``),
+    keys in ``_printer``'s order."""
+    namespace: dict[str, Any] = {"_writer": _writer, "_quote": _quote, "_str": str}
+    _writing.add(descriptor)
+    body = ["def write_message(m):", "    out = []", "    add = out.append"]
+    for field in sorted(descriptor.fields, key=lambda f: f.number):
+        name, var = field.name, f"v_{field.name}"
+        key = _quote(name) + ":"
+        if field.type == FieldDescriptor.TYPE_MESSAGE:
+            namespace[f"d_{name}"] = field.message_type
+            # A nested type's writer is bound once here, not looked up per message; a type that
+            # holds itself (none in the contract yet) looks its own up when called.
+            if field.message_type in _writing:
+                write = f"_writer(d_{name})"
+            else:
+                namespace[f"w_{name}"] = _writer(field.message_type)
+                write = f"w_{name}"
+            if field.is_repeated:
+                body += [f"    {var} = m.{name}", f"    if {var}:"]
+                body.append(f"        add({key!r} + '[' + ','.join(map({write}, {var})) + ']')")
+            else:
+                body += [f"    if m.HasField({name!r}):", f"        add({key!r} + {write}(m.{name}))"]
+            continue
+        if field.type == FieldDescriptor.TYPE_UINT64:
+            one = "'\"' + _str({}) + '\"'"
+            many = "'[' + ','.join(['\"' + _str(x) + '\"' for x in {}]) + ']'"
+        elif field.type == FieldDescriptor.TYPE_ENUM:
+            # A known number as its quoted name; an unknown one as the number (as json_format).
+            names = {number: _quote(value.name) for number, value in field.enum_type.values_by_number.items()}
+            namespace[f"e_{name}"] = names
+            one = f"(e_{name}.get({{0}}) or _str({{0}}))"
+            many = f"'[' + ','.join([e_{name}.get(x) or _str(x) for x in {{}}]) + ']'"
+        elif field.type == FieldDescriptor.TYPE_STRING:
+            one, many = "_quote({})", "'[' + ','.join(map(_quote, {})) + ']'"
+        elif field.type == FieldDescriptor.TYPE_BOOL:
+            one, many = "('true' if {} else 'false')", "'[' + ','.join(['true' if x else 'false' for x in {}]) + ']'"
+        else:
+            one, many = "_str({})", "'[' + ','.join(map(_str, {})) + ']'"
+        if field.is_repeated:
+            body += [f"    {var} = m.{name}", f"    if {var}:", f"        add({key!r} + {many.format(var)})"]
+        elif field.has_presence:
+            body += [f"    if m.HasField({name!r}):", f"        add({key!r} + {one.format(f'm.{name}')})"]
+        else:
+            body += [f"    {var} = m.{name}", f"    if {var}:", f"        add({key!r} + {one.format(var)})"]
+    for name, default in _defaults(descriptor):
+        if default is _LIST:
+            text = "[]"
+        else:
+            text = json.dumps(default, ensure_ascii=False)
+        body += [f"    if not v_{name}:", f"        add({_quote(name) + ':' + text!r})"]
+    body.append("    return '{' + ','.join(out) + '}'")
+    _writing.discard(descriptor)
+    return _compiled("\n".join(body) + "\n", "write_message", namespace)
+
+
+_writing: set[Descriptor] = set()  # the types whose writers are being written
+
+
 _MESSAGE = "message"
 _SCALAR = "scalar"
 _UINT64 = "uint64"
@@ -186,8 +273,9 @@ def _supported(descriptor: Descriptor) -> bool:
     )
 
 
-def _fill(message: Message, data: dict[str, Any]) -> None:
-    _filler(message.DESCRIPTOR)(message, data)
+def _fill(message: Message, data: dict[str, Any]) -> int:
+    """Fill ``message`` from ``data``; the number of keys read, nested objects' included."""
+    return int(_filler(message.DESCRIPTOR)(message, data))
 
 
 # The checks each kind of scalar passes to be set as it is; any other value raises _Unsupported,
@@ -202,9 +290,10 @@ _SCALAR_CHECKS = {
 @cache
 def _filler(descriptor: Descriptor) -> Any:
     """The function that fills a message of ``descriptor``'s type from a JSON object, raising
-    _Unsupported for anything it does not fully recognise (as ``_fill`` did field by field)."""
+    _Unsupported for anything it does not fully recognise (as ``_fill`` did field by field), and
+    giving the number of keys it read, the nested objects' included (``parse`` checks it)."""
     namespace: dict[str, Any] = {"_filler": _filler, "_Unsupported": _Unsupported, "_scalar": _scalar}
-    body = ["def fill_message(m, data):", "    for key, value in data.items():"]
+    body = ["def fill_message(m, data):", "    keys = len(data)", "    for key, value in data.items():"]
     test = "if"
     aliased = []
     for field in descriptor.fields:
@@ -225,7 +314,7 @@ def _filler(descriptor: Descriptor) -> Any:
                     "            for item in value:",
                     "                if type(item) is not dict:",
                     "                    raise _Unsupported",
-                    "                fill(add(), item)",
+                    "                keys += fill(add(), item)",
                 ]
             else:
                 body += [
@@ -233,7 +322,7 @@ def _filler(descriptor: Descriptor) -> Any:
                     "                raise _Unsupported",
                     f"            sub = m.{name}",
                     "            sub.SetInParent()",
-                    f"            _filler(d_{name})(sub, value)",
+                    f"            keys += _filler(d_{name})(sub, value)",
                 ]
             continue
         check = _SCALAR_CHECKS.get(field.type)
@@ -278,6 +367,7 @@ def _filler(descriptor: Descriptor) -> Any:
             continue  # a proto3 optional field's own oneof: both its names are checked above
         members = tuple(sorted({key for field in oneof.fields for key in (field.name, field.json_name)}))
         body += [f"    if sum(key in data for key in {members!r}) > 1:", "        raise _Unsupported"]
+    body.append("    return keys")
     return _compiled("\n".join(body) + "\n", "fill_message", namespace)
 
 

@@ -152,18 +152,24 @@ def proto_paths() -> Iterator[None]:
 # Domain -> proto ------------------------------------------------------------------------------
 
 
-def replay_to_proto(result: Replay) -> pb.ReplayDealResponse:
-    """The answer of a replay, without its scored result (the handler adds it, as ScoreDeal gives it)."""
-    response = pb.ReplayDealResponse(
-        legal=result.legal,
-        turns_played=result.turns_played,
-        complete=result.complete,
-        hands=[pb.Player(name=hand.name, cards=card_codes(hand.cards), score=hand.score) for hand in result.hands],
-        discard_pile=pb.Pile(cards=card_codes(result.discard_pile)),
-        stock=pb.Pile(cards=card_codes(result.stock)),
-        discard=result.discard.code() if result.discard is not None else "",
-        reshuffles=result.reshuffles,
+def replay_to_proto(result: Replay, into: pb.ReplayDealResponse | None = None) -> pb.ReplayDealResponse:
+    """The answer of a replay, without its scored result (the handler adds it, as ScoreDeal gives
+    it); written into ``into`` when given, which must be empty."""
+    # Set field by field rather than made and copied in: a copy walks the whole answer again.
+    response = pb.ReplayDealResponse() if into is None else into
+    response.SetInParent()  # present in a verdict even were every field its default
+    response.legal = result.legal
+    response.turns_played = result.turns_played
+    response.complete = result.complete
+    response.hands.extend(
+        [pb.Player(name=hand.name, cards=card_codes(hand.cards), score=hand.score) for hand in result.hands]
     )
+    response.discard_pile.cards.extend(card_codes(result.discard_pile))
+    response.discard_pile.SetInParent()
+    response.stock.cards.extend(card_codes(result.stock))
+    response.stock.SetInParent()
+    response.discard = result.discard.code() if result.discard is not None else ""
+    response.reshuffles = result.reshuffles
     violation = result.violation
     if violation is not None:
         response.violation.CopyFrom(
