@@ -12,17 +12,27 @@ documents, wheel builds). ``make test-fast`` runs ``unit``; ``make test`` runs t
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import grpc
+import played
 import pytest
 from servers import ServerProcess
 
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
 from referee.server.app import ServerThread
 from referee.server.servicer import ServiceLimits
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _shared_corpus(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Under xdist, the simulated records (``played.corpus``) are made by one worker and read by
+    the others from the run's temporary directory, which the workers share."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        played.SHARED = tmp_path_factory.getbasetemp().parent
 
 
 @pytest.fixture(scope="session")
