@@ -12,16 +12,27 @@ documents, wheel builds). ``make test-fast`` runs ``unit``; ``make test`` runs t
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import grpc
+import played
 import pytest
 from servers import ServerProcess
 
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
 from referee.server.app import ServerThread
 from referee.server.servicer import ServiceLimits
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _shared_corpus(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Under xdist, the simulated records (``played.corpus``) are made by one worker and read by
+    the others from the run's temporary directory, which the workers share."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        played.SHARED = tmp_path_factory.getbasetemp().parent
 
 
 @pytest.fixture(scope="session")
@@ -146,6 +157,64 @@ TIERS: dict[str, tuple[str, ...]] = {
     ),
 }
 _TIER_OF = {module: tier for tier, modules in TIERS.items() for module in modules}
+_TESTS = Path(__file__).resolve().parent
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Leave unimported a test module none of whose tests the ``-m`` expression can select.
+
+    Importing every module only to deselect most of its tests costs each xdist worker seconds of
+    imports and assertion rewriting (``make test-fast`` needs 22 of the modules). A module's tests
+    carry its tier, or ``property`` instead, and any other marker only where its source (or a shared
+    helper's) names it as ``mark.NAME``: those are the markers the expression is tried with.
+    """
+    expression = _mark_expression(config)
+    if expression is None or collection_path.parent != _TESTS or collection_path.suffix != ".py":
+        return None
+    tier = _TIER_OF.get(collection_path.stem)
+    if tier is None:
+        return None  # not a tiered module: collected, and a test module without a tier is an error
+    named = _named_markers(collection_path) | _HELPERS_MARKERS
+    free = sorted(name for name in _names_in(config.getoption("markexpr")) if name in named)
+    tiers = [tier] + (["property"] if "property" in named else [])
+    for base in tiers:
+        for bits in range(1 << len(free)):
+            on = {base} | {name for i, name in enumerate(free) if bits >> i & 1}
+            if expression.evaluate(lambda name, /, on=on, **_: name in on):
+                return None
+    return True
+
+
+def _mark_expression(config: pytest.Config):  # type: ignore[no-untyped-def]
+    """The compiled ``-m`` expression, or None when there is none or pytest's parser is not at hand."""
+    text = config.getoption("markexpr")
+    if not text:
+        return None
+    try:
+        # pytest's own parser of -m, so a module is left out exactly when -m would deselect it all.
+        from _pytest.mark.expression import Expression
+
+        return Expression.compile(text)
+    except Exception:  # noqa: BLE001 - an unknown pytest: collect everything, as pytest would
+        return None
+
+
+def _names_in(text: str) -> set[str]:
+    return set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text)) - {"and", "or", "not"}
+
+
+def _named_markers(path: Path) -> set[str]:
+    """The markers a module's source applies by name (``mark.NAME``)."""
+    return set(re.findall(r"mark\.([A-Za-z_][A-Za-z0-9_]*)", path.read_text(encoding="utf-8")))
+
+
+# Markers the shared helpers name could reach any module's tests through them.
+_HELPERS_MARKERS = {
+    name
+    for helper in _TESTS.glob("*.py")
+    if not helper.name.startswith("test_") and helper.name != "conftest.py"
+    for name in _named_markers(helper)
+}
 
 
 # First: pytest-xdist's worker reads the xdist_group markers in its own hook of this name, and

@@ -283,10 +283,23 @@ JOKER_DISCARDS = ("CLEAN", "NOT_CLEAN", "FORBIDDEN")
 
 
 def links_fully(cards: Iterable[Card], joker_limit: str = "UNLIMITED", wrap_runs: bool = False) -> bool:
-    """Whether the cards split into groups with none left over (every card worth a point here, so
-    that a linking leaving nothing is one with no points)."""
-    best, _ = all_best(cards, joker_limit, wrap_runs, joker_points=1)
-    return best == 0
+    """Whether the cards split into groups with none left over."""
+    return _links_fully(tuple(sorted(index(c) for c in cards)), joker_limit, wrap_runs)
+
+
+@lru_cache(maxsize=200_000)
+def _links_fully(remaining: Key, joker_limit: str, wrap_runs: bool) -> bool:
+    # The lowest card is in some group of a full linking, and the rest split into groups in turn.
+    # Only whether one exists is asked: the first found ends the search (a close tries 11 discards).
+    if not remaining:
+        return True
+    for group in _groups_with_lowest(remaining, joker_limit, wrap_runs):
+        left = list(remaining)
+        for i in group:
+            left.remove(i)
+        if _links_fully(tuple(left), joker_limit, wrap_runs):
+            return True
+    return False
 
 
 def close_kind(

@@ -9,9 +9,15 @@ gives the same answers, and it is the fast one.
 
 from __future__ import annotations
 
+import fcntl
+import io
+import pickle
 import random
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, is_dataclass, replace
 from functools import lru_cache
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
 
 from referee.cards import Card
 from referee.deal import most_players
@@ -64,9 +70,57 @@ def rules_for(rng: random.Random) -> RuleSet:
     )
 
 
+# A directory every xdist worker of this run shares (set by conftest), where the first worker to
+# need the corpus leaves it for the others: it takes seconds to simulate, and each worker would
+# otherwise make the same records again. None: made here.
+SHARED: Path | None = None
+
+
 @lru_cache(maxsize=1)
 def corpus() -> tuple[Played, ...]:
     """The shared records, the same on every run."""
+    if SHARED is None:
+        return _simulated()
+    with open(SHARED / "played-corpus.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # the others wait while the first one simulates
+        path = SHARED / f"played-corpus-{CORPUS}.pickle"
+        if path.exists():
+            return pickle.loads(path.read_bytes())  # noqa: S301 - written by this run's own worker
+        made = _simulated()
+        part = path.with_suffix(".part")
+        part.write_bytes(_pickled(made))
+        part.replace(path)
+        return made
+
+
+def _pickled(value: object) -> bytes:
+    out = io.BytesIO()
+    _Pickler(out, protocol=pickle.HIGHEST_PROTOCOL).dump(value)
+    return out.getvalue()
+
+
+class _Pickler(pickle.Pickler):
+    """Pickles every dataclass so that it is made again through its constructor when read: the
+    fields a constructor derives (a rule set's hash, which differs from process to process, a
+    card's index) are derived afresh in the reading process."""
+
+    def reducer_override(self, obj: object) -> Any:
+        if is_dataclass(obj) and not isinstance(obj, type):
+            return _rebuilt, (type(obj), {f.name: getattr(obj, f.name) for f in fields(obj) if f.init})
+        if isinstance(obj, MappingProxyType):  # a rule set's multipliers
+            return _proxy, (dict(obj),)
+        return NotImplemented
+
+
+def _rebuilt(cls: type, values: dict[str, object]) -> object:
+    return cls(**values)
+
+
+def _proxy(values: dict[object, object]) -> MappingProxyType[object, object]:
+    return MappingProxyType(values)
+
+
+def _simulated() -> tuple[Played, ...]:
     rng = random.Random(20261201)
     played = []
     for index in range(CORPUS):

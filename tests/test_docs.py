@@ -21,6 +21,7 @@ from pathlib import Path
 import grpc
 import pytest
 import trustme
+from commands import cli
 from google.protobuf import json_format
 from servers import ROOT, ServerProcess, server_env
 
@@ -145,15 +146,10 @@ def test_a_section_ends_at_the_next_heading_of_its_level_or_above() -> None:
 
 @cache
 def _help(*command: str) -> str:
-    """The --help text of ``remigio-referee COMMAND``, as the installed command prints it."""
-    done = subprocess.run(
-        [sys.executable, "-m", "referee.cli", *command, "--help"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
+    """The --help text of ``remigio-referee COMMAND``, run in this process (the same text as the
+    installed command prints: the parser names its program)."""
+    done = cli(*command, "--help")
+    assert done.returncode == 0, done.stderr
     return done.stdout
 
 
