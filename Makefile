@@ -92,16 +92,21 @@ h2load: ## install Debian's h2load (nghttp2-client) for bench.floor, where apt-g
 	else apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nghttp2-client >/dev/null \
 		|| echo "h2load: apt-get could not install nghttp2-client; bench.floor will use bench.h2client"; fi
 
+# Bytecode, and pytest's rewritten test modules, are cached (__pycache__, ignored by git) even where
+# the environment turns caching off: else every worker and every server process the tests start
+# compiles every module again (about 8 s of CPU per pytest process).
+PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -ra
+
 # Two runs. First every tier on three workers: the tests that compute fill both cores while those
 # that wait on server processes wait beside them (a process or hostile module stays on one worker,
 # so its servers start once). Then the tests that bound a latency or a rate (marked alone), one at
 # a time, so their bounds measure the server, not a neighbour test.
 test: $(VENV_STAMP) $(TOOLS_STAMP) browser ## run every tier of the tests (slow ones deselected)
-	$(BIN)/python -m pytest -q -ra -n 3 --dist loadgroup -m 'not alone and not slow' $(PYTEST_ARGS)
-	$(BIN)/python -m pytest -q -ra -m 'alone and not slow' $(PYTEST_ARGS)
+	$(PYTEST) -n 3 --dist loadgroup -m 'not alone and not slow' $(PYTEST_ARGS)
+	$(PYTEST) -m 'alone and not slow' $(PYTEST_ARGS)
 
 test-fast: $(VENV_STAMP) ## the unit tier only: the domain, the adapter and the command line (no server)
-	$(BIN)/python -m pytest -q -ra -n 2 -m 'unit and not slow' $(PYTEST_ARGS)
+	$(PYTEST) -n 2 -m 'unit and not slow' $(PYTEST_ARGS)
 
 lint: $(VENV_STAMP) $(TOOLS_STAMP) ## ruff, buf lint and format check, stale generated code, hadolint
 	$(BIN)/ruff check .
