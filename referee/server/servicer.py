@@ -405,10 +405,13 @@ class RefereeServicer:
         self.compute.admits(client, concurrency)  # a client over its share is refused before it is read
         data = await self._receive(context, call)
         remembered = method in _REMEMBERED
+        remaining = context.time_remaining()
         if remembered and (reply := self._replies.get(method, data)) is not None:
+            # A deadline already passed is the client's answer, as it would be on a compute slot.
+            if remaining is not None and remaining <= 0:
+                raise DeadlineExceeded("the deadline passed before the call was answered")
             metrics.reply_remembered()
             return reply
-        remaining = context.time_remaining()
         deadline = None if remaining is None else time.monotonic() + remaining
         cap = self.limits.solve_cap_seconds
         reply = await self.compute.run(
