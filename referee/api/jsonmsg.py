@@ -131,6 +131,18 @@ def _compiled(source: str, name: str, namespace: dict[str, Any]) -> Any:
     return namespace[name]
 
 
+def _scalar_lines(field: FieldDescriptor, one: str, many: str, put: str) -> list[str]:
+    """The lines that put a scalar field (``one`` the format of its value, ``many`` of a repeated
+    field's) into the statement ``put`` (its ``{}``), when it is set: a no-presence scalar when it is not its default
+    (0, "", false), as ``json_format`` lists fields."""
+    name, var = field.name, f"v_{field.name}"
+    if field.is_repeated:
+        return [f"    {var} = m.{name}", f"    if {var}:", "        " + put.format(many.format(var))]
+    if field.has_presence:
+        return [f"    if m.HasField({name!r}):", "        " + put.format(one.format(f"m.{name}"))]
+    return [f"    {var} = m.{name}", f"    if {var}:", "        " + put.format(one.format(var))]
+
+
 @cache
 def _printer(descriptor: Descriptor) -> Any:
     """The function that gives a message of ``descriptor``'s type as a dict (as ``to_dict``).
@@ -157,13 +169,7 @@ def _printer(descriptor: Descriptor) -> Any:
             one, many = f"e_{name}.get({{0}}, {{0}})", f"[e_{name}.get(x, x) for x in {{}}]"
         else:
             one, many = "{}", "list({})"
-        if field.is_repeated:
-            body += [f"    {var} = m.{name}", f"    if {var}:", f"        out[{name!r}] = {many.format(var)}"]
-        elif field.has_presence:
-            body += [f"    if m.HasField({name!r}):", f"        out[{name!r}] = {one.format(f'm.{name}')}"]
-        else:
-            # A no-presence scalar is listed when it is not its default (0, "", false).
-            body += [f"    {var} = m.{name}", f"    if {var}:", f"        out[{name!r}] = {one.format(var)}"]
+        body += _scalar_lines(field, one, many, f"out[{name!r}] = {{}}")
     for name, default in _defaults(descriptor):
         namespace[f"default_{name}"] = default
         value = "[]" if default is _LIST else f"default_{name}"
@@ -218,12 +224,7 @@ def _writer(descriptor: Descriptor) -> Any:
             one, many = "('true' if {} else 'false')", "'[' + ','.join(['true' if x else 'false' for x in {}]) + ']'"
         else:
             one, many = "_str({})", "'[' + ','.join(map(_str, {})) + ']'"
-        if field.is_repeated:
-            body += [f"    {var} = m.{name}", f"    if {var}:", f"        add({key!r} + {many.format(var)})"]
-        elif field.has_presence:
-            body += [f"    if m.HasField({name!r}):", f"        add({key!r} + {one.format(f'm.{name}')})"]
-        else:
-            body += [f"    {var} = m.{name}", f"    if {var}:", f"        add({key!r} + {one.format(var)})"]
+        body += _scalar_lines(field, one, many, f"add({key!r} + {{}})")
     for name, default in _defaults(descriptor):
         if default is _LIST:
             text = "[]"
