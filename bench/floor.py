@@ -41,7 +41,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Sequence
 from concurrent import futures
 from dataclasses import dataclass
@@ -234,17 +233,9 @@ def h2load_round(target: str, request: bytes, duration: float) -> Round:
 def h2client_round(target: str, request: bytes, duration: float) -> Round:
     """The same load through ``bench.h2client`` (grpc-status checked on every call)."""
     clients = [h2client.Client(n, CONNECTIONS, 0.0) for n in range(CONNECTIONS)]
-    connections = h2client.open_connections(target, METHOD, clients, CALL_TIMEOUT)
-    try:
-        start = time.monotonic()
-        for client in clients:
-            client.start_at = start
-        h2client.run(connections, [request], start + WARM_UP + duration, 0.0, CALL_TIMEOUT)
-    finally:
-        h2client.close(connections)
+    start = h2client.drive(target, METHOD, clients, [request], WARM_UP + duration, timeout=CALL_TIMEOUT)
     latencies, failed, since = [], 0, start + WARM_UP
     for client in clients:
-        h2client.settle(client)
         for call in client.calls:
             if call.began < since:
                 continue

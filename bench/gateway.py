@@ -110,14 +110,10 @@ class Mode:
 def grpc_mode(name: str, target: str, connections: int, seconds: float) -> Mode:
     """Closed-loop gRPC calls to ``target`` for ``seconds``."""
     request = pb.SolveHandRequest(cards=HAND).SerializeToString()  # the client frames it
-    start = time.monotonic() + 0.2
-    clients = [h2client.Client(first=n, step=connections, start_at=start) for n in range(connections)]
-    opened = h2client.open_connections(target, METHOD, clients, timeout=10)
-    h2client.run(opened, [request], start + seconds, timeout=10)
-    h2client.close(opened)
+    clients = [h2client.Client(first=n, step=connections, start_at=0.0) for n in range(connections)]
+    h2client.drive(target, METHOD, clients, [request], seconds, timeout=10)
     latencies, failed, calls = [], 0, 0
     for client in clients:
-        h2client.settle(client)
         for call in client.calls:
             calls += 1
             replies = call.replies()

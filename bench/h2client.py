@@ -371,6 +371,31 @@ def run(
         poller.close()
 
 
+def drive(
+    target: str,
+    method: str,
+    clients: Sequence[Client],
+    pool: Sequence[bytes],
+    seconds: float,
+    period: float = 0.0,
+    timeout: float = 10.0,
+) -> float:
+    """Open a connection per client, run them for ``seconds`` (as ``run``), close them and settle
+    every client's calls; the time the run started. The clock starts once the connections are
+    open: on a busy machine opening them can take longer than a short run lasts."""
+    connections = open_connections(target, method, clients, timeout)
+    try:
+        start = time.monotonic()
+        for client in clients:
+            client.start_at = start
+        run(connections, pool, start + seconds, period, timeout)
+    finally:
+        close(connections)
+    for client in clients:
+        settle(client)
+    return start
+
+
 def close(connections: Sequence[_Connection]) -> None:
     """Say GOAWAY and close every connection."""
     for conn in connections:

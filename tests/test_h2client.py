@@ -30,18 +30,7 @@ def _requests() -> list[bytes]:
 
 def _run(target: str, pool: list[bytes], clients: int, seconds: float, period: float = 0.0, timeout: float = 10.0):
     made = [h2client.Client(first, clients, 0.0) for first in range(clients)]
-    connections = h2client.open_connections(target, METHOD, made, timeout)
-    try:
-        # The run's clock starts once the connections are open: on a busy machine opening them
-        # can take longer than a short run lasts, and a run that ended before it began makes no call.
-        start = time.monotonic()
-        for client in made:
-            client.start_at = start
-        h2client.run(connections, pool, start + seconds, period, timeout)
-    finally:
-        h2client.close(connections)
-    for client in made:
-        h2client.settle(client)
+    h2client.drive(target, METHOD, made, pool, seconds, period, timeout)
     return made
 
 
