@@ -284,8 +284,9 @@ def call_ended(method: str, status: str, seconds: float) -> None:
     made = _instruments()
     if made is None:
         return
-    made.call_duration.labels(method, status).observe(seconds)
+    # Out of flight first: a scrape that sees the call's duration counted sees it ended as well.
     made.calls_in_flight.labels(method).dec()
+    made.call_duration.labels(method, status).observe(seconds)
 
 
 def reply_remembered() -> None:
