@@ -239,6 +239,7 @@ class DisputeJobs:
         self._executors: list[Executor] = [self._start() for _ in range(jobs)]
         self._started: list[Future[int] | None] = [None] * jobs
         self._load = [0] * jobs
+        self._next = 0
         self._last_retry = 0.0
         self.replaced = 0
 
@@ -279,7 +280,11 @@ class DisputeJobs:
         self, work: Callable[[bytes, float, int], bytes], case: bytes, budget: float, max_bytes: int
     ) -> bytes:
         """``work(case, budget, max_bytes)`` on the least loaded job; ``JobLost`` if its process died meanwhile."""
-        index = min(range(self.jobs), key=self._load.__getitem__)
+        # The least loaded job, ties taken in turn: a stream that sends one case at a time uses
+        # every job, so a job that died is found by its next case or the one after, not never.
+        self._next = (self._next + 1) % self.jobs
+        order = [(self._next + step) % self.jobs for step in range(self.jobs)]
+        index = min(order, key=self._load.__getitem__)
         executor = self._executors[index]
         self._load[index] += 1
         in_process = self.jobs == 1  # the case runs on a thread of this process
