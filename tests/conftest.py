@@ -111,6 +111,7 @@ TIERS: dict[str, tuple[str, ...]] = {
         "test_cpsat_paths",
         "test_engines",
         "test_oracle",
+        "test_record_lines",
     ),
     "service": (
         "test_batch",

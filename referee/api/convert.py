@@ -13,7 +13,7 @@ from typing import TypeVar
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.cards import Card, card_codes, parse_cards
-from referee.claims import ClaimVerdict, DealClaims, PlayerClaim
+from referee.claims import ClaimVerdict, DealClaims, PlayerClaim, Verdict
 from referee.closing import Close
 from referee.deal import Deal, PlayerHand
 from referee.errors import InvalidDealError, InvalidOptionError, rooted_at
@@ -305,6 +305,16 @@ def close_kind_to_proto(kind: CloseKind | None) -> pb.CloseKind:
     return pb.CLOSE_KIND_UNSPECIFIED if kind is None else _CLOSE_KIND_NUMBERS[kind]
 
 
+def group_kind_to_proto(kind: GroupKind) -> pb.GroupKind:
+    """The enum number of a group kind."""
+    return _GROUP_KINDS[kind]
+
+
+def verdict_to_proto(verdict: Verdict) -> pb.Verdict:
+    """The enum number of a claim's verdict."""
+    return _VERDICTS[verdict.name]
+
+
 def close_to_proto(close: Close) -> pb.Close:
     """A close verdict as its message."""
     return pb.Close(
@@ -341,7 +351,9 @@ __all__ = [
     "deal_claims_from_proto",
     "deal_from_proto",
     "deal_to_proto",
+    "group_kind_to_proto",
     "group_to_proto",
     "linking_to_proto",
     "rules_from_proto",
+    "verdict_to_proto",
 ]

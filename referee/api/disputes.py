@@ -83,7 +83,11 @@ def judge_case_bytes(case: bytes, budget_seconds: float | None = None, max_bytes
 
 def outcome(claims: list[pb.ClaimVerdict]) -> pb.DisputeOutcome:
     """The case's outcome: INVALID beats WRONG beats CONFIRMED; no claim is NO_CLAIM."""
-    verdicts = {claim.verdict for claim in claims}
+    return outcome_of({claim.verdict for claim in claims})
+
+
+def outcome_of(verdicts: set[pb.Verdict]) -> pb.DisputeOutcome:
+    """The outcome of a case whose claims got ``verdicts`` (as ``outcome``)."""
     if not verdicts:
         return pb.DISPUTE_OUTCOME_NO_CLAIM
     if pb.VERDICT_INVALID in verdicts:
@@ -117,4 +121,4 @@ def _judge_hand(hand: pb.HandDispute, verdict: pb.CheckDisputesResponse) -> list
     return [convert.claim_to_proto(claim) for claim in found]
 
 
-__all__ = ["judge_case", "judge_case_bytes", "malformed", "outcome"]
+__all__ = ["judge_case", "judge_case_bytes", "malformed", "outcome", "outcome_of"]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import keyword
+import re
 from functools import cache
 from json.encoder import encode_basestring
 from typing import Any
@@ -38,7 +39,7 @@ _INT32_RANGE = range(-(2**31), 2**31)
 _UINT64_RANGE = range(2**64)
 
 
-class _Unsupported(Exception):
+class Unsupported(Exception):
     """Something the fast path leaves to json_format."""
 
 
@@ -63,35 +64,38 @@ def parse(text: str, message: Message) -> Message:
     """Fill ``message`` from protobuf JSON; raises ``json_format.ParseError`` as ``json_format.Parse`` does."""
     try:
         if not _supported(message.DESCRIPTOR):
-            raise _Unsupported
+            raise Unsupported
         # json.loads keeps the last of a key given twice, where json_format refuses the text. A
-        # hook on every object finds such a key, at the cost of a call per object; text with no
-        # JSON whitespace (what this module writes) is checked in C instead: there every key is
-        # followed by '":', so the text holds that pair at least once per key it spells, more
-        # when a string holds it too. The same count as the keys read means no key repeats.
-        compact = _compact(text)
+        # hook on every object finds such a key, at the cost of a call per object; text whose
+        # keys are each followed at once by their colon (what this module writes) is checked in C
+        # instead: it holds '":' at least once per key it spells, more when a string holds that
+        # pair too. The same count as the keys read means no key repeats.
+        compact = keys_countable(text)
         data = json.loads(text) if compact else json.loads(text, object_pairs_hook=_no_duplicates)
         if not isinstance(data, dict):
-            raise _Unsupported
-        keys = _fill(message, data)
+            raise Unsupported
+        keys = fill(message, data)
         if compact and text.count('":') != keys:
-            raise _Unsupported  # a key given twice, or '":' within a string: json_format decides
-    except (_Unsupported, ValueError, TypeError):
+            raise Unsupported  # a key given twice, or '":' within a string: json_format decides
+    except (Unsupported, ValueError, TypeError):
         message.Clear()
         json_format.Parse(text, message)
     return message
 
 
-def _compact(text: str) -> bool:
-    """True when ``text`` holds no JSON whitespace but at its ends."""
-    text = text.strip(" \t\n\r")
-    return not (" " in text or "\n" in text or "\t" in text or "\r" in text)
+def keys_countable(text: str) -> bool:
+    """True when no key of the JSON ``text`` is parted from its colon by whitespace, so that
+    ``text.count('":')`` counts every key it spells (and more when a string holds that pair)."""
+    return _SPACED_COLON.search(text) is None
+
+
+_SPACED_COLON = re.compile(r'"[ \t\n\r]+:')
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     found = dict(pairs)
     if len(found) != len(pairs):
-        raise _Unsupported  # json_format refuses a key given twice
+        raise Unsupported  # json_format refuses a key given twice
     return found
 
 
@@ -274,12 +278,14 @@ def _supported(descriptor: Descriptor) -> bool:
     )
 
 
-def _fill(message: Message, data: dict[str, Any]) -> int:
-    """Fill ``message`` from ``data``; the number of keys read, nested objects' included."""
+def fill(message: Message, data: dict[str, Any]) -> int:
+    """Fill ``message`` from ``data`` (a JSON object as ``json.loads`` gives it); the number of keys
+    read, nested objects' included. Raises ``Unsupported`` for anything it does not fully
+    recognise: ``parse`` then asks ``json_format``."""
     return int(_filler(message.DESCRIPTOR)(message, data))
 
 
-# The checks each kind of scalar passes to be set as it is; any other value raises _Unsupported,
+# The checks each kind of scalar passes to be set as it is; any other value raises Unsupported,
 # and json_format decides (a number as a string, 3.0, an enum's unknown name, null...).
 _SCALAR_CHECKS = {
     **{kind: "type({0}) is int and -2147483648 <= {0} <= 2147483647" for kind in _INT32},
@@ -291,9 +297,9 @@ _SCALAR_CHECKS = {
 @cache
 def _filler(descriptor: Descriptor) -> Any:
     """The function that fills a message of ``descriptor``'s type from a JSON object, raising
-    _Unsupported for anything it does not fully recognise (as ``_fill`` did field by field), and
+    Unsupported for anything it does not fully recognise (as ``fill`` says), and
     giving the number of keys it read, the nested objects' included (``parse`` checks it)."""
-    namespace: dict[str, Any] = {"_filler": _filler, "_Unsupported": _Unsupported, "_scalar": _scalar}
+    namespace: dict[str, Any] = {"_filler": _filler, "Unsupported": Unsupported, "_scalar": _scalar}
     body = ["def fill_message(m, data):", "    keys = len(data)", "    for key, value in data.items():"]
     test = "if"
     aliased = []
@@ -310,17 +316,17 @@ def _filler(descriptor: Descriptor) -> Any:
             if field.is_repeated:
                 body += [
                     "            if type(value) is not list:",
-                    "                raise _Unsupported",
+                    "                raise Unsupported",
                     f"            add, fill = m.{name}.add, _filler(d_{name})",
                     "            for item in value:",
                     "                if type(item) is not dict:",
-                    "                    raise _Unsupported",
+                    "                    raise Unsupported",
                     "                keys += fill(add(), item)",
                 ]
             else:
                 body += [
                     "            if type(value) is not dict:",
-                    "                raise _Unsupported",
+                    "                raise Unsupported",
                     f"            sub = m.{name}",
                     "            sub.SetInParent()",
                     f"            keys += _filler(d_{name})(sub, value)",
@@ -328,12 +334,12 @@ def _filler(descriptor: Descriptor) -> Any:
             continue
         check = _SCALAR_CHECKS.get(field.type)
         if field.is_repeated:
-            body += ["            if type(value) is not list:", "                raise _Unsupported"]
+            body += ["            if type(value) is not list:", "                raise Unsupported"]
             if check is not None:
                 body += [
                     "            for item in value:",
                     f"                if not ({check.format('item')}):",
-                    "                    raise _Unsupported",
+                    "                    raise Unsupported",
                     f"            m.{name}.extend(value)",
                 ]
             else:
@@ -341,7 +347,7 @@ def _filler(descriptor: Descriptor) -> Any:
         elif check is not None:
             body += [
                 f"            if not ({check.format('value')}):",
-                "                raise _Unsupported",
+                "                raise Unsupported",
                 f"            m.{name} = value",
             ]
         elif field.type == FieldDescriptor.TYPE_ENUM:
@@ -351,23 +357,23 @@ def _filler(descriptor: Descriptor) -> Any:
                 "            if type(value) is str:",
                 f"                value = n_{name}.get(value)",
                 "                if value is None:",
-                "                    raise _Unsupported",
+                "                    raise Unsupported",
                 f"            elif not ({_SCALAR_CHECKS[FieldDescriptor.TYPE_INT32].format('value')}):",
-                "                raise _Unsupported",
+                "                raise Unsupported",
                 f"            m.{name} = value",
             ]
         else:
             body.append(f"            m.{name} = _scalar(f_{name}, value)")
     # Unknown fields, and null (a value no check lets through), are json_format's to judge.
-    body += ["        else:" if descriptor.fields else "        if True:", "            raise _Unsupported"]
+    body += ["        else:" if descriptor.fields else "        if True:", "            raise Unsupported"]
     # A field given by both its names, or two members of one oneof: json_format refuses them.
     for keys in aliased:
-        body += [f"    if {keys[0]!r} in data and {keys[1]!r} in data:", "        raise _Unsupported"]
+        body += [f"    if {keys[0]!r} in data and {keys[1]!r} in data:", "        raise Unsupported"]
     for oneof in descriptor.oneofs:
         if len(oneof.fields) < 2:
             continue  # a proto3 optional field's own oneof: both its names are checked above
         members = tuple(sorted({key for field in oneof.fields for key in (field.name, field.json_name)}))
-        body += [f"    if sum(key in data for key in {members!r}) > 1:", "        raise _Unsupported"]
+        body += [f"    if sum(key in data for key in {members!r}) > 1:", "        raise Unsupported"]
     body.append("    return keys")
     return _compiled("\n".join(body) + "\n", "fill_message", namespace)
 
@@ -396,4 +402,4 @@ def _scalar(field: FieldDescriptor, value: Any) -> Any:
                 return known.number
         elif type(value) is int and value in _INT32_RANGE:
             return value
-    raise _Unsupported
+    raise Unsupported

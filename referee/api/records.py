@@ -48,14 +48,15 @@ _DISCARD_TAKEN_NUMBERS = {m: pb.DiscardTaken.Value(f"DISCARD_TAKEN_{m.name}") fo
 # Proto -> domain ------------------------------------------------------------------------------
 
 
-def record_from_proto(record: pb.DealRecord, rules: RuleSet) -> Record:
+def record_from_proto(record: pb.DealRecord, rules: RuleSet, turns: tuple[Turn, ...] | None = None) -> Record:
     """The record a DealRecord message gives, under ``rules``; an unnamed seat is ``player<i+1>``.
+    ``turns``, when given, are the record's turns already read (the message then holds none).
 
     Only the message's own shape is checked here (limits, card codes, enum numbers, the shuffle's
     fields); what no deal could leave is ``check_record``'s to find, run by the replay.
     """
     PLAYERS.check_count(record.seats, "seats")
-    TURNS.check_count(record.turns, "turns")
+    TURNS.check_count(record.turns if turns is None else turns, "turns")
     ELIMINATED.check_count(record.eliminated, "eliminated")
     for i, name in enumerate(record.eliminated):
         NAME.check_length(name, f"eliminated[{i}]")
@@ -83,7 +84,7 @@ def record_from_proto(record: pb.DealRecord, rules: RuleSet) -> Record:
         dealer=record.dealer,
         deck=deck,
         shuffle=shuffle,
-        turns=tuple(_turn_from_proto(turn, i) for i, turn in enumerate(record.turns)),
+        turns=tuple(_turn_from_proto(turn, i) for i, turn in enumerate(record.turns)) if turns is None else turns,
         eliminated=tuple(record.eliminated),
         rules=rules,
     )
@@ -100,6 +101,11 @@ def shuffle_from_proto(shuffle: pb.Shuffle) -> Shuffle:
         server_seed_hash=shuffle.server_seed_hash or None,
         algorithm=shuffle.algorithm,
     )
+
+
+def draw_source(number: int) -> DrawSource | None:
+    """The draw source of a DrawSource number; None for UNSPECIFIED or a number the contract lacks."""
+    return _DRAWS.get(number)
 
 
 def _turn_from_proto(turn: pb.Turn, i: int) -> Turn:
@@ -185,6 +191,11 @@ def replay_to_proto(result: Replay, into: pb.ReplayDealResponse | None = None) -
     if result.closer is not None:
         response.closer = result.closer
     return response
+
+
+def violation_code_to_proto(code: ViolationCode) -> pb.ViolationCode:
+    """The enum number of a violation code."""
+    return _VIOLATION_CODES[code]
 
 
 def violation_code_name(number: int) -> str:
@@ -273,6 +284,7 @@ def request_of(record: Record, claims: pb.DealClaims | None = None) -> pb.Replay
 
 __all__ = [
     "check_claimed_players",
+    "draw_source",
     "proto_paths",
     "record_from_proto",
     "record_to_proto",
@@ -281,4 +293,5 @@ __all__ = [
     "rules_to_proto",
     "shuffle_from_proto",
     "violation_code_name",
+    "violation_code_to_proto",
 ]

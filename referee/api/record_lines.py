@@ -1,0 +1,337 @@
+"""The batch's fast lane for deal records: a case line in, its verdict line out.
+
+A record case is mostly turns, and its verdict mostly cards, linkings and claims. The message way
+(``jsonmsg.parse`` into a ``CheckDisputesRequest``, ``handlers.replay_deal``, ``jsonmsg.to_json``)
+builds a protobuf message of every turn, group and claim only to read it again, which cost as
+much as the replay and its scoring together. This lane reads the turns from the JSON straight into
+the domain's ``Turn`` and writes the verdict's text straight from the domain's answer.
+
+It takes only what it fully recognises: JSON whose keys can be counted (``jsonmsg.keys_countable``)
+of a ``record`` case whose turns have the plain shape, judged without an error. Anything else (another kind of
+case, a spelling it does not know, a malformed record) is left to the message way, which stays
+the one definition of the contract: ``remigio-referee batch`` tries this lane first and falls back
+to it, and the tests hold the two to the same bytes on every record of their corpora.
+
+The verdict is written as ``jsonmsg.to_json`` writes the message: in each object, the fields that
+are set in field-number order, then the unset fields with no presence (0, "", false, [], the
+enum's zero) in declaration order; a field with presence only when set. A field's text is the
+same set or unset, so each field below is its key, its text and one of those three states.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from json.encoder import encode_basestring as _quote
+from typing import Any, TypeVar
+
+from referee._gen.remigio.referee.v1 import referee_pb2 as pb
+from referee.api import convert, jsonmsg, records
+from referee.api.disputes import outcome_of
+from referee.cards import CARD_BY_INDEX, Card, known_card
+from referee.claims import ClaimVerdict, Verdict, judge_deal_claims
+from referee.closing import Close
+from referee.errors import RefereeError
+from referee.groups import Group, GroupKind
+from referee.limits import PILE_CARDS
+from referee.linking import Linking
+from referee.record import Turn
+from referee.replay import Replay, ViolationCode, replay
+from referee.rules import CloseKind
+from referee.scoring import DealResult, score_deal
+
+_T = TypeVar("_T")
+
+# The three states of a field (see the module's doc).
+_SET = 2
+_UNSET = 1  # no presence, its default value: written after the set fields
+_ABSENT = 0  # has presence, not set: not written
+
+_CARDS = tuple(_quote(card.code()) for card in CARD_BY_INDEX)
+_GROUP_KINDS = {kind: _quote(pb.GroupKind.Name(convert.group_kind_to_proto(kind))) for kind in GroupKind}
+_CLOSE_KINDS = {kind: _quote(pb.CloseKind.Name(convert.close_kind_to_proto(kind))) for kind in (*CloseKind, None)}
+_VERDICTS = {verdict: _quote(pb.Verdict.Name(convert.verdict_to_proto(verdict))) for verdict in Verdict}
+_VIOLATIONS = {code: _quote(pb.ViolationCode.Name(records.violation_code_to_proto(code))) for code in ViolationCode}
+_OUTCOMES = {number: _quote(pb.DisputeOutcome.Name(number)) for number in pb.DisputeOutcome.values()}
+_BOOLS = ("false", "true")
+
+
+def _object(fields: Sequence[tuple[str, str, int]]) -> str:
+    """A JSON object of ``(key, text, state)`` fields given in field-number order, each key
+    quoted with its colon."""
+    parts = [key + text for key, text, state in fields if state == _SET]
+    if len(parts) < len(fields):
+        parts += [key + text for key, text, state in fields if state == _UNSET]
+    return "{" + ",".join(parts) + "}"
+
+
+def _state(value: object) -> int:
+    """A no-presence field's state: set when it is not its default."""
+    return _SET if value else _UNSET
+
+
+def _cards(cards: Sequence[Card]) -> str:
+    return "[" + ",".join([_CARDS[card.index] for card in cards]) + "]"
+
+
+def _each(write: Callable[[_T], str], items: Sequence[_T]) -> str:
+    return "[" + ",".join(map(write, items)) + "]"
+
+
+def _group(group: Group) -> str:
+    return _object(
+        (
+            ('"kind":', _GROUP_KINDS[group.kind], _SET),  # every kind of group is a non-zero number
+            ('"cards":', _cards(group.cards), _state(group.cards)),
+            ('"stands_for":', _each(_quote, group.stands_for), _state(group.stands_for)),
+        )
+    )
+
+
+def _linking(linking: Linking) -> str:
+    return _object(
+        (
+            ('"groups":', _each(_group, linking.groups), _state(linking.groups)),
+            ('"unlinked":', _cards(linking.unlinked), _state(linking.unlinked)),
+            ('"points":', str(linking.points), _state(linking.points)),
+        )
+    )
+
+
+def _close(close: Close) -> str:
+    discard = "" if close.discard is None else close.discard.code()
+    groups, unlinked = close.linking.groups, close.linking.unlinked
+    return _object(
+        (
+            ('"valid":', _BOOLS[close.valid], _state(close.valid)),
+            ('"kind":', _CLOSE_KINDS[close.kind], _UNSET if close.kind is None else _SET),
+            ('"multiplier":', str(close.multiplier), _state(close.multiplier)),
+            ('"discard":', _quote(discard), _state(discard)),
+            ('"groups":', _each(_group, groups), _state(groups)),
+            ('"reason":', _quote(close.reason), _state(close.reason)),
+            ('"unlinked":', _cards(unlinked), _state(unlinked)),
+        )
+    )
+
+
+def _claim(claim: ClaimVerdict) -> str:
+    return _object(
+        (
+            ('"field":', _quote(claim.field), _state(claim.field)),
+            ('"verdict":', _VERDICTS[claim.verdict], _SET),  # every verdict is a non-zero number
+            ('"claimed":', _quote(claim.claimed), _state(claim.claimed)),
+            ('"expected":', _quote(claim.expected), _state(claim.expected)),
+            ('"reason":', _quote(claim.reason), _state(claim.reason)),
+            ('"player":', str(claim.player), _ABSENT if claim.player is None else _SET),
+            ('"player_name":', _quote(claim.player_name), _state(claim.player_name)),
+        )
+    )
+
+
+def _result(result: DealResult, claims: str, claimed: bool) -> str:
+    players = [
+        _object(
+            (
+                ('"name":', _quote(player.name), _state(player.name)),
+                ('"closer":', _BOOLS[player.closer], _state(player.closer)),
+                ('"linking":', _linking(player.linking), _SET),
+                ('"points":', str(player.points), _state(player.points)),
+                ('"score_change":', str(player.score_change), _state(player.score_change)),
+                ('"score":', str(player.score), _state(player.score)),
+                ('"eliminated":', _BOOLS[player.eliminated], _state(player.eliminated)),
+            )
+        )
+        for player in result.players
+    ]
+    winner = result.winner or ""
+    return _object(
+        (
+            ('"close":', _close(result.close), _SET),
+            ('"players":', "[" + ",".join(players) + "]", _state(players)),
+            ('"match_over":', _BOOLS[result.match_over], _state(result.match_over)),
+            ('"winner":', _quote(winner), _state(winner)),
+            ('"claims":', claims, _state(claimed)),
+        )
+    )
+
+
+def _replay(played: Replay, result: DealResult | None, claims: str, claimed: bool) -> str:
+    hands = [
+        _object(
+            (
+                ('"name":', _quote(hand.name), _state(hand.name)),
+                ('"cards":', _cards(hand.cards), _state(hand.cards)),
+                ('"score":', str(hand.score), _ABSENT if hand.score is None else _SET),
+            )
+        )
+        for hand in played.hands
+    ]
+    violation = played.violation
+    discard = "" if played.discard is None else played.discard.code()
+    return _object(
+        (
+            ('"legal":', _BOOLS[played.legal], _state(played.legal)),
+            (
+                '"violation":',
+                "" if violation is None else _violation(violation),
+                _ABSENT if violation is None else _SET,
+            ),
+            ('"turns_played":', str(played.turns_played), _state(played.turns_played)),
+            ('"complete":', _BOOLS[played.complete], _state(played.complete)),
+            ('"hands":', "[" + ",".join(hands) + "]", _state(hands)),
+            ('"discard_pile":', _pile(played.discard_pile), _SET),
+            ('"stock":', _pile(played.stock), _SET),
+            ('"discard":', _quote(discard), _state(discard)),
+            (
+                '"result":',
+                "" if result is None else _result(result, claims, claimed),
+                _ABSENT if result is None else _SET,
+            ),
+            ('"claims":', claims, _state(claimed)),
+            ('"to_play":', str(played.to_play), _ABSENT if played.to_play is None else _SET),
+            ('"closer":', str(played.closer), _ABSENT if played.closer is None else _SET),
+            ('"reshuffles":', str(played.reshuffles), _state(played.reshuffles)),
+        )
+    )
+
+
+def _violation(violation: Any) -> str:
+    return _object(
+        (
+            ('"turn":', str(violation.turn), _state(violation.turn)),
+            ('"seat":', str(violation.seat), _state(violation.seat)),
+            ('"code":', _VIOLATIONS[violation.code], _SET),  # every code is a non-zero number
+            ('"message":', _quote(violation.message), _state(violation.message)),
+        )
+    )
+
+
+def _pile(cards: Sequence[Card]) -> str:
+    return '{"cards":' + _cards(cards) + "}"  # its one field, the same text set or not
+
+
+# Reading -------------------------------------------------------------------------------------
+
+_CASE_KEYS = frozenset(("id", "record"))
+_TURN_KEYS = frozenset(("seat", "draw", "drawn", "discard", "close", "restock"))
+_DRAWS = {name: records.draw_source(number) for name, number in pb.DrawSource.items()}
+
+
+def read_record_case(text: str) -> tuple[pb.CheckDisputesRequest, tuple[Turn, ...]] | None:
+    """A record case line as its message less the record's turns, and those turns as the domain's;
+    None when this lane does not take the line (it is then the message way's to read)."""
+    if '"record":{' not in text or not jsonmsg.keys_countable(text):
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    if type(data) is not dict or not data.keys() <= _CASE_KEYS:
+        return None
+    request = data.get("record")
+    if type(request) is not dict or type(request.get("record")) is not dict:
+        return None
+    record = request["record"]
+    turns = record.get("turns", [])
+    if type(turns) is not list:
+        return None
+    # The case without the record's turns, filled as the message way fills it.
+    case = pb.CheckDisputesRequest()
+    shorter = {**data, "record": {**request, "record": {k: v for k, v in record.items() if k != "turns"}}}
+    try:
+        keys = jsonmsg.fill(case, shorter) + ("turns" in record)
+        read: list[Turn] = []
+        for turn in turns:
+            if type(turn) is not dict:
+                return None
+            keys += len(turn)
+            found = _turn(turn, len(read))
+            if found is None:
+                return None
+            if found.restock is not None:
+                keys += len(turn["restock"])
+            read.append(found)
+    except (jsonmsg.Unsupported, RefereeError):
+        return None
+    # Every key read once: json.loads keeps the last of a key given twice (see jsonmsg.parse).
+    if text.count('":') != keys:
+        return None
+    return case, tuple(read)
+
+
+def _turn(turn: dict[str, Any], i: int) -> Turn | None:
+    """A turn of the plain shape (every value of its own JSON type, canonical card codes); None otherwise."""
+    if not turn.keys() <= _TURN_KEYS:
+        return None
+    draw = turn.get("draw")
+    seat = turn.get("seat")
+    close = turn.get("close", False)
+    discard_code = turn.get("discard", "")
+    drawn_code = turn.get("drawn", "")
+    if (
+        type(draw) is not str
+        or type(discard_code) is not str
+        or type(close) is not bool
+        or type(drawn_code) is not str
+        or ("seat" in turn and not (type(seat) is int and -(2**31) <= seat < 2**31))
+    ):
+        return None
+    draw = _DRAWS.get(draw)
+    discard = known_card(discard_code)
+    if draw is None or discard is None:
+        return None
+    drawn = None
+    if drawn_code:
+        drawn = known_card(drawn_code)
+        if drawn is None:
+            return None
+    restock = None
+    if "restock" in turn:
+        pile = turn["restock"]
+        if type(pile) is not dict or not pile.keys() <= {"cards"}:
+            return None
+        codes = pile.get("cards", [])
+        if type(codes) is not list or not all(type(code) is str for code in codes):
+            return None
+        restock = convert.cards_from_proto(codes, f"turns[{i}].restock.cards", PILE_CARDS)
+    return Turn(draw, discard, close, seat, drawn, restock)
+
+
+# Judging -------------------------------------------------------------------------------------
+
+
+def judge_record(case: pb.CheckDisputesRequest, turns: tuple[Turn, ...]) -> str | None:
+    """The verdict line on a record case read by ``read_record_case`` (its id and engine already
+    completed), as ``judge_case`` and ``jsonmsg.to_json`` give it; None when judging it meets an
+    error (the message way names it)."""
+    request = case.record
+    try:
+        rules = convert.rules_from_proto(request.rules)
+        record = records.record_from_proto(request.record, rules, turns=turns)
+        claims = convert.deal_claims_from_proto(request.claims)
+        records.check_claimed_players(claims, len(record.seats))
+        played = replay(record)
+        result = None
+        verdicts: list[ClaimVerdict] = []
+        if played.deal is not None:
+            result = score_deal(played.deal, rules)
+            verdicts = judge_deal_claims(claims, result, [player.cards for player in played.deal.players], rules)
+    except RefereeError:
+        return None
+    # The verdict, its record and the record's result hold the same claims.
+    text = _each(_claim, verdicts)
+    if played.legal:
+        outcome = outcome_of({convert.verdict_to_proto(claim.verdict) for claim in verdicts})
+    else:
+        outcome = pb.DISPUTE_OUTCOME_ILLEGAL
+    return _object(
+        (
+            ('"id":', _quote(case.id), _state(case.id)),
+            ('"outcome":', _OUTCOMES[outcome], _SET),
+            ('"claims":', text, _state(verdicts)),
+            ('"record":', _replay(played, result, text, bool(verdicts)), _SET),
+        )
+    )
+
+
+__all__ = ["judge_record", "read_record_case"]
