@@ -43,7 +43,7 @@ from referee.linking import engine_for
 from referee.rules import Engine, RuleSet
 
 if TYPE_CHECKING:
-    from multiprocessing.pool import AsyncResult
+    from multiprocessing.pool import AsyncResult, Pool
 
     import grpc
 
@@ -56,6 +56,8 @@ EXIT_UNREACHABLE = 4  # a server could not be reached or failed; what was done i
 
 CHUNK = 64  # the most cases a local worker takes at once: one message each way, one write
 CHUNKS_PER_JOB = 4  # chunks in flight per local job: bounds memory whatever the input's size
+SCAN_CHUNK = 256  # lines per task when the local workers read the ids
+SCAN_IN_FLIGHT = 8  # such tasks at once: memory bounded whatever the input's size
 STREAM_CHUNK = 128  # cases per CheckDisputes call when sending to servers
 # A server that turns streams away (busy, or a key over its rate) is asked again for this long (seconds).
 BUSY_GIVE_UP = 300.0
@@ -137,10 +139,16 @@ def run(args: argparse.Namespace) -> int:
     except OSError as error:
         print(f"remigio-referee batch: cannot read {args.input}: {error.strerror}", file=sys.stderr)
         return 2
-    # So is a file whose ids repeat (--resume could not tell its cases apart): refused before
-    # any case is judged and before the output is touched.
+    with _local_workers(args) as pool:
+        return _judge_all(args, source, pool)
+
+
+def _judge_all(args: argparse.Namespace, source: TextIO, pool: Pool | None) -> int:
+    """``run`` once the input is open and the local workers (if any) have started."""
+    # A file whose ids repeat is bad usage too (--resume could not tell its cases apart): refused
+    # before any case is judged and before the output is touched.
     try:
-        total = _scan(source, "stdin" if args.input == "-" else args.input)
+        total = _scan(source, "stdin" if args.input == "-" else args.input, pool)
     except ValueError as error:
         source.close()
         print(f"remigio-referee batch: {error}", file=sys.stderr)
@@ -173,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
     counts: Counter[str] = Counter()
     status = EXIT_OK
     try:
-        chunks = _remote(lines, args) if args.target else _local(lines, args, total - len(done))
+        chunks = _remote(lines, args) if args.target else _local(lines, args, total - len(done), pool)
         for chunk in chunks:
             # One write and one flush per chunk: a crash loses at most the chunk being written,
             # and --resume cuts a line it left half written.
@@ -247,26 +255,48 @@ def _spooled_stdin() -> TextIO:
     return io.TextIOWrapper(spool, encoding="utf-8")
 
 
-def _scan(source: TextIO, name: str) -> int:
+def _scan(source: TextIO, name: str, pool: Pool | None = None) -> int:
     """The number of cases (non-blank lines) of ``source``, rewound for reading; ValueError naming
-    both lines when two cases have the same id, or when the text is not UTF-8."""
+    both lines when two cases have the same id, or when the text is not UTF-8.
+
+    Reading an id reads its line's JSON, as much work as a tenth of judging the case; the workers
+    of ``pool``, when given, read them (the lines found in the order of the file all the same), so
+    no core waits while this process reads the whole file alone."""
     seen: dict[str, int] = {}
     count = 0
-    try:
-        for line in (Line(n, text) for n, text in enumerate(source, start=1)):
-            if not line.text.strip():
-                continue
-            count += 1
-            case_id = _line_id(line)
-            first = seen.setdefault(case_id, line.number)
-            if first != line.number:
+
+    def take(found: Iterable[tuple[str, int]]) -> None:
+        for case_id, number in found:
+            first = seen.setdefault(case_id, number)
+            if first != number:
                 raise ValueError(
-                    f"{name}: lines {first} and {line.number} both have the id {case_id!r} (ids must be unique in a batch)"
+                    f"{name}: lines {first} and {number} both have the id {case_id!r} (ids must be unique in a batch)"
                 )
+
+    try:
+        cases = (Line(n, text) for n, text in enumerate(source, start=1) if text.strip())
+        if pool is None:
+            for line in cases:
+                count += 1
+                take(((_line_id(line), line.number),))
+        else:
+            pending: deque[AsyncResult[list[tuple[str, int]]]] = deque()
+            for window in _windows(cases, SCAN_CHUNK):
+                count += len(window)
+                pending.append(pool.apply_async(_ids_of, ([(line.number, line.text) for line in window],)))
+                if len(pending) >= SCAN_IN_FLIGHT:
+                    take(pending.popleft().get())
+            while pending:
+                take(pending.popleft().get())
     except UnicodeDecodeError:
         raise ValueError(f"{name}: not UTF-8 text") from None
     source.seek(0)
     return count
+
+
+def _ids_of(lines: list[tuple[int, str]]) -> list[tuple[str, int]]:
+    """The ids of numbered lines, with their numbers (in a worker, for ``_scan``)."""
+    return [(_line_id(Line(number, text)), number) for number, text in lines]
 
 
 def judge_line(line: Line, engine: str | None = None) -> str:
@@ -372,11 +402,14 @@ def chunk_size(cases: int, jobs: int) -> int:
     return max(1, min(CHUNK, cases // (jobs * CHUNKS_PER_JOB)))
 
 
-def _local(lines: Iterable[Line], args: argparse.Namespace, cases: int) -> Iterator[list[str]]:
-    """The verdicts in chunks, in the order of the lines."""
-    chunks = _windows(lines, chunk_size(cases, args.jobs))
-    # What every case needs is loaded first (before the fork, so the workers share it instead of
-    # each importing it): the engine the cases default to, and the judging code.
+@contextlib.contextmanager
+def _local_workers(args: argparse.Namespace) -> Iterator[Pool | None]:
+    """The worker processes of a local run of more than one job (None otherwise), forked once
+    what every case needs is loaded, so they share it instead of each importing it: the engine
+    the cases default to, and the judging code."""
+    if args.target:
+        yield None
+        return
     engine_for(RuleSet(engine=Engine(args.engine)) if args.engine else RuleSet())
     import referee.api.disputes  # noqa: F401
 
@@ -387,23 +420,31 @@ def _local(lines: Iterable[Line], args: argparse.Namespace, cases: int) -> Itera
     gc.freeze()
     try:
         if args.jobs == 1:
-            for chunk in chunks:
-                yield judge_lines(((line.number, line.text) for line in chunk), args.engine)
-            return
-        context = multiprocessing.get_context("fork")
-        with context.Pool(args.jobs) as pool:
-            # A bounded number of chunks in flight keeps memory flat however many cases the input
-            # holds; the oldest is awaited first, so the verdicts leave in the order of the cases.
-            pending: deque[AsyncResult[list[str]]] = deque()
-            for chunk in chunks:
-                task = ([(line.number, line.text) for line in chunk], args.engine)
-                pending.append(pool.apply_async(_judge_chunk, (task,)))
-                if len(pending) >= CHUNKS_PER_JOB * args.jobs:
-                    yield pending.popleft().get()
-            while pending:
-                yield pending.popleft().get()
+            yield None
+        else:
+            with multiprocessing.get_context("fork").Pool(args.jobs) as pool:
+                yield pool
     finally:
         gc.unfreeze()
+
+
+def _local(lines: Iterable[Line], args: argparse.Namespace, cases: int, pool: Pool | None) -> Iterator[list[str]]:
+    """The verdicts in chunks, in the order of the lines: judged by ``pool``, or here when None."""
+    chunks = _windows(lines, chunk_size(cases, args.jobs))
+    if pool is None:
+        for chunk in chunks:
+            yield judge_lines(((line.number, line.text) for line in chunk), args.engine)
+        return
+    # A bounded number of chunks in flight keeps memory flat however many cases the input holds;
+    # the oldest is awaited first, so the verdicts leave in the order of the cases.
+    pending: deque[AsyncResult[list[str]]] = deque()
+    for chunk in chunks:
+        task = ([(line.number, line.text) for line in chunk], args.engine)
+        pending.append(pool.apply_async(_judge_chunk, (task,)))
+        if len(pending) >= CHUNKS_PER_JOB * args.jobs:
+            yield pending.popleft().get()
+    while pending:
+        yield pending.popleft().get()
 
 
 # Judging on servers ------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from json.encoder import encode_basestring as _quote
+from operator import attrgetter
 from typing import Any, TypeVar
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
@@ -42,12 +43,14 @@ from referee.scoring import DealResult, score_deal
 
 _T = TypeVar("_T")
 
-# The three states of a field (see the module's doc).
-_SET = 2
-_UNSET = 1  # no presence, its default value: written after the set fields
-_ABSENT = 0  # has presence, not set: not written
+# The three states of a field (see the module's doc): set is True, unset (a field with no
+# presence at its default value: written after the set fields) is False, and absent (a field with
+# presence, not set: not written) is None. A no-presence field's state is ``bool(value)``.
+_SET = True
+_ABSENT = None
 
 _CARDS = tuple(_quote(card.code()) for card in CARD_BY_INDEX)
+_INDEX = attrgetter("index")
 _GROUP_KINDS = {kind: _quote(pb.GroupKind.Name(convert.group_kind_to_proto(kind))) for kind in GroupKind}
 _CLOSE_KINDS = {kind: _quote(pb.CloseKind.Name(convert.close_kind_to_proto(kind))) for kind in (*CloseKind, None)}
 _VERDICTS = {verdict: _quote(pb.Verdict.Name(convert.verdict_to_proto(verdict))) for verdict in Verdict}
@@ -56,22 +59,17 @@ _OUTCOMES = {number: _quote(pb.DisputeOutcome.Name(number)) for number in pb.Dis
 _BOOLS = ("false", "true")
 
 
-def _object(fields: Sequence[tuple[str, str, int]]) -> str:
+def _object(fields: Sequence[tuple[str, str, bool | None]]) -> str:
     """A JSON object of ``(key, text, state)`` fields given in field-number order, each key
     quoted with its colon."""
-    parts = [key + text for key, text, state in fields if state == _SET]
+    parts = [key + text for key, text, state in fields if state]
     if len(parts) < len(fields):
-        parts += [key + text for key, text, state in fields if state == _UNSET]
+        parts += [key + text for key, text, state in fields if state is False]
     return "{" + ",".join(parts) + "}"
 
 
-def _state(value: object) -> int:
-    """A no-presence field's state: set when it is not its default."""
-    return _SET if value else _UNSET
-
-
 def _cards(cards: Sequence[Card]) -> str:
-    return "[" + ",".join([_CARDS[card.index] for card in cards]) + "]"
+    return "[" + ",".join(map(_CARDS.__getitem__, map(_INDEX, cards))) + "]"
 
 
 def _each(write: Callable[[_T], str], items: Sequence[_T]) -> str:
@@ -79,11 +77,21 @@ def _each(write: Callable[[_T], str], items: Sequence[_T]) -> str:
 
 
 def _group(group: Group) -> str:
+    if group.cards and group.stands_for:  # every group a linking holds: its three fields set
+        return (
+            '{"kind":'
+            + _GROUP_KINDS[group.kind]
+            + ',"cards":'
+            + _cards(group.cards)
+            + ',"stands_for":'
+            + _each(_quote, group.stands_for)
+            + "}"
+        )
     return _object(
         (
             ('"kind":', _GROUP_KINDS[group.kind], _SET),  # every kind of group is a non-zero number
-            ('"cards":', _cards(group.cards), _state(group.cards)),
-            ('"stands_for":', _each(_quote, group.stands_for), _state(group.stands_for)),
+            ('"cards":', _cards(group.cards), bool(group.cards)),
+            ('"stands_for":', _each(_quote, group.stands_for), bool(group.stands_for)),
         )
     )
 
@@ -91,9 +99,9 @@ def _group(group: Group) -> str:
 def _linking(linking: Linking) -> str:
     return _object(
         (
-            ('"groups":', _each(_group, linking.groups), _state(linking.groups)),
-            ('"unlinked":', _cards(linking.unlinked), _state(linking.unlinked)),
-            ('"points":', str(linking.points), _state(linking.points)),
+            ('"groups":', _each(_group, linking.groups), bool(linking.groups)),
+            ('"unlinked":', _cards(linking.unlinked), bool(linking.unlinked)),
+            ('"points":', str(linking.points), bool(linking.points)),
         )
     )
 
@@ -103,13 +111,13 @@ def _close(close: Close) -> str:
     groups, unlinked = close.linking.groups, close.linking.unlinked
     return _object(
         (
-            ('"valid":', _BOOLS[close.valid], _state(close.valid)),
-            ('"kind":', _CLOSE_KINDS[close.kind], _UNSET if close.kind is None else _SET),
-            ('"multiplier":', str(close.multiplier), _state(close.multiplier)),
-            ('"discard":', _quote(discard), _state(discard)),
-            ('"groups":', _each(_group, groups), _state(groups)),
-            ('"reason":', _quote(close.reason), _state(close.reason)),
-            ('"unlinked":', _cards(unlinked), _state(unlinked)),
+            ('"valid":', _BOOLS[close.valid], bool(close.valid)),
+            ('"kind":', _CLOSE_KINDS[close.kind], close.kind is not None),
+            ('"multiplier":', str(close.multiplier), bool(close.multiplier)),
+            ('"discard":', _quote(discard), bool(discard)),
+            ('"groups":', _each(_group, groups), bool(groups)),
+            ('"reason":', _quote(close.reason), bool(close.reason)),
+            ('"unlinked":', _cards(unlinked), bool(unlinked)),
         )
     )
 
@@ -117,13 +125,13 @@ def _close(close: Close) -> str:
 def _claim(claim: ClaimVerdict) -> str:
     return _object(
         (
-            ('"field":', _quote(claim.field), _state(claim.field)),
+            ('"field":', _quote(claim.field), bool(claim.field)),
             ('"verdict":', _VERDICTS[claim.verdict], _SET),  # every verdict is a non-zero number
-            ('"claimed":', _quote(claim.claimed), _state(claim.claimed)),
-            ('"expected":', _quote(claim.expected), _state(claim.expected)),
-            ('"reason":', _quote(claim.reason), _state(claim.reason)),
+            ('"claimed":', _quote(claim.claimed), bool(claim.claimed)),
+            ('"expected":', _quote(claim.expected), bool(claim.expected)),
+            ('"reason":', _quote(claim.reason), bool(claim.reason)),
             ('"player":', str(claim.player), _ABSENT if claim.player is None else _SET),
-            ('"player_name":', _quote(claim.player_name), _state(claim.player_name)),
+            ('"player_name":', _quote(claim.player_name), bool(claim.player_name)),
         )
     )
 
@@ -132,13 +140,13 @@ def _result(result: DealResult, claims: str, claimed: bool) -> str:
     players = [
         _object(
             (
-                ('"name":', _quote(player.name), _state(player.name)),
-                ('"closer":', _BOOLS[player.closer], _state(player.closer)),
+                ('"name":', _quote(player.name), bool(player.name)),
+                ('"closer":', _BOOLS[player.closer], bool(player.closer)),
                 ('"linking":', _linking(player.linking), _SET),
-                ('"points":', str(player.points), _state(player.points)),
-                ('"score_change":', str(player.score_change), _state(player.score_change)),
-                ('"score":', str(player.score), _state(player.score)),
-                ('"eliminated":', _BOOLS[player.eliminated], _state(player.eliminated)),
+                ('"points":', str(player.points), bool(player.points)),
+                ('"score_change":', str(player.score_change), bool(player.score_change)),
+                ('"score":', str(player.score), bool(player.score)),
+                ('"eliminated":', _BOOLS[player.eliminated], bool(player.eliminated)),
             )
         )
         for player in result.players
@@ -147,10 +155,10 @@ def _result(result: DealResult, claims: str, claimed: bool) -> str:
     return _object(
         (
             ('"close":', _close(result.close), _SET),
-            ('"players":', "[" + ",".join(players) + "]", _state(players)),
-            ('"match_over":', _BOOLS[result.match_over], _state(result.match_over)),
-            ('"winner":', _quote(winner), _state(winner)),
-            ('"claims":', claims, _state(claimed)),
+            ('"players":', "[" + ",".join(players) + "]", bool(players)),
+            ('"match_over":', _BOOLS[result.match_over], bool(result.match_over)),
+            ('"winner":', _quote(winner), bool(winner)),
+            ('"claims":', claims, bool(claimed)),
         )
     )
 
@@ -159,8 +167,8 @@ def _replay(played: Replay, result: DealResult | None, claims: str, claimed: boo
     hands = [
         _object(
             (
-                ('"name":', _quote(hand.name), _state(hand.name)),
-                ('"cards":', _cards(hand.cards), _state(hand.cards)),
+                ('"name":', _quote(hand.name), bool(hand.name)),
+                ('"cards":', _cards(hand.cards), bool(hand.cards)),
                 ('"score":', str(hand.score), _ABSENT if hand.score is None else _SET),
             )
         )
@@ -170,27 +178,27 @@ def _replay(played: Replay, result: DealResult | None, claims: str, claimed: boo
     discard = "" if played.discard is None else played.discard.code()
     return _object(
         (
-            ('"legal":', _BOOLS[played.legal], _state(played.legal)),
+            ('"legal":', _BOOLS[played.legal], bool(played.legal)),
             (
                 '"violation":',
                 "" if violation is None else _violation(violation),
                 _ABSENT if violation is None else _SET,
             ),
-            ('"turns_played":', str(played.turns_played), _state(played.turns_played)),
-            ('"complete":', _BOOLS[played.complete], _state(played.complete)),
-            ('"hands":', "[" + ",".join(hands) + "]", _state(hands)),
+            ('"turns_played":', str(played.turns_played), bool(played.turns_played)),
+            ('"complete":', _BOOLS[played.complete], bool(played.complete)),
+            ('"hands":', "[" + ",".join(hands) + "]", bool(hands)),
             ('"discard_pile":', _pile(played.discard_pile), _SET),
             ('"stock":', _pile(played.stock), _SET),
-            ('"discard":', _quote(discard), _state(discard)),
+            ('"discard":', _quote(discard), bool(discard)),
             (
                 '"result":',
                 "" if result is None else _result(result, claims, claimed),
                 _ABSENT if result is None else _SET,
             ),
-            ('"claims":', claims, _state(claimed)),
+            ('"claims":', claims, bool(claimed)),
             ('"to_play":', str(played.to_play), _ABSENT if played.to_play is None else _SET),
             ('"closer":', str(played.closer), _ABSENT if played.closer is None else _SET),
-            ('"reshuffles":', str(played.reshuffles), _state(played.reshuffles)),
+            ('"reshuffles":', str(played.reshuffles), bool(played.reshuffles)),
         )
     )
 
@@ -198,10 +206,10 @@ def _replay(played: Replay, result: DealResult | None, claims: str, claimed: boo
 def _violation(violation: Any) -> str:
     return _object(
         (
-            ('"turn":', str(violation.turn), _state(violation.turn)),
-            ('"seat":', str(violation.seat), _state(violation.seat)),
+            ('"turn":', str(violation.turn), bool(violation.turn)),
+            ('"seat":', str(violation.seat), bool(violation.seat)),
             ('"code":', _VIOLATIONS[violation.code], _SET),  # every code is a non-zero number
-            ('"message":', _quote(violation.message), _state(violation.message)),
+            ('"message":', _quote(violation.message), bool(violation.message)),
         )
     )
 
@@ -326,9 +334,9 @@ def judge_record(case: pb.CheckDisputesRequest, turns: tuple[Turn, ...]) -> str 
         outcome = pb.DISPUTE_OUTCOME_ILLEGAL
     return _object(
         (
-            ('"id":', _quote(case.id), _state(case.id)),
+            ('"id":', _quote(case.id), bool(case.id)),
             ('"outcome":', _OUTCOMES[outcome], _SET),
-            ('"claims":', text, _state(verdicts)),
+            ('"claims":', text, bool(verdicts)),
             ('"record":', _replay(played, result, text, bool(verdicts)), _SET),
         )
     )
