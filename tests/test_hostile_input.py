@@ -28,6 +28,7 @@ from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
 from referee.cards import deck
 from referee.limits import CARD_CODE, CASE_ID, NAME
+from referee.server.config import DEFAULT_MAX_CALLS_PER_CLIENT
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.skipif(sys.platform != "linux", reason="/proc")]
 
@@ -150,8 +151,11 @@ def _stream_future(server: Server, cases: tuple[pb.CheckDisputesRequest, ...]) -
     return _STREAMS.submit(outcomes)
 
 
-def _run(calls: Iterator[Callable[[], object]], in_flight: int = 24) -> dict[str, int]:
-    """Run the calls, ``in_flight`` at a time; how many ended with each status code."""
+def _run(calls: Iterator[Callable[[], object]], in_flight: int = DEFAULT_MAX_CALLS_PER_CLIENT) -> dict[str, int]:
+    """Run the calls, ``in_flight`` at a time; how many ended with each status code.
+
+    No more at a time than the server admits of one client: a call over that is refused
+    RESOURCE_EXHAUSTED, as it should be, whenever the calls before it are slow to finish."""
     codes: dict[str, int] = {}
     window: list[object] = []
 
