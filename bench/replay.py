@@ -41,7 +41,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.machine import load_average  # noqa: E402
-from referee.linking import dispatch  # noqa: E402
+from referee.linking import forget_linkings  # noqa: E402
 from referee.record import Record  # noqa: E402
 from referee.replay import replay  # noqa: E402
 from referee.rules import Engine, RuleSet  # noqa: E402
@@ -85,8 +85,7 @@ def nothing() -> None:
 
 def clear_linking_caches() -> None:
     """Forget every hand solved, so that each record's hands are solved again."""
-    dispatch._cached.cache_clear()
-    dispatch._links_fully.cache_clear()
+    forget_linkings()
 
 
 def row(name: str, values: Sequence[float], target: float | None = None) -> str:

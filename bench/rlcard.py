@@ -47,7 +47,7 @@ if __package__ in (None, ""):
 from bench.machine import load_average  # noqa: E402
 from bench.solver import engine_caches  # noqa: E402
 from referee.cards import ACE, KING, NATURALS, QUEEN, Card, format_cards, sort_cards  # noqa: E402
-from referee.linking import best_linking, dispatch, engine_for  # noqa: E402
+from referee.linking import best_linking, engine_for, forget_linkings  # noqa: E402
 from referee.rules import Engine, RuleSet  # noqa: E402
 
 SEED = 20261201
@@ -130,7 +130,7 @@ def run(count: int, rounds: int, progress: Callable[[str], None]) -> tuple[list[
     clock = time.perf_counter_ns
 
     def library(k: int) -> int:
-        dispatch._cached.cache_clear()
+        forget_linkings()
         for clear in clears:
             clear()
         start = clock()

@@ -48,8 +48,8 @@ from bench.hands import FAMILIES, Hand  # noqa: E402
 from bench.machine import load_average  # noqa: E402
 from referee.cards import format_cards, sort_cards  # noqa: E402
 from referee.closing import best_close, forget_verdicts  # noqa: E402
-from referee.linking import dispatch  # noqa: E402
-from referee.rules import RuleSet  # noqa: E402
+from referee.linking import engine_for, forget_linkings  # noqa: E402
+from referee.rules import Engine, RuleSet  # noqa: E402
 
 SEED = 20240601
 DEFAULT_COUNT = 300
@@ -100,11 +100,11 @@ def fmt_ratio(value: float | None) -> str:
 
 
 def available_engines() -> list[str]:
-    return list(dispatch._ENGINES)
+    return [engine.value for engine in Engine]
 
 
 def default_engines() -> list[str]:
-    return ["cpsat", "search"] if "search" in dispatch._ENGINES else ["cpsat"]
+    return ["cpsat", "search"] if "search" in available_engines() else ["cpsat"]
 
 
 def engine_caches(engine_name: str) -> list[tuple[str, Callable[[], None]]]:
@@ -113,7 +113,7 @@ def engine_caches(engine_name: str) -> list[tuple[str, Callable[[], None]]]:
     Its own modules: the engine's module and the ``referee.linking`` modules it takes functions
     from (the CP-SAT engine's candidate groups), but not ``base``, which every engine shares.
     """
-    names = [type(dispatch._ENGINES[engine_name]).__module__]
+    names = [type(engine_for(RuleSet(engine=engine_name))).__module__]
     for name in names:  # grows as it goes: the modules those modules take functions from, too
         for value in vars(sys.modules[name]).values():
             owner = getattr(value, "__module__", None) if callable(value) else None
@@ -144,7 +144,7 @@ def _clear_engine_caches(engine_name: str) -> Callable[[], None]:
 
 def time_links(engine_name: str, hands: Sequence[Hand], figures: Figures) -> None:
     """Best linking of every hand, the engine object called directly."""
-    engine = dispatch._ENGINES[engine_name]
+    engine = engine_for(RuleSet(engine=engine_name))
     rules = RuleSet(engine=engine_name)
     clock = time.perf_counter_ns
     clear_engine = _clear_engine_caches(engine_name)
@@ -165,7 +165,7 @@ def time_closes(engine_name: str, hands: Sequence[Hand], figures: Figures) -> No
     """Best close of every 11-card hand, the linking cache cleared before each."""
     rules = RuleSet(engine=engine_name)
     clock = time.perf_counter_ns
-    clear = dispatch._cached.cache_clear
+    clear = forget_linkings
     clear_engine = _clear_engine_caches(engine_name)
     for hand in hands:
         best = None
@@ -331,7 +331,7 @@ def report(results: dict[str, dict[str, Figures]], engines: Sequence[str], count
     if "search" not in engines:
         out.append(
             "(search targets n/a: the search engine was not run"
-            + ("" if "search" in dispatch._ENGINES else ", it is not registered in referee.linking.dispatch")
+            + ("" if "search" in available_engines() else ", it is not registered in referee.linking.dispatch")
             + ")"
         )
     out.append("")
@@ -367,7 +367,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.engines:
         args.engine_list = [e.strip() for e in args.engines.split(",") if e.strip()]
-        unknown = [e for e in args.engine_list if e not in dispatch._ENGINES]
+        unknown = [e for e in args.engine_list if e not in available_engines()]
         if unknown:
             parser.error(f"unknown engine(s) {', '.join(unknown)}; registered: {', '.join(available_engines())}")
     else:

@@ -26,8 +26,7 @@ from referee import __version__
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
 from referee.cards import parse_cards
-from referee.linking import best_linking
-from referee.linking.dispatch import _cached
+from referee.linking import best_linking, forget_linkings, linkings_observer
 from referee.rules import RuleSet
 from referee.server import metrics
 from referee.server.config import add_arguments
@@ -389,7 +388,7 @@ def test_the_linking_cache_and_engines_report_to_the_metrics(metrics_here: Path)
 
     rules = RuleSet()
     hand = parse_cards("4C 5C 6C 8D 8H 8S JD".split())
-    _cached.cache_clear()
+    forget_linkings()
     for _ in range(3):
         best_linking(hand, rules)
     registry = CollectorRegistry()
@@ -402,12 +401,10 @@ def test_the_linking_cache_and_engines_report_to_the_metrics(metrics_here: Path)
 def test_with_metrics_off_nothing_observes_the_linkings(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(metrics.DIRECTORY_ENV, raising=False)
     metrics.disable()
-    from referee.linking import dispatch
-
     metrics.call_started(f"{SERVICE}/SolveHand")  # no-ops, and no error
     metrics.call_ended(f"{SERVICE}/SolveHand", "OK", 0.01)
     metrics.ready()
-    assert dispatch._observer is None
+    assert linkings_observer() is None
 
 
 def test_auth_failures_and_quota_refusals_are_counted_by_key_name(launch, tmp_path: Path) -> None:

@@ -30,8 +30,7 @@ from referee.api import convert, handlers
 from referee.cards import Card, deck, parse_cards
 from referee.deal import Deal, PlayerHand
 from referee.errors import SolverError, SolverTimeout
-from referee.linking import best_linking, observe_linkings
-from referee.linking.dispatch import _cached
+from referee.linking import best_linking, forget_linkings, observe_linkings
 from referee.rules import RuleSet
 from referee.server.app import SERVICE_NAME, ServerThread
 from referee.server.servicer import ServiceLimits, _Replies
@@ -354,7 +353,7 @@ def test_a_request_answered_before_gets_the_remembered_reply_without_a_lookup_or
         with chan:
             first = stub.SolveHand(request, timeout=10)
             again = stub.SolveHand(request, timeout=10)
-            _cached.cache_clear()
+            forget_linkings()
             lost = stub.SolveHand(request, timeout=10)
             different = stub.SolveHand(other, timeout=10)
     finally:

@@ -71,6 +71,11 @@ def observe_linkings(observer: LinkingObserver | None) -> None:
     _observer = observer
 
 
+def linkings_observer() -> LinkingObserver | None:
+    """The observer ``observe_linkings`` set, or None."""
+    return _observer
+
+
 def load_engines() -> None:
     """Build every engine now (a server does, before its first call)."""
     for name in _ENGINES:
@@ -115,6 +120,13 @@ def _cached(indices: tuple[int, ...], rules: RuleSet) -> Linking:
         return _ENGINES[rules.engine].best_linking(hand, rules)
     finally:
         observer.solved(rules.engine, time.perf_counter() - start)
+
+
+def forget_linkings() -> None:
+    """Empty the caches of best linkings and of hands that link fully (a benchmark times each hand
+    cold; a test sees a hand solved again)."""
+    _cached.cache_clear()
+    _links_fully.cache_clear()
 
 
 def links_fully(cards: Iterable[Card], rules: RuleSet) -> bool:
