@@ -51,14 +51,14 @@ DEFAULT_WINDOW = 65535
 DEFAULT_MAX_FRAME = 16384
 RECEIVE_WINDOW = 1 << 30  # per stream and per connection; topped up when half of it is used
 CANCEL = 0x8  # RST_STREAM error code
-_HEAD = struct.Struct(">IBI")  # a frame header: length (24 bits) and type in one word, flags, stream
+FRAME_HEAD = struct.Struct(">IBI")  # a frame header: length (24 bits) and type in one word, flags, stream
 
 
-def _frame(kind: int, flags: int, stream: int, payload: bytes = b"") -> bytes:
+def frame(kind: int, flags: int, stream: int, payload: bytes = b"") -> bytes:
     return struct.pack(">I", len(payload) << 8 | kind) + bytes((flags,)) + struct.pack(">I", stream) + payload
 
 
-def _literal(name: bytes, value: bytes, name_index: int = 0) -> bytes:
+def literal(name: bytes, value: bytes, name_index: int = 0) -> bytes:
     """An HPACK literal field without indexing, strings without Huffman coding (RFC 7541 6.2.2)."""
 
     def length(n: int, prefix_bits: int) -> bytes:
@@ -79,7 +79,7 @@ def data_frames(stream: int, body: bytes, max_frame: int) -> bytes:
     """``body`` as DATA frames of at most ``max_frame`` bytes each, the last one ending the stream."""
     last = max(0, len(body) - 1) // max_frame * max_frame
     return b"".join(
-        _frame(DATA, END_STREAM if at == last else 0, stream, body[at : at + max_frame])
+        frame(DATA, END_STREAM if at == last else 0, stream, body[at : at + max_frame])
         for at in range(0, last + 1, max_frame)
     )
 
@@ -96,12 +96,12 @@ def header_block(authority: str, method: str, timeout_s: float, metadata: Sequen
         (
             b"\x83",  # :method POST (static table 3)
             b"\x86",  # :scheme http (static table 6)
-            _literal(b":path", method.encode(), name_index=4),
-            _literal(b":authority", authority.encode(), name_index=1),
-            _literal(b"content-type", b"application/grpc", name_index=31),
-            _literal(b"te", b"trailers"),
-            _literal(b"grpc-timeout", f"{max(1, round(timeout_s * 1000))}m".encode()),
-            *(_literal(name.encode(), value.encode()) for name, value in metadata),
+            literal(b":path", method.encode(), name_index=4),
+            literal(b":authority", authority.encode(), name_index=1),
+            literal(b"content-type", b"application/grpc", name_index=31),
+            literal(b"te", b"trailers"),
+            literal(b"grpc-timeout", f"{max(1, round(timeout_s * 1000))}m".encode()),
+            *(literal(name.encode(), value.encode()) for name, value in metadata),
         )
     )
 
@@ -145,7 +145,7 @@ class Client:
     sent: int = 0
 
 
-class _Connection:
+class Connection:
     """The state of one client's connection during the run."""
 
     def __init__(self, client: Client, sock: socket.socket, block: bytes) -> None:
@@ -170,7 +170,7 @@ class _Connection:
         self.stream = stream
         self.client.calls.append(Call(began))
         self.client.sent += 1
-        self.sock.sendall(_frame(HEADERS, END_HEADERS, stream, self.block))
+        self.sock.sendall(frame(HEADERS, END_HEADERS, stream, self.block))
         self._send_data(request)
 
     def _send_data(self, request: bytes) -> None:
@@ -187,14 +187,14 @@ class _Connection:
         call = self.client.calls[-1]
         call.failure, call.ended = why, now
         if not self.closed:
-            self.sock.sendall(_frame(RST_STREAM, 0, self.stream, CANCEL.to_bytes(4, "big")))
+            self.sock.sendall(frame(RST_STREAM, 0, self.stream, CANCEL.to_bytes(4, "big")))
         self.stream = -1
 
     def feed(self, data: bytes, now: float) -> bool:
         """Take bytes from the server; True when the call in flight ended."""
         buffer = self.buffer + data if self.buffer else data
         at, ended, size = 0, False, len(buffer)
-        unpack = _HEAD.unpack_from
+        unpack = FRAME_HEAD.unpack_from
         while size - at >= 9:
             word, flags, stream = unpack(buffer, at)
             length, kind = word >> 8, word & 0xFF
@@ -236,10 +236,10 @@ class _Connection:
                             self.stream_window = value
                         elif key == SETTINGS_MAX_FRAME_SIZE:
                             self.max_frame = value
-                    self.sock.sendall(_frame(SETTINGS, ACK, 0))
+                    self.sock.sendall(frame(SETTINGS, ACK, 0))
             elif kind == PING:
                 if not flags & ACK:
-                    self.sock.sendall(_frame(PING, ACK, 0, payload))
+                    self.sock.sendall(frame(PING, ACK, 0, payload))
             elif kind == WINDOW_UPDATE:
                 increment = int.from_bytes(payload[:4], "big") & 0x7FFFFFFF
                 if stream == 0:
@@ -263,7 +263,7 @@ class _Connection:
                     ended = self._end(now)
         self.buffer = buffer[at:]
         if self.used > RECEIVE_WINDOW // 2:
-            self.sock.sendall(_frame(WINDOW_UPDATE, 0, 0, self.used.to_bytes(4, "big")))
+            self.sock.sendall(frame(WINDOW_UPDATE, 0, 0, self.used.to_bytes(4, "big")))
             self.used = 0
         return ended
 
@@ -273,23 +273,23 @@ class _Connection:
         return True
 
 
-def connect(address: tuple[str, int], client: Client, block: bytes, timeout: float) -> _Connection:
+def connect(address: tuple[str, int], client: Client, block: bytes, timeout: float) -> Connection:
     """Open a client's connection and send the preface; the server's SETTINGS are read in the run."""
     sock = socket.create_connection(address, timeout=timeout)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     settings = struct.pack(">HI", SETTINGS_INITIAL_WINDOW_SIZE, RECEIVE_WINDOW)
     sock.sendall(
         PREFACE
-        + _frame(SETTINGS, 0, 0, settings)
-        + _frame(WINDOW_UPDATE, 0, 0, (RECEIVE_WINDOW - DEFAULT_WINDOW).to_bytes(4, "big"))
+        + frame(SETTINGS, 0, 0, settings)
+        + frame(WINDOW_UPDATE, 0, 0, (RECEIVE_WINDOW - DEFAULT_WINDOW).to_bytes(4, "big"))
     )
     sock.settimeout(None)
-    return _Connection(client, sock, block)
+    return Connection(client, sock, block)
 
 
 def open_connections(
     target: str, method: str, clients: Sequence[Client], timeout: float, metadata: Sequence[tuple[str, str]] = ()
-) -> list[_Connection]:
+) -> list[Connection]:
     """One connection per client to ``target`` (``host:port``), each call of ``method`` with ``metadata``."""
     host, port = target.rsplit(":", 1)
     block = header_block(target, method, timeout, metadata)
@@ -297,7 +297,7 @@ def open_connections(
 
 
 def run(
-    connections: Sequence[_Connection],
+    connections: Sequence[Connection],
     pool: Sequence[bytes],
     stop_at: float,
     period: float = 0.0,
@@ -309,13 +309,13 @@ def run(
     poller = select.epoll()
     by_fd = {}
     # (when, sequence, connection): the next call due per idle connection, and deadlines.
-    due: list[tuple[float, int, _Connection]] = []
+    due: list[tuple[float, int, Connection]] = []
     for n, conn in enumerate(connections):
         by_fd[conn.sock.fileno()] = conn
         poller.register(conn.sock.fileno(), select.EPOLLIN)
         heapq.heappush(due, (conn.client.start_at, n, conn))
     order = len(connections)
-    busy: dict[_Connection, float] = {}  # connection -> the deadline of its call in flight
+    busy: dict[Connection, float] = {}  # connection -> the deadline of its call in flight
     clock = time.monotonic
     try:
         while due or busy:
@@ -396,11 +396,11 @@ def drive(
     return start
 
 
-def close(connections: Sequence[_Connection]) -> None:
+def close(connections: Sequence[Connection]) -> None:
     """Say GOAWAY and close every connection."""
     for conn in connections:
         try:
-            conn.sock.sendall(_frame(GOAWAY, 0, 0, struct.pack(">II", max(0, conn.next_stream - 2), 0)))
+            conn.sock.sendall(frame(GOAWAY, 0, 0, struct.pack(">II", max(0, conn.next_stream - 2), 0)))
         except OSError:
             pass
         conn.sock.close()

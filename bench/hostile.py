@@ -223,7 +223,7 @@ def _connections(bench: Bench, report: Report) -> Iterator[None]:
         sock.bind((f"127.0.1.{n % 10 + 1}", 0))
         sock.settimeout(5)
         sock.connect((HOST, bench.server.port))
-        sock.sendall(h2client.PREFACE + h2client._frame(h2client.SETTINGS, 0, 0))
+        sock.sendall(h2client.PREFACE + h2client.frame(h2client.SETTINGS, 0, 0))
         socks.append(sock)
     try:
         yield

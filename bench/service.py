@@ -221,10 +221,10 @@ def _h2_cell(
         cpu = time.process_time() - cpu_start
     finally:
         h2client.close(connections)
-    return [_h2_result(rpc, client) for client in clients], cpu
+    return [h2_result(rpc, client) for client in clients], cpu
 
 
-def _h2_result(rpc: str, client: h2client.Client) -> ClientResult:
+def h2_result(rpc: str, client: h2client.Client) -> ClientResult:
     """A client's calls, decoded and checked."""
     h2client.settle(client)
     result = ClientResult(sent=client.sent)

@@ -17,12 +17,12 @@ import time
 from hpack import Decoder
 
 from bench.h2client import (
-    _HEAD,
     ACK,
     CANCEL,
     CONTINUATION,
     END_HEADERS,
     END_STREAM,
+    FRAME_HEAD,
     GOAWAY,
     HEADERS,
     PADDED,
@@ -31,23 +31,23 @@ from bench.h2client import (
     PRIORITY,
     RST_STREAM,
     SETTINGS,
-    _frame,
-    _literal,
+    frame,
     grpc_message,
+    literal,
 )
 
 
 def stalled_header_block(authority: str, method: str, request_id: str = "") -> bytes:
     """The HPACK block of a call of ``method`` with no deadline (so only the server can end it)."""
-    extra = _literal(b"x-request-id", request_id.encode()) if request_id else b""
+    extra = literal(b"x-request-id", request_id.encode()) if request_id else b""
     return b"".join(
         (
             b"\x83",  # :method POST
             b"\x86",  # :scheme http
-            _literal(b":path", method.encode(), name_index=4),
-            _literal(b":authority", authority.encode(), name_index=1),
-            _literal(b"content-type", b"application/grpc", name_index=31),
-            _literal(b"te", b"trailers"),
+            literal(b":path", method.encode(), name_index=4),
+            literal(b":authority", authority.encode(), name_index=1),
+            literal(b"content-type", b"application/grpc", name_index=31),
+            literal(b"te", b"trailers"),
             extra,
         )
     )
@@ -61,7 +61,7 @@ class Staller:
         self.target = target
         self.sock = socket.create_connection((host, int(port)), timeout=timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.sock.sendall(PREFACE + _frame(SETTINGS, 0, 0))
+        self.sock.sendall(PREFACE + frame(SETTINGS, 0, 0))
         self.sock.settimeout(None)
         self.next_stream = 1
         self.ended: dict[int, str] = {}  # stream -> grpc-status, or "RST n"
@@ -80,9 +80,9 @@ class Staller:
         with self._lock:
             for _ in range(calls):
                 stream, self.next_stream = self.next_stream, self.next_stream + 2
-                frames = _frame(HEADERS, END_HEADERS, stream, block)
+                frames = frame(HEADERS, END_HEADERS, stream, block)
                 if partial:
-                    frames += _frame(0, 0, stream, partial)  # DATA without END_STREAM
+                    frames += frame(0, 0, stream, partial)  # DATA without END_STREAM
                 self.sock.sendall(frames)
                 streams.append(stream)
         return streams
@@ -93,19 +93,19 @@ class Staller:
         with self._lock:
             stream, self.next_stream = self.next_stream, self.next_stream + 2
             self.sock.sendall(
-                _frame(HEADERS, END_HEADERS, stream, block) + _frame(0, END_STREAM, stream, grpc_message(request))
+                frame(HEADERS, END_HEADERS, stream, block) + frame(0, END_STREAM, stream, grpc_message(request))
             )
         return stream
 
     def cancel(self, stream: int) -> None:
         """Cancel a call as a gRPC client does (RST_STREAM with CANCEL)."""
         with self._lock:
-            self.sock.sendall(_frame(RST_STREAM, 0, stream, CANCEL.to_bytes(4, "big")))
+            self.sock.sendall(frame(RST_STREAM, 0, stream, CANCEL.to_bytes(4, "big")))
 
     def ping(self, count: int = 1) -> None:
         """Send ``count`` PINGs at once (a client may not ping a server this often)."""
         with self._lock:
-            self.sock.sendall(b"".join(_frame(PING, 0, 0, n.to_bytes(8, "big")) for n in range(count)))
+            self.sock.sendall(b"".join(frame(PING, 0, 0, n.to_bytes(8, "big")) for n in range(count)))
 
     def wait_ended(self, streams: list[int], timeout: float) -> dict[int, str]:
         """How each of ``streams`` ended, once all did or ``timeout`` passed (missing: still open)."""
@@ -138,16 +138,16 @@ class Staller:
                 return
             buffer += data
             while len(buffer) >= 9:
-                word, flags, stream = _HEAD.unpack_from(buffer)
+                word, flags, stream = FRAME_HEAD.unpack_from(buffer)
                 length, kind = word >> 8, word & 0xFF
                 if len(buffer) < 9 + length:
                     break
                 payload, buffer = buffer[9 : 9 + length], buffer[9 + length :]
                 stream &= 0x7FFFFFFF
                 if kind == SETTINGS and not flags & ACK:
-                    self._send(_frame(SETTINGS, ACK, 0))
+                    self._send(frame(SETTINGS, ACK, 0))
                 elif kind == PING and not flags & ACK:
-                    self._send(_frame(PING, ACK, 0, payload))
+                    self._send(frame(PING, ACK, 0, payload))
                 elif kind == GOAWAY:
                     self.goaway.set()
                 elif kind == RST_STREAM:

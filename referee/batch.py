@@ -475,7 +475,7 @@ def channel_target(targets: str) -> str:
     return "ipv4:" + ",".join(addresses)
 
 
-def _connected(channel: grpc.Channel, timeout: float) -> bool:
+def connected(channel: grpc.Channel, timeout: float) -> bool:
     """Whether the channel gets ready within ``timeout`` seconds; False as soon as every server refuses."""
     import grpc
 
@@ -540,7 +540,7 @@ def _remote(lines: Iterable[Line], args: argparse.Namespace) -> Iterator[list[st
             )
             for _ in range(args.jobs)
         ]
-        if not all(_connected(referee.channel, CONNECT_SECONDS) for referee in referees):
+        if not all(connected(referee.channel, CONNECT_SECONDS) for referee in referees):
             secure = " over TLS" if access["tls"] or access["tls_ca"] is not None else ""
             raise _Unreachable(f"no referee server answers{secure} at {args.target}{_hint(args.target, access)}")
         idle: queue.Queue[Referee] = queue.Queue()

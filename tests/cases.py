@@ -931,6 +931,21 @@ def write_cases(path: Any, cases: Iterable[CaseLine]) -> dict[str, Expected]:
     return expected
 
 
+def many_hand_cases(path: Any, seed: int, copies: int) -> dict[str, Expected]:
+    """Cheap hand cases, ``copies`` times over with fresh ids, written to ``path``: enough for
+    several CheckDisputes calls (one call per chunk of cases)."""
+    hands = [c for c in mixed_cases(seed=seed, malformed=False) if '"hand"' in c.text]
+    many = [
+        CaseLine(
+            c.text.replace(f'"id":"{c.expected.id}"', f'"id":"{n}-{c.expected.id}"', 1),
+            Expected(f"{n}-{c.expected.id}", c.expected.outcome, c.expected.claims, c.expected.answer),
+        )
+        for n in range(copies)
+        for c in hands
+    ]
+    return write_cases(path, many)
+
+
 def mismatches(verdict: dict[str, Any], expected: Expected) -> list[str]:
     """How a verdict (protobuf JSON, proto field names) differs from what was expected; [] when it matches."""
     problems = []

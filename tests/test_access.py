@@ -455,7 +455,7 @@ def test_each_case_of_a_stream_counts_and_the_client_waits_as_told(tls_server: S
 
 
 def test_the_node_client_over_tls_with_a_key(tls_server: ServerProcess, pki: Pki) -> None:
-    from test_node_client import CLIENT, NODE_MODULES, _node
+    from test_node_client import CLIENT, NODE_MODULES, node_binary
 
     call = {"method": "SolveHand", "request": {"cards": HAND}}
     env = {**os.environ, "NODE_PATH": str(NODE_MODULES)}
@@ -463,7 +463,7 @@ def test_the_node_client_over_tls_with_a_key(tls_server: ServerProcess, pki: Pki
     runs = {}
     for name, key in (("with", ALICE), ("without", "")):
         done = subprocess.run(
-            [_node(), str(CLIENT), address, "--tls-ca", str(pki.path("ca.pem"))],
+            [node_binary(), str(CLIENT), address, "--tls-ca", str(pki.path("ca.pem"))],
             input=json.dumps(call) + "\n",
             capture_output=True,
             text=True,

@@ -342,27 +342,12 @@ def two_servers() -> Iterator[tuple[ServerProcess, ServerProcess]]:
             server.terminate()
 
 
-def _many_hand_cases(path: Path, seed: int, copies: int) -> dict[str, cases.Expected]:
-    """Cheap hand cases, ``copies`` times over with fresh ids, written to ``path``: enough for
-    several CheckDisputes calls (one call per chunk of cases)."""
-    hands = [c for c in cases.mixed_cases(seed=seed, malformed=False) if '"hand"' in c.text]
-    many = [
-        cases.CaseLine(
-            c.text.replace(f'"id":"{c.expected.id}"', f'"id":"{n}-{c.expected.id}"', 1),
-            cases.Expected(f"{n}-{c.expected.id}", c.expected.outcome, c.expected.claims, c.expected.answer),
-        )
-        for n in range(copies)
-        for c in hands
-    ]
-    return cases.write_cases(path, many)
-
-
 def test_two_servers_behind_one_target_both_receive_cases(
     two_servers: tuple[ServerProcess, ServerProcess], tmp_path: Path
 ) -> None:
     first, second = two_servers
     path = tmp_path / "cases.jsonl"
-    expected = _many_hand_cases(path, seed=3, copies=20)
+    expected = cases.many_hand_cases(path, seed=3, copies=20)
     assert len(expected) > 4 * 128
     out = tmp_path / "verdicts.jsonl"
     result = run_batch(path, "-o", out, "--target", f"{first.address},{second.address}", "--jobs", "2")
@@ -384,7 +369,7 @@ def test_streams_a_busy_server_turns_away_are_sent_again(tmp_path: Path) -> None
     ).listening()
     try:
         path = tmp_path / "cases.jsonl"
-        expected = _many_hand_cases(path, seed=5, copies=12)
+        expected = cases.many_hand_cases(path, seed=5, copies=12)
         out = tmp_path / "verdicts.jsonl"
         result = run_batch(path, "-o", out, "--target", server.address, "--jobs", "4")
         assert result.returncode == 0, result.stderr
@@ -414,7 +399,7 @@ def test_each_stream_is_read_to_its_final_status_so_the_server_ends_it_ok(tmp_pa
         metrics_url = server.wait_for(METRICS).group(1)
         server.listening()
         path = tmp_path / "cases.jsonl"
-        expected = _many_hand_cases(path, seed=7, copies=12)
+        expected = cases.many_hand_cases(path, seed=7, copies=12)
         streams = -(-len(expected) // 128)  # one CheckDisputes call per chunk of 128 cases
         assert streams >= 3
         out = tmp_path / "verdicts.jsonl"
@@ -493,11 +478,11 @@ def test_an_unreachable_target_exits_4_quickly(mixed: tuple[Path, dict[str, case
     # seconds on a busy machine, says nothing about it.
     import grpc
 
-    from referee.batch import CONNECT_SECONDS, _connected
+    from referee.batch import CONNECT_SECONDS, connected
 
     with grpc.insecure_channel(f"127.0.0.1:{_closed_port()}") as channel:
         start = time.monotonic()
-        assert not _connected(channel, CONNECT_SECONDS)
+        assert not connected(channel, CONNECT_SECONDS)
         elapsed = time.monotonic() - start
     assert elapsed < CONNECT_SECONDS / 2, f"took {elapsed:.1f} s to give up on a refused connection"
 

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from referee.cards import JOKER, NATURALS, Card, sort_cards
-from referee.closing import _judge, best_close, loose_cards, may_be_linked
+from referee.closing import best_close, check_close, loose_cards, may_be_linked
 from referee.linking import best_linking
 from referee.rules import CloseKind, JokerLimit, RuleSet
 
@@ -55,7 +55,7 @@ def every_discard(cards: tuple[Card, ...], rules: RuleSet) -> tuple[int, Card | 
     hand = sort_cards(cards)
     best: tuple[int, Card | None, CloseKind | None] = (0, None, None)
     for position, discard in enumerate(hand):
-        verdict = _judge(hand[:position] + hand[position + 1 :], discard, rules)
+        verdict = check_close(hand[:position] + hand[position + 1 :], discard, rules)
         if verdict.valid and verdict.multiplier > best[0]:
             best = (verdict.multiplier, discard, verdict.kind)
     return best

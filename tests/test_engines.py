@@ -35,7 +35,7 @@ from referee.groups import Group, judge_group
 from referee.linking import Linking, best_linking, engine_for, linking_from_parts
 from referee.linking.audit import AuditEngine
 from referee.linking.cpsat import CpSatEngine
-from referee.linking.search import SearchEngine, _components_no_wrap, _joker_free_components
+from referee.linking.search import SearchEngine, components_no_wrap, joker_free_components
 from referee.rules import Engine, JokerLimit, RuleSet
 
 CPSAT = CpSatEngine()
@@ -227,7 +227,7 @@ def test_joker_free_components_on_bits_are_the_union_find_ones() -> None:
     for _ in range(5_000):
         hand = make_hand(rng.randint, rng.choice((1, 2, 3)), max_jokers=0)
         naturals = tuple(card.index for card in hand)
-        assert _components_no_wrap(naturals) == _joker_free_components(naturals, False), format_cards(hand)
+        assert components_no_wrap(naturals) == joker_free_components(naturals, False), format_cards(hand)
 
 
 def test_a_linking_from_parts_takes_the_cards_in_any_order() -> None:

@@ -90,14 +90,14 @@ def test_data_frames_follow_the_servers_max_frame_size() -> None:
     # A real socket pair: the client's side a connection, the other the server's, read raw.
     ours, theirs = socket.socketpair()
     try:
-        conn = h2client._Connection(h2client.Client(0, 1, 0.0), ours, b"")
+        conn = h2client.Connection(h2client.Client(0, 1, 0.0), ours, b"")
         request = bytes(range(256)) * 200  # 51,200 bytes
         conn.send_call(request, 0.0)
         before = _frames(theirs)
         allowed = 20_000
         settings = (h2client.SETTINGS_MAX_FRAME_SIZE).to_bytes(2, "big") + allowed.to_bytes(4, "big")
-        conn.feed(h2client._frame(h2client.SETTINGS, 0, 0, settings), 0.0)
-        window = h2client._frame(h2client.WINDOW_UPDATE, 0, 0, len(request).to_bytes(4, "big"))
+        conn.feed(h2client.frame(h2client.SETTINGS, 0, 0, settings), 0.0)
+        window = h2client.frame(h2client.WINDOW_UPDATE, 0, 0, len(request).to_bytes(4, "big"))
         conn.feed(window, 0.0)  # the first call used most of the connection's window
         conn.stream = -1  # the first call is not answered; the next one goes on a new stream
         conn.send_call(request, 0.0)
@@ -171,7 +171,7 @@ class _Peer:
 
 
 def _goaway(last_stream: int) -> bytes:
-    return h2client._frame(h2client.GOAWAY, 0, 0, last_stream.to_bytes(4, "big") + bytes(4))
+    return h2client.frame(h2client.GOAWAY, 0, 0, last_stream.to_bytes(4, "big") + bytes(4))
 
 
 def test_a_call_with_no_reply_ends_at_its_deadline() -> None:
@@ -211,9 +211,9 @@ def test_a_call_the_server_took_before_its_goaway_still_ends_normally() -> None:
         body = h2client.grpc_message(reply)
         sock.sendall(
             _goaway(1)
-            + h2client._frame(h2client.HEADERS, h2client.END_HEADERS, 1, head)
-            + h2client._frame(h2client.DATA, 0, 1, body)
-            + h2client._frame(h2client.HEADERS, h2client.END_HEADERS | h2client.END_STREAM, 1, tail)
+            + h2client.frame(h2client.HEADERS, h2client.END_HEADERS, 1, head)
+            + h2client.frame(h2client.DATA, 0, 1, body)
+            + h2client.frame(h2client.HEADERS, h2client.END_HEADERS | h2client.END_STREAM, 1, tail)
         )
 
     peer = _Peer(script)
@@ -237,7 +237,7 @@ def test_a_lost_connection_fails_the_call_in_flight() -> None:
 
 
 def test_the_benchmark_counts_each_call_as_a_grpc_client_would() -> None:
-    from bench.service import _h2_result
+    from bench.service import h2_result
 
     def framed(*messages: bytes) -> bytearray:
         return bytearray(b"".join(h2client.grpc_message(m) for m in messages))
@@ -253,7 +253,7 @@ def test_the_benchmark_counts_each_call_as_a_grpc_client_would() -> None:
         h2client.Call(6.0, 6.1, framed(pb.SolveHandResponse().SerializeToString()), status=0),
     ]
     client.sent = len(client.calls)
-    result = _h2_result("SolveHand", client)
+    result = h2_result("SolveHand", client)
     assert result.server_pid == "77" and result.sent == 6 and result.last_done == 6.1
     assert result.latencies_ms == pytest.approx([2.0, 100.0])
     assert result.bad_replies == 1  # the reply without a linking

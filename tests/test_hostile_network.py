@@ -29,10 +29,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from cases import many_hand_cases
 from dnsstub import DnsStub
 from netns import Host, Network, unavailable
 from servers import ROOT, ServerProcess, server_env
-from test_batch import _many_hand_cases, assert_verdicts, batch_command
+from test_batch import assert_verdicts, batch_command
 from test_scaling import solved
 
 pytestmark = [pytest.mark.timeout(180)]
@@ -210,7 +211,7 @@ def run_fault_on_batch(site: Site, tmp_path: Path, seed: int, fault: Callable[[]
     """A batch over both replicas, ``fault()`` once its first verdicts are written; the batch's
     progress and the moment of the fault, once every verdict is checked: each once, in order."""
     cases = tmp_path / "cases.jsonl"
-    expected = _many_hand_cases(cases, seed=seed, copies=20)  # 820 cases, 7 chunks
+    expected = many_hand_cases(cases, seed=seed, copies=20)  # 820 cases, 7 chunks
     out = tmp_path / "verdicts.jsonl"
     batch = start_batch(site, cases, out)
     try:

@@ -88,7 +88,7 @@ CALLS: list[tuple[str, Message]] = [
 ]
 
 
-def _node() -> str:
+def node_binary() -> str:
     node = shutil.which("node")
     if node is None:
         pytest.skip("Node.js is not installed")
@@ -105,7 +105,13 @@ def _run_node(address: str, calls: list[tuple[str, Message]]) -> list[dict[str, 
     )
     env = {**os.environ, "NODE_PATH": str(NODE_MODULES)}
     done = subprocess.run(
-        [_node(), str(CLIENT), address], input=lines, capture_output=True, text=True, env=env, timeout=120, check=False
+        [node_binary(), str(CLIENT), address],
+        input=lines,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
     )
     assert done.returncode == 0, done.stderr
     return [json.loads(line) for line in done.stdout.splitlines()]

@@ -19,9 +19,10 @@ from pathlib import Path
 
 import grpc
 import pytest
+from cases import many_hand_cases
 from dnsstub import DnsStub
 from servers import ServerProcess
-from test_batch import _many_hand_cases, assert_verdicts, run_batch
+from test_batch import assert_verdicts, run_batch
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
@@ -101,7 +102,7 @@ def test_batch_through_dns_localhost_reaches_both_servers(servers: list[ServerPr
     servers.extend(servers_on("127.0.0.1", "::1"))
     port = servers[0].address.rpartition(":")[2]
     path = tmp_path / "cases.jsonl"
-    expected = _many_hand_cases(path, seed=7, copies=20)
+    expected = many_hand_cases(path, seed=7, copies=20)
     out = tmp_path / "verdicts.jsonl"
     result = run_batch(path, "-o", out, "--target", f"dns:///localhost:{port}", "--jobs", "2")
     assert result.returncode == 0, result.stderr
@@ -117,7 +118,7 @@ def test_batch_through_a_dns_name_with_two_addresses_reaches_both_servers(
     servers.extend(servers_on("127.0.0.1", "127.0.0.2"))
     port = servers[0].address.rpartition(":")[2]
     path = tmp_path / "cases.jsonl"
-    expected = _many_hand_cases(path, seed=8, copies=20)
+    expected = many_hand_cases(path, seed=8, copies=20)
     out = tmp_path / "verdicts.jsonl"
     with DnsStub({NAME: ["127.0.0.1", "127.0.0.2"]}) as dns:
         target = f"dns://127.0.0.1:{dns.port}/{NAME}:{port}"
@@ -131,7 +132,7 @@ def test_batch_through_a_dns_name_with_two_addresses_reaches_both_servers(
 @pytest.mark.skipif(not c_ares_resolver(), reason="GRPC_DNS_RESOLVER=native takes no DNS server in the target")
 def test_batch_through_a_dns_name_that_does_not_resolve_exits_4(tmp_path: Path) -> None:
     path = tmp_path / "cases.jsonl"
-    _many_hand_cases(path, seed=9, copies=1)
+    many_hand_cases(path, seed=9, copies=1)
     with DnsStub({}) as dns:
         target = f"dns://127.0.0.1:{dns.port}/no-such.{NAME}:50051"
         result = run_batch(path, "-o", tmp_path / "out.jsonl", "--target", target, timeout=90)

@@ -33,7 +33,7 @@ from referee.errors import SolverError, SolverTimeout
 from referee.linking import best_linking, forget_linkings, observe_linkings
 from referee.rules import RuleSet
 from referee.server.app import SERVICE_NAME, ServerThread
-from referee.server.servicer import ServiceLimits, _Replies
+from referee.server.servicer import Replies, ServiceLimits
 from referee.server.status import status_for
 
 pytestmark = pytest.mark.timeout(60)
@@ -365,7 +365,7 @@ def test_a_request_answered_before_gets_the_remembered_reply_without_a_lookup_or
 
 
 def test_remembered_replies_are_bounded_by_count_and_bytes_and_skip_large_ones() -> None:
-    replies = _Replies(size=3, max_bytes=100)
+    replies = Replies(size=3, max_bytes=100)
     for n in range(5):
         replies.remember("SolveHand", bytes([n]), b"r%d" % n)
     assert len(replies) == 3 and replies.get("SolveHand", b"\0") is None  # the least recent went
@@ -376,7 +376,7 @@ def test_remembered_replies_are_bounded_by_count_and_bytes_and_skip_large_ones()
     replies.remember("SolveHand", b"z", b"y" * 40)  # over 100 bytes: the least recent go first
     assert replies.bytes <= 100 and replies.get("SolveHand", b"z") == b"y" * 40
     assert replies.get("SolveHand", b"\3") is None
-    big = _Replies()
+    big = Replies()
     big.remember("SolveHand", b"q" * 2048, b"r")  # too large a request
     big.remember("SolveHand", b"q", b"r" * 8192)  # too large a reply
     assert len(big) == 0 and big.bytes == 0

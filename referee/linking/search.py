@@ -119,7 +119,7 @@ class SearchEngine:
         if indices and indices[-1] != JOKER_INDEX and not rules.wrap_runs:
             # No joker, no wrapping (most hands of a deal): split on bits, which costs less than
             # looking the whole hand up; each component's answer is cached.
-            components, points = _components_no_wrap(indices)
+            components, points = components_no_wrap(indices)
             _, keys = _joker_free_answer(components, points, False)
         else:
             _, keys = _solve_hand(indices, rules.linking_key())
@@ -133,7 +133,7 @@ def _solve_hand(indices: tuple[int, ...], rules_key: RulesKey) -> Answer:
     if jokers:
         return _Solver(naturals, jokers, rules_key).answer()
     wrap = rules_key[2]
-    components, points = _joker_free_components(naturals, wrap) if wrap else _components_no_wrap(naturals)
+    components, points = joker_free_components(naturals, wrap) if wrap else components_no_wrap(naturals)
     return _joker_free_answer(components, points, wrap)
 
 
@@ -176,7 +176,7 @@ def _whole_group(naturals: tuple[int, ...], wrap: bool) -> bool:
     return wrap and any(all((r - first) % RANKS_PER_SUIT < size for r in ranks) for first in ranks)
 
 
-# ``_components_no_wrap`` reads a hand as bits, a suit to 15 of them: its ranks A…K, the ace again
+# ``components_no_wrap`` reads a hand as bits, a suit to 15 of them: its ranks A…K, the ace again
 # above the king, so that a run of three held ranks is three consecutive bits, and one bit never
 # set between suits, so that no block of consecutive bits runs on into the next suit. Each
 # natural's bits (the ace's two), its lowest bit alone, and the bits of each rank across the suits
@@ -198,8 +198,8 @@ _RANK_ADD = sum((128 - MIN_GROUP) << (8 * r) for r in range(RANKS_PER_SUIT))
 _RANK_TOPS = sum(128 << (8 * r) for r in range(RANKS_PER_SUIT))
 
 
-def _components_no_wrap(naturals: tuple[int, ...]) -> tuple[list[tuple[int, ...]], int]:
-    """``_joker_free_components`` without wrapping, on bits: the same components and points.
+def components_no_wrap(naturals: tuple[int, ...]) -> tuple[list[tuple[int, ...]], int]:
+    """``joker_free_components`` without wrapping, on bits: the same components and points.
 
     Most hands of a deal hold no group at all; this says so in a few integer operations. A run's
     cards are a block of consecutive bits of three or more (with the ace high, the ace's second
@@ -241,7 +241,7 @@ def _components_no_wrap(naturals: tuple[int, ...]) -> tuple[list[tuple[int, ...]
     return [tuple([i for i in naturals if _OWN_BIT[i] & component]) for component in components], points
 
 
-def _joker_free_components(naturals: tuple[int, ...], wrap: bool) -> tuple[list[tuple[int, ...]], int]:
+def joker_free_components(naturals: tuple[int, ...], wrap: bool) -> tuple[list[tuple[int, ...]], int]:
     """Without jokers: the naturals that may be linked, split into sets no group spans, and the
     points of the others (in no group at all: fewer than 3 of their rank, no run of 3 through them)."""
     count: dict[int, int] = {}

@@ -11,7 +11,7 @@ How a call runs:
   handled and its reply encoded there, off the loop, within the call's time budget: the server's
   solve cap from when the slot takes the call, or less if the client's deadline comes first
   (``referee.linking.time_budget``).
-- Except for a request answered before (the same bytes, ``_Replies``): its reply is remembered,
+- Except for a request answered before (the same bytes, ``Replies``): its reply is remembered,
   and sent from the loop. Answers depend on the request's bytes alone (a solve that ran out of
   time is an error, never remembered), so the remembered reply is the one a slot would compute,
   at the cost of a dictionary lookup; it is still a call: admitted by the client's share,
@@ -253,7 +253,7 @@ _REMEMBERED_REPLIES = 4096
 _REMEMBERED_BYTES = 8 * 1024 * 1024
 
 
-class _Replies:
+class Replies:
     """The replies this process sent lately to small requests answered OK, by method and request
     bytes, least recent first, within a count and a byte budget."""
 
@@ -332,7 +332,7 @@ class RefereeServicer:
         self.max_message_bytes = max_message_bytes
         self.streams = 0
         self._streams_by_client: Counter[str] = Counter()
-        self._replies = _Replies()
+        self._replies = Replies()
 
     def unary(self, name: str) -> Callable[[AsyncIterator[bytes], grpc.aio.ServicerContext], object]:
         """The handler of the unary method ``name`` (registered as a stream of one request)."""
