@@ -15,8 +15,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "referee"
 
 
-def _modules() -> Iterator[tuple[str, Path]]:
-    for path in sorted(PACKAGE.rglob("*.py")):
+def _modules(package: Path = PACKAGE) -> Iterator[tuple[str, Path]]:
+    for path in sorted(package.rglob("*.py")):
         parts = path.relative_to(ROOT).with_suffix("").parts
         if "_gen" in parts:
             continue
@@ -25,6 +25,9 @@ def _modules() -> Iterator[tuple[str, Path]]:
 
 
 MODULES = dict(_modules())
+# The benchmarks and the gateway's tools import the package and one another too.
+TOOLS = {**dict(_modules(ROOT / "bench")), **dict(_modules(ROOT / "gateway"))}
+_OURS = ("referee", "bench", "gateway")
 
 
 def _imports(path: Path) -> Iterator[tuple[str, tuple[str, ...], int]]:
@@ -68,19 +71,21 @@ def test_the_domain_and_the_adapter_import_no_grpc_and_no_server(name: str) -> N
             )
 
 
-@pytest.mark.parametrize("name", list(MODULES))
+@pytest.mark.parametrize("name", [*MODULES, *TOOLS])
 def test_no_module_imports_a_private_name_of_another(name: str) -> None:
-    for module, names, line in _imports(MODULES[name]):
-        if not module.startswith("referee") or module.startswith("referee._gen"):
+    path = MODULES.get(name) or TOOLS[name]
+    known = {**MODULES, **TOOLS}
+    for module, names, line in _imports(path):
+        if not module.startswith(_OURS) or module.startswith("referee._gen"):
             continue
         private = [item for item in names if item.startswith("_") and item != "__version__"]
         assert not private, f"{name} imports {private} from {module} (line {line})"
-    # module._name: a private attribute reached through an imported referee module.
-    text = MODULES[name].read_text(encoding="utf-8")
+    # module._name: a private attribute reached through an imported module of ours.
+    text = path.read_text(encoding="utf-8")
     aliases = set()
-    for module, names, _ in _imports(MODULES[name]):
-        if module.startswith("referee") and not module.startswith("referee._gen"):
-            aliases.update(item for item in names if f"{module}.{item}" in MODULES)
+    for module, names, _ in _imports(path):
+        if module.startswith(_OURS) and not module.startswith("referee._gen"):
+            aliases.update(item for item in names if f"{module}.{item}" in known)
     for alias in aliases:
         found = re.search(rf"\b{alias}\._[a-z]\w*", text)
         assert found is None, f"{name} uses {found.group(0) if found else ''}"
