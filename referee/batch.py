@@ -259,9 +259,9 @@ def _scan(source: TextIO, name: str, pool: Pool | None = None) -> int:
     """The number of cases (non-blank lines) of ``source``, rewound for reading; ValueError naming
     both lines when two cases have the same id, or when the text is not UTF-8.
 
-    Reading an id reads its line's JSON, as much work as a tenth of judging the case; the workers
-    of ``pool``, when given, read them (the lines found in the order of the file all the same), so
-    no core waits while this process reads the whole file alone."""
+    Reading an id reads its line's whole JSON, a twentieth of the work of judging a deal record;
+    the workers of ``pool``, when given, read them (the lines still found in the order of the
+    file), so no core waits while this process reads the whole file alone."""
     seen: dict[str, int] = {}
     count = 0
 

@@ -6,11 +6,12 @@ builds a protobuf message of every turn, group and claim only to read it again, 
 much as the replay and its scoring together. This lane reads the turns from the JSON straight into
 the domain's ``Turn`` and writes the verdict's text straight from the domain's answer.
 
-It takes only what it fully recognises: JSON whose keys can be counted (``jsonmsg.keys_countable``)
-of a ``record`` case whose turns have the plain shape, judged without an error. Anything else (another kind of
-case, a spelling it does not know, a malformed record) is left to the message way, which stays
-the one definition of the contract: ``remigio-referee batch`` tries this lane first and falls back
-to it, and the tests hold the two to the same bytes on every record of their corpora.
+It takes only what it fully recognises: the JSON of a ``record`` case whose keys can be counted
+(``jsonmsg.keys_countable``) and whose turns have the plain shape, judged without an error.
+Anything else (another kind of case, a spelling it does not know, a malformed record) is left to
+the message way, which stays the one definition of the contract: ``remigio-referee batch`` tries
+this lane first and falls back to it, and the tests hold the two to the same bytes on every
+record of their corpora.
 
 The verdict is written as ``jsonmsg.to_json`` writes the message: in each object, the fields that
 are set in field-number order, then the unset fields with no presence (0, "", false, [], the
@@ -37,7 +38,7 @@ from referee.groups import Group, GroupKind
 from referee.limits import PILE_CARDS
 from referee.linking import Linking
 from referee.record import Turn
-from referee.replay import Replay, ViolationCode, replay
+from referee.replay import Replay, Violation, ViolationCode, replay
 from referee.rules import CloseKind
 from referee.scoring import DealResult, score_deal
 
@@ -203,7 +204,7 @@ def _replay(played: Replay, result: DealResult | None, claims: str, claimed: boo
     )
 
 
-def _violation(violation: Any) -> str:
+def _violation(violation: Violation) -> str:
     return _object(
         (
             ('"turn":', str(violation.turn), bool(violation.turn)),
