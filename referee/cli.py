@@ -60,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def build_parser(serving: bool = True) -> argparse.ArgumentParser:
     """The argument parser with every subcommand; ``serving`` False leaves out the options of
-    ``serve``, whose module loads the whole server (a third of a second before any other command
+    ``serve``, whose module loads the whole server (about a fifth of a second before any other command
     could start)."""
     parser = argparse.ArgumentParser(prog="remigio-referee", description="Referee for the card game Remigio.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
