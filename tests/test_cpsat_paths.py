@@ -4,6 +4,8 @@ linking tried first or not) agree, and agree with the oracle."""
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 
 import oracle
 import pytest
@@ -134,14 +136,26 @@ def test_the_lone_card_count_holds_for_every_fully_linked_hand(rules: RuleSet) -
     assert full >= 40, (full, checked)  # the property was exercised on enough linked hands
 
 
-def test_the_private_method_the_model_overrides_is_still_there() -> None:
-    # _Model skips the camel-case aliases OR-Tools adds to every CpModel by overriding a private
-    # method; if OR-Tools renames or drops it, the override silently stops saving the time.
-    from ortools.sat.python import cp_model
-
-    assert callable(getattr(cp_model.CpModel, "_add_pre_pep8_methods", None))
-    assert "NewIntVar" in vars(cp_model.CpModel())  # what the method adds, per model
-    assert not hasattr(cpsat._Model(), "NewIntVar")
+def test_the_engine_loads_neither_the_python_builder_nor_pandas() -> None:
+    # The engine solves through OR-Tools' compiled types alone; the builder (cp_model) imports
+    # pandas and numpy, half a second at every process start, for helpers the engine never uses.
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys\n"
+            "from referee.cards import parse_cards\n"
+            "from referee.linking import best_linking\n"
+            "from referee.rules import RuleSet\n"
+            "best_linking(parse_cards('4C 5C 6C 8D 8H 8S JD'.split()), RuleSet())\n"
+            "print(sorted(m for m in ('pandas', 'numpy', 'ortools.sat.python.cp_model') if m in sys.modules))",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert done.stdout.strip() == "[]", done.stdout + done.stderr
 
 
 def test_the_model_writer_builds_what_the_samples_build() -> None:
@@ -163,7 +177,10 @@ def test_the_model_writer_builds_what_the_samples_build() -> None:
     model.minimize(-a + 5 * b)
     # The builder also states the objective's scaling factor, 1, which is what an unset one means.
     expected = str(model.proto).replace("  scaling_factor: 1\n", "")
-    assert str(writer.model.proto) == expected
+    assert str(writer.proto) == expected
+    # The engine's solve of the written model answers as OR-Tools' own solver does.
     solver = cp_model.CpSolver()
-    assert solver.solve(writer.model) == cp_model.OPTIMAL
+    assert solver.solve(model) == cp_model.OPTIMAL
+    cards = tuple(parse_cards(["AH"]))
+    assert CpSatEngine()._optimum(writer, cards, infeasible_ok=False) == list(solver.response_proto.solution)
     assert list(solver.response_proto.solution) == [1, 1]  # y is forced, so x is 1 (2x + y <= 4)

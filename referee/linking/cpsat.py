@@ -33,7 +33,10 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ortools.sat.python import cp_model
+# OR-Tools' own module of compiled CP-SAT types: the model proto, the parameters and the solve.
+# Its Python builder (``cp_model``) is not needed here (see ``_ModelWriter``) and imports pandas
+# and numpy, half a second at every start of a process that links with CP-SAT.
+from ortools.sat.python import cp_model_helper as cmh
 
 from referee.cards import JOKER_INDEX, Card, format_cards, points_by_index
 from referee.errors import SolverError, SolverTimeout
@@ -197,57 +200,54 @@ class CpSatEngine:
         """Every variable's value, by index, in a proven optimum of ``model`` (with no objective:
         any solution); None when there is none and ``infeasible_ok``. Anything else is an error.
         ``relax``: with the LP relaxation."""
-        solver = self._solver(cards)
+        parameters = self._parameters(cards)
         if relax:
-            solver.parameters.linearization_level = 1
-        status = solver.solve(model.model)
-        if status == cp_model.INFEASIBLE and infeasible_ok:
+            parameters.linearization_level = 1
+        # What ``cp_model.CpSolver.solve`` does, without a solution callback.
+        solver = cmh.SolveWrapper()
+        solver.set_parameters(parameters)
+        response = solver.solve(model.proto)
+        status = response.status
+        if status == _INFEASIBLE and infeasible_ok:
             return None
-        if status in (cp_model.UNKNOWN, cp_model.FEASIBLE):
+        if status in (_UNKNOWN, _FEASIBLE):
             # A time limit (the wall cap, the deterministic cap or the call's budget) stopped it first.
             raise SolverTimeout(f"CP-SAT proved no optimum within its time for {format_cards(cards)}")
-        if status != cp_model.OPTIMAL:
-            raise SolverError(
-                f"CP-SAT found no proven optimum ({solver.status_name(status)}) for {format_cards(cards)}"
-            )
-        # One copy of the response (it belongs to the solver) instead of a call per variable.
-        return list(solver.response_proto.solution)
+        if status != _OPTIMAL:
+            raise SolverError(f"CP-SAT found no proven optimum ({status.name}) for {format_cards(cards)}")
+        return list(response.solution)
 
-    def _solver(self, cards: tuple[Card, ...]) -> cp_model.CpSolver:
+    def _parameters(self, cards: tuple[Card, ...]) -> cmh.SatParameters:
         cap = self.wall_cap_seconds
         left = seconds_left()
         if left is not None:
             cap = min(cap, left)
             if cap <= 0:
                 raise SolverTimeout(f"the time budget ran out before solving {format_cards(cards)}")
-        solver = cp_model.CpSolver()
-        solver.parameters.num_workers = 1
-        solver.parameters.max_deterministic_time = DETERMINISTIC_CAP
-        solver.parameters.max_time_in_seconds = cap
+        parameters = cmh.SatParameters()
+        parameters.num_workers = 1
+        parameters.max_deterministic_time = DETERMINISTIC_CAP
+        parameters.max_time_in_seconds = cap
         # These models are small and tight: presolve, probing, symmetry detection and the LP
         # relaxation cost more than they save (measured on bench.hands: presolve off about 1.7x
         # faster on end-of-deal hands, the other three off about 12% more; the LP also slows the
         # designating solves of _lowest_group). Answers stay proven.
-        solver.parameters.cp_model_presolve = False
-        solver.parameters.cp_model_probing_level = 0
-        solver.parameters.symmetry_level = 0
-        solver.parameters.linearization_level = 0
+        parameters.cp_model_presolve = False
+        parameters.cp_model_probing_level = 0
+        parameters.symmetry_level = 0
+        parameters.linearization_level = 0
         # Clause inprocessing pays on long searches, not on these (adversarial hands: solve time
         # about a third less, end-of-deal about a tenth).
-        solver.parameters.use_sat_inprocessing = False
+        parameters.use_sat_inprocessing = False
         # SIGINT belongs to the server, which drains on it; CP-SAT must not take it over mid-solve.
-        solver.parameters.catch_sigint_signal = False
-        return solver
+        parameters.catch_sigint_signal = False
+        return parameters
 
 
-class _Model(cp_model.CpModel):
-    """A CpModel without the camel-case aliases, which cost about a millisecond per model.
-
-    ``_add_pre_pep8_methods`` is private to OR-Tools; tests/test_cpsat_paths.py fails if it goes.
-    """
-
-    def _add_pre_pep8_methods(self) -> None:
-        pass
+_OPTIMAL = cmh.CpSolverStatus.OPTIMAL
+_FEASIBLE = cmh.CpSolverStatus.FEASIBLE
+_INFEASIBLE = cmh.CpSolverStatus.INFEASIBLE
+_UNKNOWN = cmh.CpSolverStatus.UNKNOWN
 
 
 class _ModelWriter:
@@ -258,17 +258,16 @@ class _ModelWriter:
     Python expression layer cost more than solving them (measured on bench.hands).
     """
 
-    __slots__ = ("model", "_proto")
+    __slots__ = ("proto",)
 
     def __init__(self) -> None:
-        self.model = _Model()
-        self._proto = self.model.proto
+        self.proto = cmh.CpModelProto()
 
     def new_int_vars(self, uppers: Sequence[int]) -> range:
         """One integer variable from 0 to each of ``uppers``; their indices."""
-        first = len(self._proto.variables)
+        first = len(self.proto.variables)
         for upper in uppers:
-            self._proto.variables.add().domain.extend((0, upper))
+            self.proto.variables.add().domain.extend((0, upper))
         return range(first, first + len(uppers))
 
     def add_linear(
@@ -276,7 +275,7 @@ class _ModelWriter:
     ) -> None:
         """``lower <= sum(coeffs[k] * variables[k]) <= upper``, enforced only when the boolean
         variable ``only_if`` is true if it is given."""
-        constraint = self._proto.constraints.add()
+        constraint = self.proto.constraints.add()
         if only_if is not None:
             constraint.enforcement_literal.append(only_if)
         constraint.linear.vars.extend(variables)
@@ -285,12 +284,12 @@ class _ModelWriter:
 
     def add_exactly_one(self, literals: Sequence[int]) -> None:
         """Exactly one of the boolean variables ``literals`` is true."""
-        self._proto.constraints.add().exactly_one.literals.extend(literals)
+        self.proto.constraints.add().exactly_one.literals.extend(literals)
 
     def minimize(self, variables: Sequence[int], coeffs: Sequence[int]) -> None:
         """Add ``sum(coeffs[k] * variables[k])`` to the objective, which is minimised."""
-        self._proto.objective.vars.extend(variables)
-        self._proto.objective.coeffs.extend(coeffs)
+        self.proto.objective.vars.extend(variables)
+        self.proto.objective.coeffs.extend(coeffs)
 
 
 @dataclass(frozen=True, slots=True)
