@@ -27,10 +27,10 @@ import sys
 import tempfile
 import time
 from collections import Counter, deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from google.protobuf import json_format
 from google.protobuf.message import Message
@@ -49,6 +49,8 @@ if TYPE_CHECKING:
 
     from referee._gen.remigio.referee.v1 import referee_pb2
     from referee.report import Report
+
+_R = TypeVar("_R")
 
 EXIT_OK = 0
 EXIT_MALFORMED = 3  # every case was judged, some were MALFORMED
@@ -263,35 +265,23 @@ def _scan(source: TextIO, name: str, pool: Pool | None = None) -> int:
     the workers of ``pool``, when given, read them (the lines still found in the order of the
     file), so no core waits while this process reads the whole file alone."""
     seen: dict[str, int] = {}
-    count = 0
-
-    def take(found: Iterable[tuple[str, int]]) -> None:
+    try:
+        cases = (Line(n, text) for n, text in enumerate(source, start=1) if text.strip())
+        if pool is None:
+            found: Iterable[tuple[str, int]] = ((_line_id(line), line.number) for line in cases)
+        else:
+            tasks = (([(line.number, line.text) for line in window],) for window in _windows(cases, SCAN_CHUNK))
+            found = (pair for ids in _in_order(pool, _ids_of, tasks, SCAN_IN_FLIGHT) for pair in ids)
         for case_id, number in found:
             first = seen.setdefault(case_id, number)
             if first != number:
                 raise ValueError(
                     f"{name}: lines {first} and {number} both have the id {case_id!r} (ids must be unique in a batch)"
                 )
-
-    try:
-        cases = (Line(n, text) for n, text in enumerate(source, start=1) if text.strip())
-        if pool is None:
-            for line in cases:
-                count += 1
-                take(((_line_id(line), line.number),))
-        else:
-            pending: deque[AsyncResult[list[tuple[str, int]]]] = deque()
-            for window in _windows(cases, SCAN_CHUNK):
-                count += len(window)
-                pending.append(pool.apply_async(_ids_of, ([(line.number, line.text) for line in window],)))
-                if len(pending) >= SCAN_IN_FLIGHT:
-                    take(pending.popleft().get())
-            while pending:
-                take(pending.popleft().get())
     except UnicodeDecodeError:
         raise ValueError(f"{name}: not UTF-8 text") from None
     source.seek(0)
-    return count
+    return len(seen)  # no id given twice: one per case
 
 
 def _ids_of(lines: list[tuple[int, str]]) -> list[tuple[str, int]]:
@@ -382,10 +372,6 @@ def judge_lines(lines: Iterable[tuple[int, str]], engine: str | None = None) -> 
     return [judge_line(Line(number, text), engine) for number, text in lines]
 
 
-def _judge_chunk(task: tuple[list[tuple[int, str]], str | None]) -> list[str]:
-    return judge_lines(*task)
-
-
 def _windows(lines: Iterable[Line], size: int) -> Iterator[list[Line]]:
     window: list[Line] = []
     for line in lines:
@@ -435,13 +421,19 @@ def _local(lines: Iterable[Line], args: argparse.Namespace, cases: int, pool: Po
         for chunk in chunks:
             yield judge_lines(((line.number, line.text) for line in chunk), args.engine)
         return
-    # A bounded number of chunks in flight keeps memory flat however many cases the input holds;
-    # the oldest is awaited first, so the verdicts leave in the order of the cases.
-    pending: deque[AsyncResult[list[str]]] = deque()
-    for chunk in chunks:
-        task = ([(line.number, line.text) for line in chunk], args.engine)
-        pending.append(pool.apply_async(_judge_chunk, (task,)))
-        if len(pending) >= CHUNKS_PER_JOB * args.jobs:
+    tasks = (([(line.number, line.text) for line in chunk], args.engine) for chunk in chunks)
+    yield from _in_order(pool, judge_lines, tasks, CHUNKS_PER_JOB * args.jobs)
+
+
+def _in_order(pool: Pool, work: Callable[..., _R], tasks: Iterable[tuple[Any, ...]], in_flight: int) -> Iterator[_R]:
+    """``work(*task)`` for each task on ``pool``, the results in the order of the tasks.
+
+    A bounded number of tasks in flight keeps memory flat however long the input; the oldest is
+    awaited first, so the results leave in order."""
+    pending: deque[AsyncResult[_R]] = deque()
+    for task in tasks:
+        pending.append(pool.apply_async(work, task))
+        if len(pending) >= in_flight:
             yield pending.popleft().get()
     while pending:
         yield pending.popleft().get()

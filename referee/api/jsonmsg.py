@@ -70,12 +70,12 @@ def parse(text: str, message: Message) -> Message:
         # keys are each followed at once by their colon (what this module writes) is checked in C
         # instead: it holds '":' at least once per key it spells, more when a string holds that
         # pair too. The same count as the keys read means no key repeats.
-        compact = keys_countable(text)
-        data = json.loads(text) if compact else json.loads(text, object_pairs_hook=_no_duplicates)
+        countable = keys_countable(text)
+        data = json.loads(text) if countable else json.loads(text, object_pairs_hook=_no_duplicates)
         if not isinstance(data, dict):
             raise Unsupported
         keys = fill(message, data)
-        if compact and text.count('":') != keys:
+        if countable and text.count('":') != keys:
             raise Unsupported  # a key given twice, or '":' within a string: json_format decides
     except (Unsupported, ValueError, TypeError):
         message.Clear()
