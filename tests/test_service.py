@@ -18,6 +18,7 @@ from concurrent import futures
 
 import grpc
 import pytest
+from cases import HEAVY_HAND
 from google.protobuf import json_format
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
@@ -43,16 +44,9 @@ RULES = RuleSet()
 _fresh_joker_points = itertools.count(300)
 
 
-HEAVY_HAND = "7H 7H 7S 7S 7D 7D 7C 2C KD JK JK"
-
-
 def heavy_hand() -> pb.SolveHandRequest:
-    """A hand that takes the CP-SAT engine a noticeable time (tens of ms, several solves).
-
-    Seven sevens, a two, a king and two jokers: it does not link in full, so the engine cannot
-    read its answer off one or two candidate groups and must solve. The engine is named, since
-    the tests of deadlines and limits need a call that lasts.
-    """
+    """``HEAVY_HAND`` with joker points never asked before, on the CP-SAT engine (named, since
+    the tests of deadlines and limits need a call that lasts)."""
     return pb.SolveHandRequest(
         cards=HEAVY_HAND.split(), rules=pb.RuleOptions(joker_points=next(_fresh_joker_points), engine=pb.ENGINE_CPSAT)
     )
