@@ -24,6 +24,7 @@ from pathlib import Path
 
 import grpc
 import pytest
+from cases import HEAVY_HAND
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from servers import LISTENING, ROOT, WORKERS, ServerProcess, descendants, refused_start, server_env
 
@@ -329,6 +330,13 @@ def _cases(count: int, pause: float) -> Iterator[pb.CheckDisputesRequest]:
         time.sleep(pause)
 
 
+def _lasting_cases(count: int) -> Iterator[pb.CheckDisputesRequest]:
+    """Hand cases of tens of ms each: ``HEAVY_HAND`` on CP-SAT, with joker points no cache has seen."""
+    for n in range(count):
+        rules = pb.RuleOptions(joker_points=1 + n % 1000, engine=pb.ENGINE_CPSAT)
+        yield pb.CheckDisputesRequest(id=f"h{n}", hand=pb.HandDispute(cards=HEAVY_HAND.split(), rules=rules))
+
+
 def test_a_killed_dispute_job_fails_only_the_stream_that_lost_it(server: Server) -> None:
     # Warm: both job processes have started and judged.
     assert len(list(server.stub.CheckDisputes(_cases(40, 0), timeout=60))) == 40
@@ -336,14 +344,15 @@ def test_a_killed_dispute_job_fails_only_the_stream_that_lost_it(server: Server)
     assert len(jobs) == 2, jobs
     other = server.stub.CheckDisputes(_cases(4, 0), timeout=30)  # ends before the kill
     assert len(list(other)) == 4
-    # Sent as fast as the server reads them, so both jobs hold some of its cases when one is killed
-    # (a stream with no case on a job that dies goes on, its next case on the job's replacement).
-    victim = server.stub.CheckDisputes(_cases(100_000, 0), timeout=60)
+    # Cases that each keep a job busy, so both jobs hold some of the stream's cases when one is
+    # killed: a stream with no case on a job that dies goes on, its next case on the job's
+    # replacement. Quick cases were judged as fast as a busy client sent them, one at a time.
+    victim = server.stub.CheckDisputes(_lasting_cases(100_000), timeout=60)
     verdicts = 0
     with pytest.raises(grpc.RpcError) as lost:
         for _ in victim:
             verdicts += 1
-            if verdicts == 20:
+            if verdicts == 4:
                 os.kill(jobs[0], signal.SIGKILL)
     assert lost.value.code() == grpc.StatusCode.UNAVAILABLE
     assert "dispute job process died" in lost.value.details()
