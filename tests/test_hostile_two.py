@@ -31,6 +31,7 @@ from bench.stall import Staller
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
 from referee.server.access import digest_of
+from referee.server.access.refusals import REFUSAL_LINES_BURST, REFUSAL_LINES_PER_SECOND
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.skipif(sys.platform != "linux", reason="/proc, signals")]
 
@@ -330,6 +331,7 @@ def test_wrong_keys_from_one_address_are_throttled_and_not_each_logged(tmp_path:
         codes: dict[str, int] = {}
         with grpc.insecure_channel(server.address) as channel:
             stub = referee_pb2_grpc.RefereeServiceStub(channel)
+            started = time.monotonic()
             for n in range(400):
                 try:
                     stub.SolveHand(
@@ -337,6 +339,7 @@ def test_wrong_keys_from_one_address_are_throttled_and_not_each_logged(tmp_path:
                     )
                 except grpc.RpcError as error:
                     codes[error.code().name] = codes.get(error.code().name, 0) + 1
+            took = time.monotonic() - started
             # The right key still works from the same address.
             reply = stub.SolveHand(
                 pb.SolveHandRequest(cards=HAND), timeout=10, metadata=(("authorization", f"Bearer {ALICE}"),)
@@ -346,7 +349,11 @@ def test_wrong_keys_from_one_address_are_throttled_and_not_each_logged(tmp_path:
     finally:
         server.kill()
     assert codes.get("UNAUTHENTICATED", 0) >= 100 and codes.get("RESOURCE_EXHAUSTED", 0) >= 100, codes
-    assert len([line for line in server.lines if "refused" in line]) <= 100
+    # The log's budget: a burst, then so many lines a second (a busy machine takes longer over the
+    # 400 calls, and is allowed the lines of that time).
+    logged = len([line for line in server.lines if "refused" in line])
+    assert logged <= REFUSAL_LINES_BURST + REFUSAL_LINES_PER_SECOND * took + 1, (logged, took)
+    assert logged < 400
 
 
 def test_the_refusal_counts_stay_in_the_json_log_as_fields(tmp_path: Path) -> None:
