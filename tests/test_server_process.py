@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import grpc
 import pytest
@@ -211,6 +212,28 @@ def test_dispute_jobs_end_with_their_worker_and_with_the_server(launch) -> None:
     server.proc.send_signal(signal.SIGTERM)
     assert server.proc.wait(timeout=30) == 0
     assert not _alive_after(everything, 10), "processes outlived the server"
+
+
+def test_a_dispute_job_process_loads_neither_grpc_nor_asyncio(launch) -> None:
+    # A job process judges cases and answers through its pipe: the server's runtime (gRPC, the
+    # event loop) would only make every job slower to start and larger for its whole life.
+    server = launch("--port", "0", "--dispute-jobs", "2").listening()
+    with grpc.insecure_channel(server.address) as channel:
+        stub = referee_pb2_grpc.RefereeServiceStub(channel)
+        cases = [pb.CheckDisputesRequest(id=f"c{n}", hand=pb.HandDispute(cards=["AH", "2H", "3H"])) for n in range(8)]
+        assert len(list(stub.CheckDisputes(iter(cases), timeout=60))) == 8  # both jobs have judged
+    jobs = _job_processes(server.proc.pid)
+    assert len(jobs) == 2, jobs
+    for pid in jobs:
+        loaded = _shared_objects(pid)
+        assert [name for name in loaded if name.startswith(("cp_model_helper.", "libortools."))], pid  # the engines
+        assert not [name for name in loaded if name.startswith(("cygrpc.", "_asyncio."))], (pid, sorted(loaded))
+
+
+def _shared_objects(pid: int) -> set[str]:
+    """The names of the files mapped into a process (its extension modules and libraries among them)."""
+    fields = (line.split() for line in Path(f"/proc/{pid}/maps").read_text().splitlines())
+    return {Path(row[5]).name for row in fields if len(row) >= 6 and row[5].startswith("/")}
 
 
 def test_workers_stop_when_the_parent_is_killed(launch) -> None:

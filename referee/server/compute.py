@@ -14,7 +14,6 @@ import logging
 import multiprocessing
 import os
 import sys
-import threading
 import time
 from collections import Counter, OrderedDict, deque
 from collections.abc import Callable
@@ -22,6 +21,7 @@ from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPool
 from concurrent.futures.process import BrokenProcessPool
 from typing import ParamSpec, TypeVar
 
+from referee.server import job
 from referee.server.status import Busy
 
 log = logging.getLogger("referee.service")
@@ -184,37 +184,6 @@ class ComputePool:
 RETRY_SECONDS = 5.0
 
 
-def _job_ready() -> int:
-    """Load what judging needs (the engines, this process's metrics) before the first case, whose
-    time budget must not pay for imports; the job process's id."""
-    from referee.linking import load_engines
-    from referee.server import metrics
-
-    load_engines()
-    metrics.ready()
-    return os.getpid()
-
-
-# How often a job process checks that the server process that started it is still there.
-PARENT_CHECK_SECONDS = 1.0
-
-
-def _watch_parent(parent: int) -> None:
-    """In a job process: end it when ``parent`` (the server process) is gone.
-
-    A job process holds both ends of its own work queue, so it never sees the queue close: a
-    server process that died without sending it the stop (killed, out of memory) would leave it
-    waiting for work for ever, with the memory of a loaded process.
-    """
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(PARENT_CHECK_SECONDS)
-        os._exit(0)
-
-    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
-
-
 def _failed(future: Future[int]) -> bool:
     return future.done() and (future.cancelled() or future.exception() is not None)
 
@@ -249,14 +218,14 @@ class DisputeJobs:
         return ProcessPoolExecutor(
             max_workers=1,
             mp_context=multiprocessing.get_context("spawn"),
-            initializer=_watch_parent,
+            initializer=job.watch_parent,
             initargs=(os.getpid(),),
         )
 
     def warm_up(self) -> None:
         """Start every job process now rather than on the first stream's first case."""
         for index, executor in enumerate(self._executors):
-            self._started[index] = executor.submit(_job_ready)
+            self._started[index] = executor.submit(job.ready)
 
     def healthy(self) -> bool:
         """False while a job process cannot be started (it died before its first answer); such a
@@ -321,7 +290,7 @@ class DisputeJobs:
         # cancelling them here would look like a cancel of the streams themselves.
         broken.shutdown(wait=False, cancel_futures=False)
         self._executors[index] = self._start()
-        self._started[index] = self._executors[index].submit(_job_ready)
+        self._started[index] = self._executors[index].submit(job.ready)
         self.replaced += 1
 
     def shutdown(self) -> None:

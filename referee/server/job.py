@@ -1,0 +1,47 @@
+"""What a dispute job process runs besides the cases: its watch on the server process that
+started it, and its readiness.
+
+A job process is spawned and imports only what its work names: this module, the adapter that
+judges a case and, once ready, the engines and the metrics. This module imports neither gRPC nor
+asyncio, so a job starts faster and stays smaller for its whole life (a test checks the libraries
+a job process has loaded).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+# How often a job process checks that the server process that started it is still there.
+PARENT_CHECK_SECONDS = 1.0
+
+
+def watch_parent(parent: int) -> None:
+    """The job process's initializer: end it when ``parent`` (the server process) is gone.
+
+    A job process holds both ends of its own work queue, so it never sees the queue close: a
+    server process that died without sending it the stop (killed, out of memory) would leave it
+    waiting for work for ever, with the memory of a loaded process.
+    """
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_CHECK_SECONDS)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+def ready() -> int:
+    """Load what judging needs (the engines, this process's metrics) before the first case, whose
+    time budget must not pay for imports; the job process's id."""
+    from referee.linking import load_engines
+    from referee.server import metrics
+
+    load_engines()
+    metrics.ready()
+    return os.getpid()
+
+
+__all__ = ["PARENT_CHECK_SECONDS", "ready", "watch_parent"]
