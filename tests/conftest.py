@@ -147,6 +147,7 @@ TIERS: dict[str, tuple[str, ...]] = {
         "test_soak",
     ),
     "tooling": (
+        "test_bench_suite",
         "test_contract",
         "test_deploy",
         "test_docs",
