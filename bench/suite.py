@@ -10,11 +10,12 @@ The command runs as it would alone, its output passed through. Meanwhile every p
 is read from ``/proc`` every ``--interval`` seconds (Linux only): its command line says its kind
 (the pytest processes with their in-process servers, server processes, dispute job processes, the
 command line, Node.js, the browser, Envoy, other Python scripts) and its last reading is the CPU
-it spent. A process that lives less than an interval between two readings is missed, so the kinds
-add up to a little less than the total. The total is exact: the CPU of every process of the tree
-that its parent waited for, as the kernel counts it for this one.
+it spent. Two totals are printed, each short of the truth in its own way:
+- the sum of the readings misses a process that lives less than an interval;
+- the kernel's count, for this process, of every process of the tree that its parent waited for
+  misses the processes orphaned and reaped elsewhere (a browser's, a daemon's).
 
-With the wall time, the total says how far tuning can go: on N cores the suite cannot take less
+With the wall time, the larger says how far tuning can go: on N cores the suite cannot take less
 than its CPU divided by N, however it is scheduled.
 """
 
@@ -178,14 +179,18 @@ def run(command: Sequence[str], interval: float) -> tuple[int, float, float, Tre
 def report(command: Sequence[str], status: int, wall: float, cpu: float, tree: Tree) -> list[str]:
     """Print the figures; the problems (a command that failed)."""
     cores = os.cpu_count() or 1
+    kinds = tree.by_kind()
+    sampled = sum(seconds for _, _, seconds in kinds)
+    most = max(cpu, sampled)
     print()
     print(f"bench.suite: {' '.join(command)}")
     print(f"machine: {platform.machine()}, {cores} cores, Python {platform.python_version()}")
-    print(f"wall {wall:.1f} s; CPU {cpu:.1f} s in all ({cpu / wall:.2f} cores busy on average)")
-    print(f"on {cores} cores no schedule takes less than {cpu / cores:.1f} s")
+    print(f"wall {wall:.1f} s; CPU {most:.1f} s ({most / wall:.2f} cores busy on average)")
+    print(f"CPU of the processes waited for {cpu:.1f} s; the sum of the readings {sampled:.1f} s")
+    print(f"on {cores} cores no schedule takes less than {most / cores:.1f} s")
     print(f"{'kind':<40} {'processes':>9} {'CPU s':>8} {'share':>6}")
-    for kind, count, seconds in tree.by_kind():
-        print(f"{kind:<40} {count:>9} {seconds:>8.1f} {seconds / cpu if cpu else 0:>6.0%}")
+    for kind, count, seconds in kinds:
+        print(f"{kind:<40} {count:>9} {seconds:>8.1f} {seconds / sampled if sampled else 0:>6.0%}")
     return [] if status == 0 else [f"the command exited {status}"]
 
 
