@@ -6,11 +6,11 @@ Run from the repository root::
     python -m bench.suite -- make test-fast
     python -m bench.suite -- .venv/bin/python -m pytest tests/test_cards.py
 
-The command runs as it would alone, its output passed through. Meanwhile every process below it
-is read from ``/proc`` every ``--interval`` seconds (Linux only): its command line says its kind
-(the pytest processes with their in-process servers, server processes, dispute job processes, the
-command line, Node.js, the browser, Envoy, other Python scripts) and its last reading is the CPU
-it spent. Two totals are printed, each short of the truth in its own way:
+The command runs as it would alone, its output passed through. Meanwhile the command and every
+process below it are read from ``/proc`` every ``--interval`` seconds (Linux only): a process's
+command line says its kind (the pytest processes with their in-process servers, server processes,
+dispute job processes, the command line, Node.js, the browser, Envoy, other Python scripts; a fork
+is read again until it runs a program of its own) and its last reading is the CPU it spent. Two totals are printed, each short of the truth in its own way:
 - the sum of the readings misses a process that lives less than an interval;
 - the kernel's count, for this process, of every process of the tree that its parent waited for
   misses the processes orphaned and reaped elsewhere (a browser's, a daemon's).
@@ -28,6 +28,7 @@ import resource
 import subprocess
 import sys
 import time
+from collections import Counter, defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -121,40 +122,43 @@ def command_line(pid: int) -> str:
 
 
 class Tree:
-    """The processes below one, each with its kind and the most CPU it was seen to have spent."""
+    """A process and those below it, each with its command line and the CPU it was last seen to have spent."""
 
     def __init__(self, root: int) -> None:
         self.root = root
-        self.kinds: dict[tuple[int, int], str] = {}
+        self.lines: dict[tuple[int, int], str] = {}  # by (pid, start)
         self.cpu: dict[tuple[int, int], float] = {}
 
     def sample(self) -> None:
-        """Read every process once; a new one below the root (or below one already known) joins."""
-        now = list(readings())
-        live = {reading.pid: (reading.pid, reading.start) for reading in now}
-        below = {self.root} | {pid for pid, start in self.kinds if live.get(pid) == (pid, start)}
+        """Read every process once; the root and a new process below it (or below one already known) join."""
+        now = {reading.pid: reading for reading in readings()}
+        below = {pid for pid, start in self.lines if pid in now and now[pid].start == start}
         grew = True
         while grew:  # a child seen before its parent joins on the next pass
             grew = False
-            for reading in now:
-                key = (reading.pid, reading.start)
-                if key not in self.kinds and reading.parent in below and reading.pid != self.root:
-                    self.kinds[key] = kind_of(command_line(reading.pid))
+            for reading in now.values():
+                if reading.pid not in below and (reading.pid == self.root or reading.parent in below):
+                    self.lines[(reading.pid, reading.start)] = command_line(reading.pid)
                     below.add(reading.pid)
                     grew = True
-        for reading in now:
-            key = (reading.pid, reading.start)
-            if key in self.kinds:
-                self.cpu[key] = max(self.cpu.get(key, 0.0), reading.cpu)
+        for pid in below:
+            reading = now[pid]
+            key = (pid, reading.start)
+            self.cpu[key] = reading.cpu
+            parent = now.get(reading.parent)
+            if parent is not None and self.lines[key] == self.lines.get((parent.pid, parent.start)):
+                # Forked and perhaps not yet running its own program: read again until it does.
+                self.lines[key] = command_line(pid) or self.lines[key]
 
     def by_kind(self) -> list[tuple[str, int, float]]:
         """Each kind: its processes and their CPU seconds, the most CPU first."""
-        totals: dict[str, list[float]] = {}
-        for key, kind in self.kinds.items():
-            row = totals.setdefault(kind, [0, 0.0])
-            row[0] += 1
-            row[1] += self.cpu.get(key, 0.0)
-        return sorted(((kind, int(n), cpu) for kind, (n, cpu) in totals.items()), key=lambda row: -row[2])
+        counts: Counter[str] = Counter()
+        seconds: defaultdict[str, float] = defaultdict(float)
+        for key, line in self.lines.items():
+            kind = kind_of(line)
+            counts[kind] += 1
+            seconds[kind] += self.cpu.get(key, 0.0)
+        return sorted(((kind, counts[kind], seconds[kind]) for kind in counts), key=lambda row: -row[2])
 
 
 def children_cpu() -> float:

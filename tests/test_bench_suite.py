@@ -12,9 +12,9 @@ from bench.suite import kind_of
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="/proc")
 
-ROOT_ARGS = [sys.executable, "-m", "bench.suite", "--interval", "0.05", "--", sys.executable, "-c"]
+SUITE_OF_PYTHON_C = [sys.executable, "-m", "bench.suite", "--interval", "0.05", "--", sys.executable, "-c"]
 
-# A parent that starts the command line, then a child that spends 0.6 s of CPU.
+# The command: it starts the command line, then a child that spends 0.6 s of CPU.
 PROBE = """
 import subprocess, sys
 subprocess.run([sys.executable, "-m", "referee.cli", "--version"], check=True, capture_output=True)
@@ -50,21 +50,23 @@ def test_a_process_is_of_the_kind_its_command_line_says(command_line: str, kind:
 
 
 def test_the_cpu_of_the_processes_below_the_command_is_counted_by_kind() -> None:
-    done = subprocess.run([*ROOT_ARGS, PROBE], capture_output=True, text=True, timeout=60, check=False)
+    done = subprocess.run([*SUITE_OF_PYTHON_C, PROBE], capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     rows = {
         found.group(1).strip(): (int(found.group(2)), float(found.group(3)))
         for found in re.finditer(r"^(\S.*?)\s+(\d+)\s+(\d+\.\d)\s+\d+%$", done.stdout, re.MULTILINE)
     }
     assert rows["command line"][0] == 1, done.stdout
-    count, burnt = rows["other Python (-c)"]
-    assert count == 1 and 0.5 <= burnt <= 1.5, done.stdout
+    count, burnt = rows["other Python (-c)"]  # the command itself and the child that burns
+    assert count == 2 and 0.5 <= burnt <= 1.5, done.stdout
     waited = float(re.search(r"CPU of the processes waited for (\d+\.\d) s", done.stdout).group(1))  # type: ignore[union-attr]
     assert waited >= burnt + rows["command line"][1] - 0.1, done.stdout
     assert "no schedule takes less than" in done.stdout
 
 
 def test_a_command_that_fails_makes_it_fail() -> None:
-    done = subprocess.run([*ROOT_ARGS, "raise SystemExit(3)"], capture_output=True, text=True, timeout=60, check=False)
+    done = subprocess.run(
+        [*SUITE_OF_PYTHON_C, "raise SystemExit(3)"], capture_output=True, text=True, timeout=60, check=False
+    )
     assert done.returncode == 1
     assert "not as designed: the command exited 3" in done.stdout
