@@ -5,6 +5,7 @@ Run from the repository root::
     python -m bench.batch                      # default run (about four minutes on 2 cores)
     python -m bench.batch --quick              # a short run: --count 2000 --cpsat-count 1000 --records 2000
     python -m bench.batch --only-records --baseline ../other-checkout   # deal records, two builds
+    python -m bench.batch --engines search --records 0 --baseline ../other-checkout   # two builds' servers
 
 It writes ``--count`` (default 20,000) dispute cases to a temporary JSON-lines file, each a whole
 end-of-deal state of 4 players (``bench.service.make_deals``: the closer's 10 shown cards are real
@@ -26,6 +27,12 @@ and imports count, as for a user), on
 
 CP-SAT runs take the first ``--cpsat-count`` cases (default 10,000) to keep the default run
 under five minutes; the report says so.
+
+**Two builds' servers.** With ``--baseline DIR``, this build's server and DIR's are started side
+by side (``--workers 2`` each) and the same batch command (this build's, ``--server-jobs``
+streams) sends each the same cases, ``--rounds`` times, the builds in turn (each round the other
+first): both medians of cases/s and of the server's CPU per case (all its processes: workers,
+dispute jobs, parent), and their ratios. Only the server differs between the two.
 
 **Deal records.** ``--records`` (default 10,000; 0 for none) simulated deal records
 (``referee.simulate``, 4 bots, seeded shuffles and explicit decks in turn, the search engine),
@@ -278,9 +285,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         type=int,
         help=f"simulated deal records (default {DEFAULT_RECORDS:,}, --quick {QUICK_RECORDS:,}; 0: none)",
     )
-    parser.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS, help="timings of the records run (median)")
     parser.add_argument(
-        "--baseline", type=Path, metavar="DIR", help="another checkout whose records run is timed after this one's"
+        "--rounds",
+        type=int,
+        default=DEFAULT_ROUNDS,
+        help="timings of the records run and the builds' server runs (median)",
+    )
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="DIR",
+        help="another checkout whose server and records runs are timed in turn with this one's",
     )
     parser.add_argument("--only-records", action="store_true", help="the records run only")
     parser.add_argument("--quick", action="store_true", help="a short run: 2,000 cases, 1,000 of them for CP-SAT")
@@ -366,6 +381,59 @@ def time_records(
     return lines, problems
 
 
+def time_server_builds(
+    args: argparse.Namespace, files: dict[str, tuple[Path, int]], folder: Path, progress: Callable[[str], None]
+) -> tuple[list[str], list[str], list[str]]:
+    """This build's server and the baseline's, each started once, the same batch command sending
+    them the same cases in turn (each round the other first): the report's lines, the problems
+    found, and the reference verdicts of the first run."""
+    builds = [("this", REPO), ("baseline", args.baseline.resolve())]
+    lines = [
+        f"servers of two builds, --workers {SERVER_WORKERS}, the same batch command (--jobs {args.server_jobs} "
+        f"streams), {args.rounds} rounds, the builds in turn (each round the other first); server CPU = all its "
+        "processes (workers, dispute jobs, parent)",
+        "",
+        f"{'engine':<7} {'build':<10} {'commit':<10} {'cases/s per round':<28} {'median':>8}  {'server CPU ms/case':>18}",
+    ]
+    problems: list[str] = []
+    reference: list[str] = []
+    servers = {name: Server(SERVER_WORKERS, root=repo) for name, repo in builds}
+    try:
+        for server in servers.values():
+            server.wait_ready()
+        for engine in sorted(args.engine_list, key=lambda e: e != "search"):
+            path, count = files[engine]
+            runs: dict[str, list[Run]] = {name: [] for name, _ in builds}
+            cpu: dict[str, list[float]] = {name: [] for name, _ in builds}
+            for round_ in range(1, args.rounds + 1):
+                for name, repo in builds if round_ % 2 else builds[::-1]:
+                    progress(f"server of {name} ({repo.name}), {engine}, {count:,} cases, round {round_}")
+                    before = servers[name].tree_cpu()
+                    out = folder / f"builds-{engine}-{name}-{round_}.jsonl"
+                    runs[name].append(time_batch("server", engine, path, count, out, args.server_jobs, servers[name]))
+                    cpu[name].append((servers[name].tree_cpu() - before) / count * 1e3)
+            if not reference:
+                reference = runs["this"][0].output.read_text(encoding="utf-8").splitlines()
+            medians = {}
+            for name, repo in builds:
+                problems += [f"server of {name}: {problem}" for problem in check(runs[name], reference)]
+                medians[name] = (statistics.median(r.rate for r in runs[name]), statistics.median(cpu[name]))
+                rates = ", ".join(f"{run.rate:,.0f}" for run in runs[name])
+                lines.append(
+                    f"{engine:<7} {name:<10} {commit_of(repo):<10} {rates:<28} {medians[name][0]:>8,.0f}"
+                    f"  {medians[name][1]:>18.2f}"
+                )
+            lines.append(
+                f"{engine:<7} this build / baseline: {medians['this'][0] / medians['baseline'][0]:.2f}x the cases/s, "
+                f"{medians['this'][1] / medians['baseline'][1]:.2f}x the server's CPU per case (medians)"
+            )
+    finally:
+        for name, server in servers.items():
+            if server.stop() != 0:
+                problems.append(f"the server of {name} did not exit 0 on SIGTERM")
+    return lines, problems, reference
+
+
 _OUTCOME = re.compile(r'"outcome":"DISPUTE_OUTCOME_([A-Z_]+)"')
 
 
@@ -381,6 +449,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     runs: list[Run] = []
     problems: list[str] = []
     record_lines: list[str] = []
+    build_lines: list[str] = []
     stopped = 0
     with tempfile.TemporaryDirectory(prefix="bench-batch-") as tmp:
         folder = Path(tmp)
@@ -426,6 +495,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             reference_run = max(runs, key=lambda run: run.cases)
             reference = reference_run.output.read_text(encoding="utf-8").splitlines()
             problems += check(runs, reference)
+            if args.baseline and not args.no_server:
+                build_lines, build_problems, build_reference = time_server_builds(args, files, folder, progress)
+                problems += build_problems
+                if build_reference[: len(reference)] != reference[: len(build_reference)]:
+                    problems.append("the builds' server runs gave other verdicts than the local run")
             outcomes = {
                 name: sum(f'"DISPUTE_OUTCOME_{name}"' in line for line in reference) for name in ("CONFIRMED", "WRONG")
             }
@@ -453,6 +527,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(HEADER)
         for run in runs:
             print(format_run(run))
+    if build_lines:
+        print()
+        print("\n".join(build_lines))
     if record_lines:
         print()
         print("\n".join(record_lines))

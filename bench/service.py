@@ -92,6 +92,7 @@ import grpc  # noqa: E402
 from bench import h2client  # noqa: E402
 from bench.hands import end_of_deal  # noqa: E402
 from bench.machine import load_average  # noqa: E402
+from bench.suite import Tree  # noqa: E402
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb  # noqa: E402
 from referee.api.convert import deal_to_proto  # noqa: E402
 from referee.cards import Card  # noqa: E402
@@ -523,6 +524,13 @@ class Server:
     def cpu_by_worker(self) -> list[float]:
         """CPU seconds of each worker process so far (the parent of several workers left out)."""
         return [_cpu_seconds(pid) for pid in self.pids[: self.workers]]
+
+    def tree_cpu(self) -> float:
+        """CPU seconds so far of the server's processes, all of them: its workers, their dispute
+        jobs and the parent of several workers."""
+        tree = Tree(self.process.pid)
+        tree.sample()
+        return sum(tree.cpu.values())
 
     def stop(self) -> int | None:
         """SIGTERM, then wait; the exit status, or None when it had to be killed."""

@@ -116,6 +116,7 @@ TIERS: dict[str, tuple[str, ...]] = {
     "service": (
         "test_batch",
         "test_client",
+        "test_dispute_jobs",
         "test_disputes_stream",
         "test_h2client",
         "test_replay_deal",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Callable
 
 # How often a job process checks that the server process that started it is still there.
 PARENT_CHECK_SECONDS = 1.0
@@ -33,6 +34,21 @@ def watch_parent(parent: int) -> None:
     threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
+def judge_each(
+    calls: list[tuple[Callable[[bytes, float, int], bytes], bytes, float, int]],
+) -> tuple[list[object], float]:
+    """A batch of cases, each ``work(case, budget, max_bytes)``: their verdicts in order (an error
+    raised by one case in its place: it fails that case alone), and the seconds they took."""
+    started = time.monotonic()
+    verdicts: list[object] = []
+    for work, case, budget, max_bytes in calls:
+        try:
+            verdicts.append(work(case, budget, max_bytes))
+        except Exception as error:
+            verdicts.append(error)
+    return verdicts, time.monotonic() - started
+
+
 def ready() -> int:
     """Load what judging needs (the engines, this process's metrics) before the first case, whose
     time budget must not pay for imports; the job process's id."""
@@ -44,4 +60,4 @@ def ready() -> int:
     return os.getpid()
 
 
-__all__ = ["PARENT_CHECK_SECONDS", "ready", "watch_parent"]
+__all__ = ["PARENT_CHECK_SECONDS", "judge_each", "ready", "watch_parent"]
