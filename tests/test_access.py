@@ -396,11 +396,19 @@ def test_a_rate_of_5_is_one_bucket_for_both_workers(key_file: Path) -> None:
         address = f"{found.group(1)}:{found.group(2)}"
         for _ in range(2):
             server.wait_for(re.compile(r"listening on"))
-        # Connections of their own (no shared subchannel), so the kernel spreads them over both workers.
-        channels = [grpc.insecure_channel(address, options=[("grpc.use_local_subchannel_pool", 1)]) for _ in range(8)]
-        stubs = [referee_pb2_grpc.RefereeServiceStub(channel) for channel in channels]
-        for stub in stubs:
-            stub.SolveHand.with_call(pb.SolveHandRequest(cards=["AH"]), timeout=10, metadata=_bearer(ALICE))
+        # Connections of their own (no shared subchannel), which the kernel spreads over the workers
+        # by a hash: 4 that reached each worker (all 8 landed on one about one time in 128).
+        by_worker: dict[str, list[grpc.Channel]] = {}
+        channels: list[grpc.Channel] = []
+        while len(channels) < 64 and sum(min(len(held), 4) for held in by_worker.values()) < 8:
+            channel = grpc.insecure_channel(address, options=[("grpc.use_local_subchannel_pool", 1)])
+            channels.append(channel)
+            _, call = referee_pb2_grpc.RefereeServiceStub(channel).SolveHand.with_call(
+                pb.SolveHandRequest(cards=["AH"]), timeout=10, metadata=_bearer(ALICE)
+            )
+            by_worker.setdefault(_pid(call), []).append(channel)
+        assert len(by_worker) == 2, f"{len(channels)} connections reached one worker only"
+        stubs = [referee_pb2_grpc.RefereeServiceStub(channel) for held in by_worker.values() for channel in held[:4]]
         ok_pids: set[str] = set()
         ok, refused, delays = 0, 0, []
         start = time.monotonic()
