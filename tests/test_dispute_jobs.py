@@ -9,6 +9,8 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Awaitable, Callable
+from concurrent.futures import Executor
 
 import pytest
 
@@ -48,97 +50,122 @@ class Recorded:
         return echo(case, budget, max_bytes)
 
 
-def test_cheap_cases_go_in_batches_and_each_gets_its_own_verdict() -> None:
-    async def scenario() -> None:
-        jobs = DisputeJobs(2)
+def _on_a_loop(jobs: DisputeJobs, scenario: Callable[[DisputeJobs], Awaitable[None]]) -> None:
+    """Run ``scenario(jobs)`` on an event loop, and stop the jobs after it."""
+
+    async def run() -> None:
         try:
-            jobs.warm_up()
-            cases = [b"c%03d" % n for n in range(200)]
-            verdicts = await asyncio.gather(*(jobs.run(echo, case, 0.5, 100) for case in cases))
-            assert verdicts == [case + b"/0.5/100" for case in cases]
-            # The first case of each job goes alone; then its cases go up to BATCH_CASES at a time.
-            assert jobs.batches < len(cases) / 4, jobs.batches
-            assert jobs.batches >= len(cases) / BATCH_CASES
+            await scenario(jobs)
         finally:
             jobs.shutdown()
 
-    asyncio.run(scenario())
+    asyncio.run(run())
+
+
+def test_cheap_cases_go_in_batches_and_each_gets_its_own_verdict() -> None:
+    async def scenario(jobs: DisputeJobs) -> None:
+        jobs.warm_up()
+        cases = [b"c%03d" % n for n in range(200)]
+        verdicts = await asyncio.gather(*(jobs.run(echo, case, 0.5, 100) for case in cases))
+        assert verdicts == [case + b"/0.5/100" for case in cases]
+        # The first case of each job goes alone; then its cases go up to BATCH_CASES at a time.
+        assert jobs.batches < len(cases) / 4, jobs.batches
+        assert jobs.batches >= len(cases) / BATCH_CASES
+
+    _on_a_loop(DisputeJobs(2), scenario)
 
 
 def test_cases_that_take_longer_than_a_batch_go_one_at_a_time() -> None:
-    async def scenario() -> None:
-        jobs = DisputeJobs(1)
-        try:
-            budget = BATCH_SECONDS * 2
-            cases = [b"s%d" % n for n in range(8)]
-            verdicts = await asyncio.gather(*(jobs.run(pause_then_echo, case, budget, 9) for case in cases))
-            assert verdicts == [b"%s/%g/9" % (case, budget) for case in cases]
-            assert jobs.batches == len(cases)
-        finally:
-            jobs.shutdown()
+    async def scenario(jobs: DisputeJobs) -> None:
+        budget = BATCH_SECONDS * 2
+        cases = [b"s%d" % n for n in range(8)]
+        verdicts = await asyncio.gather(*(jobs.run(pause_then_echo, case, budget, 9) for case in cases))
+        assert verdicts == [b"%s/%g/9" % (case, budget) for case in cases]
+        assert jobs.batches == len(cases)
 
-    asyncio.run(scenario())
+    _on_a_loop(DisputeJobs(1), scenario)
 
 
 def test_an_error_in_one_case_fails_that_case_alone() -> None:
-    async def scenario() -> None:
-        jobs = DisputeJobs(2)
-        try:
-            cases = [b"a1", b"b2", b"a3", b"b4", b"a5"] * 10
-            outcomes = await asyncio.gather(*(jobs.run(refuse_b, case, 1, 1) for case in cases), return_exceptions=True)
-            for case, outcome in zip(cases, outcomes, strict=True):
-                if case.startswith(b"b"):
-                    assert isinstance(outcome, ValueError) and case.decode() in str(outcome)
-                else:
-                    assert outcome == case + b"/1/1"
-        finally:
-            jobs.shutdown()
+    async def scenario(jobs: DisputeJobs) -> None:
+        cases = [b"a1", b"b2", b"a3", b"b4", b"a5"] * 10
+        outcomes = await asyncio.gather(*(jobs.run(refuse_b, case, 1, 1) for case in cases), return_exceptions=True)
+        for case, outcome in zip(cases, outcomes, strict=True):
+            if case.startswith(b"b"):
+                assert isinstance(outcome, ValueError) and case.decode() in str(outcome)
+            else:
+                assert outcome == case + b"/1/1"
 
-    asyncio.run(scenario())
+    _on_a_loop(DisputeJobs(2), scenario)
 
 
 def test_a_case_cancelled_while_it_waits_is_never_judged() -> None:
-    async def scenario() -> None:
-        jobs = DisputeJobs(1)  # one job, on a thread: the work function can record what it judged
+    async def scenario(jobs: DisputeJobs) -> None:
         work = Recorded()
-        try:
-            first = asyncio.ensure_future(jobs.run(work, b"first", 1, 1))
-            await asyncio.sleep(0.05)  # sent alone (nothing judged yet), and held by the gate
-            waiting = [asyncio.ensure_future(jobs.run(work, b"w%d" % n, 1, 1)) for n in range(3)]
-            await asyncio.sleep(0.05)
-            waiting[1].cancel()
-            work.gate.set()
-            assert await first == b"first/1/1"
-            assert await waiting[0] == b"w0/1/1" and await waiting[2] == b"w2/1/1"
-            with pytest.raises(asyncio.CancelledError):
-                await waiting[1]
-            assert work.judged == [b"first", b"w0", b"w2"]
-        finally:
-            jobs.shutdown()
+        first = asyncio.ensure_future(jobs.run(work, b"first", 1, 1))
+        await asyncio.sleep(0.05)  # sent alone (nothing judged yet), and held by the gate
+        waiting = [asyncio.ensure_future(jobs.run(work, b"w%d" % n, 1, 1)) for n in range(3)]
+        await asyncio.sleep(0.05)
+        waiting[1].cancel()
+        work.gate.set()
+        assert await first == b"first/1/1"
+        assert await waiting[0] == b"w0/1/1" and await waiting[2] == b"w2/1/1"
+        with pytest.raises(asyncio.CancelledError):
+            await waiting[1]
+        assert work.judged == [b"first", b"w0", b"w2"]
 
-    asyncio.run(scenario())
+    _on_a_loop(DisputeJobs(1), scenario)  # one job, on a thread: the work function records what it judged
 
 
 def test_a_killed_job_fails_the_cases_it_held_and_its_replacement_judges_those_still_waiting() -> None:
-    async def scenario() -> None:
-        jobs = DisputeJobs(2)
-        try:
-            jobs.warm_up()
-            assert await asyncio.gather(*(jobs.run(echo, b"warm%d" % n, 0, 0) for n in range(4)))
-            # One slow case each, sent at once; the cases after them wait for their job.
-            held = [asyncio.ensure_future(jobs.run(pause_then_echo, b"held%d" % n, 1.0, 0)) for n in range(2)]
-            await asyncio.sleep(0.3)
-            after = [asyncio.ensure_future(jobs.run(echo, b"after%d" % n, 0, 0)) for n in range(6)]
-            await asyncio.sleep(0.05)
-            victim = jobs.pids()[0]
-            os.kill(victim, signal.SIGKILL)
-            outcomes = await asyncio.wait_for(asyncio.gather(*held, return_exceptions=True), 10)
-            assert sum(isinstance(outcome, JobLost) for outcome in outcomes) == 1, outcomes
-            assert b"/1/0" in [outcome for outcome in outcomes if isinstance(outcome, bytes)][0]
-            # Every waiting case is judged, those of the killed job by its replacement.
-            assert await asyncio.wait_for(asyncio.gather(*after), 30) == [b"after%d/0/0" % n for n in range(6)]
-            assert jobs.replaced == 1 and victim not in jobs.pids() and len(jobs.pids()) == 2
-        finally:
-            jobs.shutdown()
+    async def scenario(jobs: DisputeJobs) -> None:
+        jobs.warm_up()
+        assert await asyncio.gather(*(jobs.run(echo, b"warm%d" % n, 0, 0) for n in range(4)))
+        # One slow case each, sent at once; the cases after them wait for their job.
+        held = [asyncio.ensure_future(jobs.run(pause_then_echo, b"held%d" % n, 1.0, 0)) for n in range(2)]
+        await asyncio.sleep(0.3)
+        after = [asyncio.ensure_future(jobs.run(echo, b"after%d" % n, 0, 0)) for n in range(6)]
+        await asyncio.sleep(0.05)
+        victim = jobs.pids()[0]
+        os.kill(victim, signal.SIGKILL)
+        outcomes = await asyncio.wait_for(asyncio.gather(*held, return_exceptions=True), 10)
+        assert sum(isinstance(outcome, JobLost) for outcome in outcomes) == 1, outcomes
+        assert b"/1/0" in [outcome for outcome in outcomes if isinstance(outcome, bytes)][0]
+        # Every waiting case is judged, those of the killed job by its replacement.
+        assert await asyncio.wait_for(asyncio.gather(*after), 30) == [b"after%d/0/0" % n for n in range(6)]
+        assert jobs.replaced == 1 and victim not in jobs.pids() and len(jobs.pids()) == 2
 
-    asyncio.run(scenario())
+    _on_a_loop(DisputeJobs(2), scenario)
+
+
+class NoReplacement(DisputeJobs):
+    """Dispute jobs whose replacements are stopped before they take a case: once its first executor
+    stops, a job can take no more."""
+
+    def __init__(self, jobs: int) -> None:
+        self.started = 0
+        super().__init__(jobs)
+
+    def _start(self) -> Executor:
+        executor = super()._start()
+        self.started += 1
+        if self.started > self.jobs:
+            executor.shutdown()
+        return executor
+
+
+def test_cases_waiting_for_a_job_that_can_take_no_more_fail_instead_of_waiting_for_ever() -> None:
+    async def scenario(jobs: DisputeJobs) -> None:
+        work = Recorded()
+        first = asyncio.ensure_future(jobs.run(work, b"first", 1, 1))
+        await asyncio.sleep(0.05)  # sent alone, and held by the gate
+        waiting = [asyncio.ensure_future(jobs.run(work, b"w%d" % n, 1, 1)) for n in range(3)]
+        await asyncio.sleep(0.05)
+        jobs.shutdown()  # the job's executor stops; the batch it holds is judged still
+        work.gate.set()
+        assert await first == b"first/1/1"
+        outcomes = await asyncio.wait_for(asyncio.gather(*waiting, return_exceptions=True), 10)
+        assert all(isinstance(outcome, RuntimeError) for outcome in outcomes), outcomes
+        assert work.judged == [b"first"]
+
+    _on_a_loop(NoReplacement(1), scenario)

@@ -211,7 +211,7 @@ class _Case:
 
     __slots__ = ("call", "size", "verdict")
 
-    def __init__(self, call: tuple[Callable[[bytes, float, int], bytes], bytes, float, int]) -> None:
+    def __init__(self, call: job.Judging) -> None:
         self.call = call
         self.size = len(call[1])
         self.verdict: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
@@ -308,25 +308,33 @@ class DisputeJobs:
     def _send(self, index: int) -> None:
         """Send job ``index`` its next batch of waiting cases, unless it has one out already."""
         waiting = self._waiting[index]
-        if not waiting or self._sending[index]:
-            return
-        most = self._batch_cases(index)
-        batch = [waiting.popleft()]
-        size = batch[0].size
-        while waiting and len(batch) < most and size + waiting[0].size <= BATCH_BYTES:
-            size += waiting[0].size
-            batch.append(waiting.popleft())
+        while waiting and not self._sending[index]:
+            most = self._batch_cases(index)
+            batch = [waiting.popleft()]
+            size = batch[0].size
+            while waiting and len(batch) < most and size + waiting[0].size <= BATCH_BYTES:
+                size += waiting[0].size
+                batch.append(waiting.popleft())
+            try:
+                executor, future = self._submit(index, [case.call for case in batch])
+            except Exception as error:  # no process takes it: its cases fail, not wait for ever
+                for case in batch:
+                    if not case.verdict.done():
+                        case.verdict.set_exception(error)
+                continue
+            self._sending[index] = True
+            self.batches += 1
+            asyncio.wrap_future(future).add_done_callback(functools.partial(self._judged, index, executor, batch))
+
+    def _submit(self, index: int, calls: list[job.Judging]) -> tuple[Executor, Future[tuple[list[object], float]]]:
+        """A batch submitted to job ``index``, replaced first if it is broken or stopped."""
         executor = self._executors[index]
-        calls = [case.call for case in batch]
         try:
-            future = executor.submit(job.judge_each, calls)
+            return executor, executor.submit(job.judge_each, calls)
         except (BrokenProcessPool, RuntimeError):
             self._replace(index, executor)
             executor = self._executors[index]
-            future = executor.submit(job.judge_each, calls)
-        self._sending[index] = True
-        self.batches += 1
-        asyncio.wrap_future(future).add_done_callback(functools.partial(self._judged, index, executor, batch))
+            return executor, executor.submit(job.judge_each, calls)
 
     def _batch_cases(self, index: int) -> int:
         """How many cases job ``index`` judges in about ``BATCH_SECONDS``: one until it has judged any."""

@@ -14,6 +14,9 @@ import threading
 import time
 from collections.abc import Callable
 
+# One case to judge: ``work(case, budget_seconds, max_bytes)``, in these four.
+Judging = tuple[Callable[[bytes, float, int], bytes], bytes, float, int]
+
 # How often a job process checks that the server process that started it is still there.
 PARENT_CHECK_SECONDS = 1.0
 
@@ -34,9 +37,7 @@ def watch_parent(parent: int) -> None:
     threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
-def judge_each(
-    calls: list[tuple[Callable[[bytes, float, int], bytes], bytes, float, int]],
-) -> tuple[list[object], float]:
+def judge_each(calls: list[Judging]) -> tuple[list[object], float]:
     """A batch of cases, each ``work(case, budget, max_bytes)``: their verdicts in order (an error
     raised by one case in its place: it fails that case alone), and the seconds they took."""
     started = time.monotonic()
@@ -60,4 +61,4 @@ def ready() -> int:
     return os.getpid()
 
 
-__all__ = ["PARENT_CHECK_SECONDS", "judge_each", "ready", "watch_parent"]
+__all__ = ["PARENT_CHECK_SECONDS", "Judging", "judge_each", "ready", "watch_parent"]
