@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import ipaddress
 import json
 import random
 import select
@@ -264,36 +265,48 @@ def _status_name(ended: str) -> str:
     return _STATUS_NAMES.get(int(ended), ended) if ended.isdigit() else ended
 
 
+def sources(first: str, count: int) -> list[str]:
+    """``count`` loopback addresses from ``first`` on (127.0.0.0/8 is all loopback on Linux)."""
+    start = int(ipaddress.IPv4Address(first))
+    return [str(ipaddress.IPv4Address(start + i)) for i in range(count)]
+
+
 def silent(args: argparse.Namespace, attack: Attack) -> None:
-    """``--count`` silent connections from ``--source``, reopened as the server closes them."""
+    """``--count`` silent connections from each of ``--sources`` addresses from ``--source`` on,
+    reopened as the server closes them."""
     host, port = args.target.rsplit(":", 1)
     poller = select.epoll()
-    held: dict[int, socket.socket] = {}
+    held: dict[int, tuple[str, socket.socket]] = {}
+    per_source: Counter[str] = Counter()
+    addresses = sources(args.source, args.sources)
+    wanted = args.count * len(addresses)
     opened = closed = failed = 0
     announce_by = time.monotonic() + 5
     announced = False
     try:
         while not attack.stop.is_set():
-            while len(held) < args.count and not attack.stop.is_set():
-                sock = socket.socket()
-                try:
-                    sock.bind((args.source, 0))
-                    sock.settimeout(2)
-                    sock.connect((host, int(port)))
-                except OSError:
-                    sock.close()
-                    failed += 1
-                    time.sleep(0.01)
-                    break
-                sock.setblocking(False)
-                held[sock.fileno()] = sock
-                poller.register(sock.fileno(), select.EPOLLIN | select.EPOLLRDHUP)
-                opened += 1
-            if not announced and (len(held) >= args.count or time.monotonic() > announce_by):
+            for source in addresses:
+                while per_source[source] < args.count and not attack.stop.is_set():
+                    sock = socket.socket()
+                    try:
+                        sock.bind((source, 0))
+                        sock.settimeout(2)
+                        sock.connect((host, int(port)))
+                    except OSError:
+                        sock.close()
+                        failed += 1
+                        time.sleep(0.01)
+                        break
+                    sock.setblocking(False)
+                    held[sock.fileno()] = (source, sock)
+                    per_source[source] += 1
+                    poller.register(sock.fileno(), select.EPOLLIN | select.EPOLLRDHUP)
+                    opened += 1
+            if not announced and (len(held) >= wanted or time.monotonic() > announce_by):
                 attack.ready()
                 announced = True
             for fd, _ in poller.poll(0.05):
-                sock = held[fd]
+                source, sock = held[fd]
                 try:
                     gone = sock.recv(65536) == b""
                 except BlockingIOError:
@@ -303,10 +316,11 @@ def silent(args: argparse.Namespace, attack: Attack) -> None:
                 if gone:
                     poller.unregister(fd)
                     del held[fd]
+                    per_source[source] -= 1
                     sock.close()
                     closed += 1
     finally:
-        for sock in held.values():
+        for _, sock in held.values():
             sock.close()
         poller.close()
     attack.count("opened", opened)
@@ -326,8 +340,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--workers", type=int, default=1, help="server processes to reach (default 1)")
     parser.add_argument("--connections", type=int, default=2, help="connections (default 2)")
     parser.add_argument("--in-flight", type=int, default=90, help="flood: calls in flight (default 90)")
-    parser.add_argument("--count", type=int, default=1_100, help="silent: connections (default 1,100)")
+    parser.add_argument("--count", type=int, default=1_100, help="silent: connections per address (default 1,100)")
     parser.add_argument("--source", default="127.0.0.2", help="silent: local address (default 127.0.0.2)")
+    parser.add_argument("--sources", type=int, default=1, help="silent: addresses from --source on (default 1)")
     return parser.parse_args(argv)
 
 

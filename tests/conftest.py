@@ -144,6 +144,7 @@ TIERS: dict[str, tuple[str, ...]] = {
         "test_hostile_input",
         "test_hostile_metrics",
         "test_hostile_network",
+        "test_hostile_three",
         "test_hostile_two",
         "test_soak",
     ),

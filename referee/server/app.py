@@ -199,7 +199,10 @@ async def create_server(
         {port} | ({health_port} if health_port else set()),
         connections.max_connections_per_peer,
         metrics.connection_refused,
+        max_connections=connections.max_connections,
+        first_call_seconds=connections.first_call_seconds,
     )
+    servicer.note_call = health_servicer.note_call = warden.note_call
     warden.start()
     running = RunningServer(
         server, port, health_servicer, servicer, health_server=health_server, health_port=health_port, warden=warden

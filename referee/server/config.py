@@ -25,7 +25,7 @@ from referee.server.servicer import (
     DEFAULT_STREAM_IDLE_SECONDS,
     ServiceLimits,
 )
-from referee.server.warden import DEFAULT_MAX_CONNECTIONS_PER_PEER
+from referee.server.warden import DEFAULT_FIRST_CALL_SECONDS, DEFAULT_MAX_CONNECTIONS_PER_PEER, core_cap
 
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 50051
 # Compute slots per process. Python runs one thread at a time, so more slots add no speed: two
@@ -45,9 +45,11 @@ class ConnectionLimits:
     """HTTP/2 and connection limits, enforced by gRPC's core for every connection (docs/operations.md)."""
 
     max_streams_per_connection: int = 100
-    # High, because one address is held to max_connections_per_peer by the warden: this cap is
-    # for the server's memory, and a flood must not reach it between two of the warden's sweeps.
+    # For the server's memory. The warden holds it, shedding connections that never called or
+    # idle longest; gRPC's core refuses only at core_connections (core_cap: room above it), so a
+    # new client is let in to call while the silent ones are shed (docs/operations.md).
     max_connections: int = 10_000
+    core_connections: int | None = None
     max_connection_idle_seconds: float = 60.0
     max_connection_age_seconds: float = 300.0
     max_connection_age_grace_seconds: float = 10.0
@@ -62,6 +64,9 @@ class ConnectionLimits:
     # HTTP/2 preface (after TLS) at once, and silent connections count against max_connections.
     handshake_timeout_seconds: float = 5.0
     max_connections_per_peer: int = DEFAULT_MAX_CONNECTIONS_PER_PEER
+    # A connection that has made no call this long after it was opened is closed: it only holds
+    # a slot (a client connects to call; one that reconnects later loses nothing).
+    first_call_seconds: float = DEFAULT_FIRST_CALL_SECONDS
 
     def options(self) -> list[tuple[str, int]]:
         """These limits as gRPC channel arguments."""
@@ -71,7 +76,7 @@ class ConnectionLimits:
 
         return [
             ("grpc.max_concurrent_streams", self.max_streams_per_connection),
-            ("grpc.max_allowed_incoming_connections", self.max_connections),
+            ("grpc.max_allowed_incoming_connections", self.core_connections or core_cap(self.max_connections)),
             ("grpc.max_connection_idle_ms", ms(self.max_connection_idle_seconds)),
             ("grpc.max_connection_age_ms", ms(self.max_connection_age_seconds)),
             ("grpc.max_connection_age_grace_ms", ms(self.max_connection_age_grace_seconds)),
@@ -166,6 +171,7 @@ class ServerConfig:
                 max_connection_age_grace_seconds=args.max_connection_age_grace,
                 handshake_timeout_seconds=args.handshake_timeout,
                 max_connections_per_peer=args.max_connections_per_peer,
+                first_call_seconds=args.first_call_timeout,
                 keepalive_seconds=args.keepalive,
                 keepalive_timeout_seconds=args.keepalive_timeout,
                 min_client_ping_seconds=args.min_client_ping_interval,
@@ -349,13 +355,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "calls in flight on one HTTP/2 connection (its MAX_CONCURRENT_STREAMS)",
         "N",
     )
-    option("--max-connections", _positive_int, connection.max_connections, "open connections per process", "N")
+    option(
+        "--max-connections",
+        _positive_int,
+        connection.max_connections,
+        "open connections per process; past it those that never called, then those idle longest, are shut down",
+        "N",
+    )
     option(
         "--max-connections-per-peer",
         _positive_int,
         connection.max_connections_per_peer,
-        "open connections per client address per process; the newest beyond it are shut down (silent ones first)",
+        "open connections per client address (IPv6: per /64) per process; the newest beyond it are shut down "
+        "(silent ones first)",
         "N",
+    )
+    option(
+        "--first-call-timeout",
+        _positive_float,
+        connection.first_call_seconds,
+        "a connection that has made no call by then is closed",
+        "SECONDS",
     )
     option(
         "--handshake-timeout",

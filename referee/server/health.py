@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
 
 import grpc
@@ -70,6 +70,8 @@ class HealthService:
         self._watches_by_connection: Counter[str] = Counter()
         self.watches = 0
         self._shutting_down = False
+        # Told the peer of every call (the connection warden: a caller's connection is kept).
+        self.note_call: Callable[[str], None] = lambda _peer: None
 
     def add_to_server(self, server: grpc.aio.Server) -> None:
         """Serve Check and Watch on ``server`` (messages as bytes: no deserializer runs before the size check)."""
@@ -147,6 +149,7 @@ class HealthService:
         Statuses are set on the context, not raised with ``abort``: an exception's traceback would
         hold the request in the handler's frame until a full garbage collection.
         """
+        self.note_call(context.peer())
         try:
             async with asyncio.timeout(self.receive_timeout_seconds):
                 data = await context.read()

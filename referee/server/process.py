@@ -23,9 +23,10 @@ from referee import __version__
 from referee.cpus import usable_cpus
 from referee.server import access, metrics, supervisor, tracing
 from referee.server.app import SERVICE_NAME, create_server
-from referee.server.config import ServerConfig, add_arguments
+from referee.server.config import ConnectionLimits, ServerConfig, add_arguments
 from referee.server.console import address, say
 from referee.server.logs import configure_logging
+from referee.server.warden import core_cap
 
 log = logging.getLogger("referee.service")
 
@@ -128,26 +129,42 @@ def _start_metrics(config: ServerConfig) -> Callable[[], None]:
 _SPARE_DESCRIPTORS = 256
 
 
-def descriptor_room(max_connections: int) -> int:
-    """Raise this process's descriptor limit to its hard limit; the connections that fit in it.
-
-    gRPC's core takes a descriptor per connection: a connection cap above the limit would end in
-    EMFILE (failed accepts, failed file opens) instead of a clean refusal.
-    """
+def _descriptor_limit() -> int | None:
+    """Raise this process's descriptor limit to its hard limit; the connections that fit in it
+    (None: no limit)."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if hard == resource.RLIM_INFINITY or hard > soft:
         with contextlib.suppress(ValueError, OSError):
             resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
             soft = hard
     if soft == resource.RLIM_INFINITY:
+        return None
+    return max(1, soft - _SPARE_DESCRIPTORS)
+
+
+def connection_caps(limits: ConnectionLimits) -> ConnectionLimits:
+    """``limits`` with the warden's cap and gRPC core's within the descriptors this process has."""
+    cap = descriptor_room(limits.max_connections)
+    core = core_cap(cap)
+    room = _descriptor_limit()
+    return replace(limits, max_connections=cap, core_connections=core if room is None else max(cap, min(core, room)))
+
+
+def descriptor_room(max_connections: int) -> int:
+    """Raise this process's descriptor limit to its hard limit; the connections that fit in it.
+
+    gRPC's core takes a descriptor per connection: a connection cap above the limit would end in
+    EMFILE (failed accepts, failed file opens) instead of a clean refusal.
+    """
+    room = _descriptor_limit()
+    if room is None:
         return max_connections
-    room = max(1, soft - _SPARE_DESCRIPTORS)
     if max_connections > room:
         log.warning(
             "--max-connections %d is more than the descriptor limit allows: %d connections (limit %d)",
             max_connections,
             room,
-            soft,
+            room + _SPARE_DESCRIPTORS,
         )
         return room
     return max_connections
@@ -188,9 +205,7 @@ async def _serve(config: ServerConfig, granted: Access, port: int, reuse_port: b
             max_concurrent=config.max_concurrent,
             max_calls_per_client=config.max_calls_per_client,
             limits=config.service,
-            connections=replace(
-                config.connections, max_connections=descriptor_room(config.connections.max_connections)
-            ),
+            connections=connection_caps(config.connections),
             reflection=config.reflection,
             max_message_bytes=config.max_message_bytes,
             reuse_port=reuse_port,

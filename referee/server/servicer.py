@@ -333,6 +333,8 @@ class RefereeServicer:
         self.streams = 0
         self._streams_by_client: Counter[str] = Counter()
         self._replies = Replies()
+        # Told the peer of every call (the connection warden: a caller's connection is kept).
+        self.note_call: Callable[[str], None] = _ignore
 
     def unary(self, name: str) -> Callable[[AsyncIterator[bytes], grpc.aio.ServicerContext], object]:
         """The handler of the unary method ``name`` (registered as a stream of one request)."""
@@ -350,6 +352,7 @@ class RefereeServicer:
     def _begin(self, method: str, context: grpc.aio.ServicerContext) -> _Call:
         metrics.call_started(_METHOD_PREFIX + method)
         peer = context.peer()
+        self.note_call(peer)
         client = self.proxies.client_address(peer, context.invocation_metadata())
         # The log names the peer, or the client when the peer is a trusted proxy that forwarded the call.
         shown = peer if client == access.client_address(peer) else client
@@ -613,6 +616,10 @@ def _count_verdict(verdict: bytes) -> None:
     if metrics.enabled():
         outcome = pb.CheckDisputesResponse.FromString(verdict).outcome
         metrics.dispute_judged(pb.DisputeOutcome.Name(outcome).removeprefix("DISPUTE_OUTCOME_"))
+
+
+def _ignore(_peer: str) -> None:
+    pass
 
 
 def _request_id(context: grpc.aio.ServicerContext) -> str:

@@ -1,0 +1,182 @@
+"""Hostile clients, third round, against real server processes: each attack, and the bound it meets.
+
+- idle connections from many addresses, each under its own cap, do not lock a fresh client out:
+  past ``--max-connections`` the server sheds the connections that never called (the attackers'),
+  and a client that calls keeps its connection;
+- a connection that finishes its handshake and never calls is closed at ``--first-call-timeout``;
+- an IPv6 client counts as its /64 for the per-address cap.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+
+import grpc
+import pytest
+from servers import METRICS, ROOT, ServerProcess
+
+from referee._gen.remigio.referee.v1 import referee_pb2 as pb
+from referee._gen.remigio.referee.v1 import referee_pb2_grpc
+from referee.server.warden import call_key, peer_key
+
+pytestmark = [pytest.mark.timeout(180), pytest.mark.skipif(sys.platform != "linux", reason="/proc, loopback /8")]
+
+HAND = "AH 2H 3H 5C 5D 5S KS KD 9C 4D".split()  # 33 points
+# The HTTP/2 client preface and an empty SETTINGS frame: a handshake, and then no call.
+PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+
+
+@contextlib.contextmanager
+def silent_attackers(target: str, first: str, addresses: int, per_address: int) -> Iterator[dict[str, float]]:
+    """``bench.attackers silent`` holding ``per_address`` idle connections from each of
+    ``addresses`` loopback addresses from ``first`` on, reopening those the server sheds."""
+    command = [sys.executable, "-m", "bench.attackers", "silent", target]
+    command += ["--source", first, "--sources", str(addresses), "--count", str(per_address)]
+    process = subprocess.Popen(command, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert process.stdin is not None and process.stdout is not None
+    outcomes: dict[str, float] = {}
+    try:
+        assert process.stdout.readline().strip() == "ready", "the attacker did not start"
+        yield outcomes
+    finally:
+        out, _ = process.communicate(timeout=60)  # closes its stdin: the attack ends
+        outcomes.update(json.loads(out.strip().splitlines()[-1]))
+
+
+def victim_calls(target: str, tries: int, every: float = 0.25) -> int:
+    """A fresh client from 127.0.0.1 (a new channel each try) asks SolveHand ``tries`` times,
+    each within 2 s: how many were answered."""
+    answered = 0
+    for _ in range(tries):
+        started = time.monotonic()
+        with grpc.insecure_channel(target) as channel:
+            stub = referee_pb2_grpc.RefereeServiceStub(channel)
+            with contextlib.suppress(grpc.RpcError):
+                answered += stub.SolveHand(pb.SolveHandRequest(cards=HAND), timeout=2).linking.points == 33
+        time.sleep(max(0.0, every - (time.monotonic() - started)))
+    return answered
+
+
+def _refused(metrics_url: str, reason: str) -> float:
+    with urllib.request.urlopen(metrics_url, timeout=10) as reply:
+        text = reply.read().decode()
+    found = re.search(rf'referee_connections_refused_total\{{reason="{reason}"\}} (\S+)', text)
+    return float(found.group(1)) if found else 0.0
+
+
+@pytest.mark.parametrize(
+    ("addresses", "per_address", "cap"),
+    [
+        pytest.param(10, 30, 200, id="10 addresses x 30 past a cap of 200"),
+        # The default settings scaled down: each address under its per-address cap (64), together
+        # well past the process's cap.
+        pytest.param(200, 8, 1_000, id="200 addresses x 8 past a cap of 1,000"),
+    ],
+)
+def test_idle_connections_from_many_addresses_do_not_lock_a_fresh_client_out(
+    addresses: int, per_address: int, cap: int
+) -> None:
+    server = ServerProcess(
+        "--port", "0", "--metrics-port", "0", "--max-connections", str(cap), "--dispute-jobs", "1",
+    )  # fmt: skip
+    metrics_url = server.wait_for(METRICS).group(1)
+    server.listening()
+    try:
+        with silent_attackers(server.address, "127.0.3.1", addresses, per_address) as outcomes:
+            time.sleep(1)
+            tries = 40
+            answered = victim_calls(server.address, tries)
+        shed = _refused(metrics_url, "over_cap")
+    finally:
+        server.kill()
+    assert answered >= 0.9 * tries, f"{answered} of {tries} answered"
+    # The attack ran as designed: more connections wanted than the cap allows, and shed.
+    assert addresses * per_address > cap
+    assert shed >= addresses * per_address - cap, (shed, outcomes)
+
+
+def test_a_connection_that_never_calls_is_closed_at_the_first_call_timeout() -> None:
+    server = ServerProcess(
+        "--port", "0", "--first-call-timeout", "1", "--handshake-timeout", "30", "--dispute-jobs", "1"
+    ).listening()
+    try:
+        host, port = server.address.rsplit(":", 1)
+        with grpc.insecure_channel(server.address) as caller:
+            stub = referee_pb2_grpc.RefereeServiceStub(caller)
+            with socket.create_connection((host, int(port)), timeout=10) as sock:
+                sock.sendall(PREFACE)
+                started = time.monotonic()
+                # The caller calls now and again: its connection stays while the silent one goes.
+                stub.SolveHand(pb.SolveHandRequest(cards=HAND), timeout=10)
+                while sock.recv(65536):
+                    pass
+                closed_after = time.monotonic() - started
+            for _ in range(3):
+                time.sleep(0.6)
+                stub.SolveHand(pb.SolveHandRequest(cards=HAND), timeout=10)
+            # One connection served every call: the caller's was never shut.
+            assert caller._channel.check_connectivity_state(False) == grpc.ChannelConnectivity.READY.value[0]
+    finally:
+        server.kill()
+    assert 0.8 < closed_after < 3, closed_after
+    assert any("made no call in time" in line for line in server.lines), server.lines[-5:]
+
+
+def _still_open(sock: socket.socket) -> bool:
+    """Whether the server has not closed ``sock`` (what it sent meanwhile, its SETTINGS, is read)."""
+    sock.setblocking(False)
+    try:
+        while sock.recv(65536):
+            pass
+    except BlockingIOError:
+        return True
+    except OSError:
+        pass
+    return False
+
+
+def test_ipv6_clients_count_by_their_64() -> None:
+    assert peer_key("2001:db8:1:2:aaaa::1") == peer_key("2001:db8:1:2:ffff::9") == "2001:db8:1:2::/64"
+    assert peer_key("2001:db8:1:3::1") != peer_key("2001:db8:1:2::1")
+    assert peer_key("::ffff:10.1.2.3") == "10.1.2.3"
+    assert peer_key("10.1.2.3") != peer_key("10.1.2.4")
+    assert call_key("ipv4:127.0.0.1:5051") == ("127.0.0.1", 5051)
+    assert call_key("ipv6:[::1]:5051") == ("::1", 5051)
+    assert call_key("ipv6:[::ffff:127.0.0.1]:7") == ("127.0.0.1", 7)
+    assert call_key("unix:/tmp/x") is None
+
+
+def test_an_ipv6_address_over_its_cap_is_shed_and_a_caller_still_served() -> None:
+    if not socket.has_ipv6:
+        pytest.skip("no IPv6 here")
+    try:
+        with socket.socket(socket.AF_INET6) as probe:
+            probe.bind(("::1", 0))
+    except OSError:
+        pytest.skip("no ::1 here")
+    server = ServerProcess(
+        "--host", "::1", "--port", "0", "--max-connections-per-peer", "8", "--dispute-jobs", "1"
+    ).listening()
+    held: list[socket.socket] = []
+    try:
+        port = int(server.address.rsplit(":", 1)[1])
+        for _ in range(20):
+            held.append(socket.create_connection(("::1", port), timeout=5))
+        time.sleep(1)
+        open_ones = sum(_still_open(sock) for sock in held)
+        with grpc.insecure_channel(f"[::1]:{port}") as channel:
+            answer = referee_pb2_grpc.RefereeServiceStub(channel).SolveHand(pb.SolveHandRequest(cards=HAND), timeout=5)
+    finally:
+        for sock in held:
+            sock.close()
+        server.kill()
+    assert open_ones <= 8
+    assert answer.linking.points == 33
