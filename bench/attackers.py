@@ -54,7 +54,7 @@ SERVICE = "/remigio.referee.v1.RefereeService"
 WATCH = "/grpc.health.v1.Health/Watch"
 HAND = "AH 2H 3H 5C 5D 5S KS KD 9C 4D".split()
 PID_KEY = "x-referee-pid"
-ATTACKS = ("oversized", "watches", "flood", "logflood", "silent")
+ATTACKS = ("oversized", "watches", "flood", "logflood", "silent", "slowbodies")
 
 
 def varint(value: int) -> bytes:
@@ -328,7 +328,100 @@ def silent(args: argparse.Namespace, attack: Attack) -> None:
     attack.count("connect failed", failed)
 
 
-RUN = {"oversized": oversized, "watches": watches, "flood": flood, "logflood": logflood, "silent": silent}
+def slowbodies(args: argparse.Namespace, attack: Attack) -> None:
+    """``--count`` JSON POSTs from each of ``--sources`` addresses from ``--source`` on, each with
+    whole headers announcing a body of ``--content-length`` bytes, then one body byte every
+    ``--byte-every`` seconds, reopened as the server ends them. Counts how long the server let
+    each live: ``longest`` (seconds, of those it ended) and ``oldest_open`` (at the end)."""
+    host, port = args.target.rsplit(":", 1)
+    head = (
+        f"POST /v1/hands:solve HTTP/1.1\r\nHost: {host}\r\ncontent-type: application/json\r\n"
+        f"content-length: {args.content_length}\r\n\r\n"
+    ).encode()
+    poller = select.epoll()
+    held: dict[int, tuple[str, socket.socket, float]] = {}
+    per_source: Counter[str] = Counter()
+    addresses = sources(args.source, args.sources)
+    wanted = args.count * len(addresses)
+    opened = ended = answered = failed = 0
+    longest = 0.0
+    next_byte = time.monotonic() + args.byte_every
+    announce_by = time.monotonic() + 10
+    announced = False
+
+    def end(fd: int, now: float) -> None:
+        nonlocal ended, longest
+        source, sock, since = held.pop(fd)
+        poller.unregister(fd)
+        per_source[source] -= 1
+        sock.close()
+        ended += 1
+        longest = max(longest, now - since)
+
+    try:
+        while not attack.stop.is_set():
+            for source in addresses:
+                while per_source[source] < args.count and not attack.stop.is_set():
+                    sock = socket.socket()
+                    try:
+                        sock.bind((source, 0))
+                        sock.settimeout(2)
+                        sock.connect((host, int(port)))
+                        sock.sendall(head + b"{")
+                    except OSError:
+                        sock.close()
+                        failed += 1
+                        time.sleep(0.01)
+                        break
+                    sock.setblocking(False)
+                    held[sock.fileno()] = (source, sock, time.monotonic())
+                    per_source[source] += 1
+                    poller.register(sock.fileno(), select.EPOLLIN | select.EPOLLRDHUP)
+                    opened += 1
+            if not announced and (len(held) >= wanted or time.monotonic() > announce_by):
+                attack.ready()
+                announced = True
+            now = time.monotonic()
+            for fd, _ in poller.poll(0.05):
+                if fd not in held:
+                    continue
+                try:
+                    data = held[fd][1].recv(65536)
+                except BlockingIOError:
+                    continue
+                except OSError:
+                    data = b""
+                answered += data.startswith(b"HTTP/1.1 408")
+                end(fd, now)  # an answer before the body is whole, or a close: ended either way
+            if now >= next_byte:
+                next_byte = now + args.byte_every
+                for fd, (_, sock, _) in list(held.items()):
+                    try:
+                        sock.send(b" ")
+                    except OSError:
+                        end(fd, now)
+    finally:
+        now = time.monotonic()
+        oldest = max((now - since for _, _, since in held.values()), default=0.0)
+        for _, sock, _ in held.values():
+            sock.close()
+        poller.close()
+    attack.count("opened", opened)
+    attack.count("ended by the server", ended)
+    attack.count("answered 408", answered)
+    attack.count("connect failed", failed)
+    attack.outcomes["longest"] = round(longest, 2)
+    attack.outcomes["oldest_open"] = round(oldest, 2)
+
+
+RUN = {
+    "oversized": oversized,
+    "watches": watches,
+    "flood": flood,
+    "logflood": logflood,
+    "silent": silent,
+    "slowbodies": slowbodies,
+}
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -342,7 +435,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--in-flight", type=int, default=90, help="flood: calls in flight (default 90)")
     parser.add_argument("--count", type=int, default=1_100, help="silent: connections per address (default 1,100)")
     parser.add_argument("--source", default="127.0.0.2", help="silent: local address (default 127.0.0.2)")
-    parser.add_argument("--sources", type=int, default=1, help="silent: addresses from --source on (default 1)")
+    parser.add_argument(
+        "--sources", type=int, default=1, help="silent, slowbodies: addresses from --source on (default 1)"
+    )
+    parser.add_argument("--content-length", type=int, default=1_000_000, help="slowbodies: announced body size")
+    parser.add_argument("--byte-every", type=float, default=10.0, help="slowbodies: seconds between body bytes")
     return parser.parse_args(argv)
 
 

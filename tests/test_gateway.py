@@ -422,8 +422,9 @@ def _gateway_command(*args: str, env: dict[str, str], timeout: float = 60) -> su
 
 def test_serve_configures_envoy_from_its_variables_and_becomes_it(tmp_path: Path) -> None:
     """The gateway image's entrypoint and HEALTHCHECK on loopback: `serve` takes REMIGIO_GATEWAY_*,
-    writes Envoy's configuration to the runtime folder and execs Envoy (the same process, so
-    SIGTERM reaches Envoy), serving the desk's page it is given (as the image gives its own);
+    writes Envoy's configuration to the runtime folder and runs Envoy beside the warden of its
+    connections (SIGTERM to it reaches Envoy, and Envoy's status is its own), serving the desk's page
+    it is given (as the image gives its own);
     `probe` passes only once /healthz answers 200."""
     from gateways import descriptor_set, desk_page, envoy_binary, free_port
 
@@ -460,7 +461,8 @@ def test_serve_configures_envoy_from_its_variables_and_becomes_it(tmp_path: Path
                 assert time.monotonic() < deadline, probe
                 time.sleep(0.2)
             assert f"http://127.0.0.1:{port}/healthz 200" in probe.stdout
-            assert Path(f"/proc/{envoy.pid}/exe").resolve().name == "envoy", "serve became Envoy itself"
+            children = Path(f"/proc/{envoy.pid}/task/{envoy.pid}/children").read_text().split()
+            assert [Path(f"/proc/{child}/exe").resolve().name for child in children] == ["envoy"], "serve runs Envoy"
             config = (tmp_path / "remigio-gateway" / "envoy.yaml").read_text(encoding="utf-8")
             assert str(descriptor_set()) in config and str(log) in config
             reply = httpx.post(f"http://127.0.0.1:{port}/v1/hands:solve", json={"cards": HAND}, timeout=30)

@@ -12,7 +12,8 @@ down, each sweep:
 - a connection that has made no call ``first_call_seconds`` after it was seen: a client connects
   to call, and one that does not only holds a slot;
 - past ``max_connections``, the connections that never called, oldest first, then those idle
-  longest, until the count is back at the cap. gRPC's core is given room above that cap
+  longest, until the count is back at the cap (for another process's connections, whose calls it
+  is not told of: the silent ones, then those that have received nothing for longest). gRPC's core is given room above that cap
   (``core_cap``), so a new client is accepted and can make its first call before the warden
   chooses whom to shed: a full server sheds the silent, it does not refuse the caller.
 
@@ -63,6 +64,9 @@ _NOTE_GRACE_SECONDS = 5.0
 _TCP_INFO_BYTES = 136
 _BYTES_RECEIVED = struct.Struct("=Q")
 _BYTES_RECEIVED_OFFSET = 128
+# tcpi_last_data_recv: the u32 at offset 52, milliseconds since data last came in.
+_LAST_DATA_RECEIVED = struct.Struct("=I")
+_LAST_DATA_RECEIVED_OFFSET = 52
 _SYS_PIDFD_GETFD = 438  # the same number on every architecture (a syscall of the unified table)
 
 
@@ -165,8 +169,9 @@ class ConnectionWarden:
 
     ``refused(reason)`` is called for every connection it shuts down (the metrics count them):
     ``per_peer``, ``no_call``, ``over_cap``. ``pid`` guards another process's connections.
-    ``first_call_seconds`` None: connections are never closed for making no call (a process whose
-    calls the warden is not told of: Envoy's).
+    ``first_call_seconds`` None: connections are never closed for making no call. ``notes_calls``
+    False: the warden is told of no calls (another process's connections, Envoy's), and past the
+    cap sheds the silent, then those that have received nothing for longest.
     """
 
     def __init__(
@@ -179,11 +184,13 @@ class ConnectionWarden:
         max_connections: int | None = None,
         first_call_seconds: float | None = None,
         pid: int | None = None,
+        notes_calls: bool = True,
     ) -> None:
         self.ports = ports
         self.per_peer = per_peer
         self.max_connections = max_connections
         self.first_call_seconds = first_call_seconds
+        self.notes_calls = notes_calls
         self.every = every
         self._refused = refused
         self._descriptors = _Descriptors(pid)
@@ -248,7 +255,12 @@ class ConnectionWarden:
         if self.max_connections is not None and len(live) > self.max_connections:
             # Never called, oldest first; then idle longest. A new client has just connected and
             # calls at once: it is the last to go.
+            # Without the calls (another process's connections): silent first, then the one that
+            # has received nothing for longest.
             def order(c: _Connection) -> tuple[bool, float]:
+                if not self.notes_calls:
+                    received, idle = self._traffic(c)
+                    return (received != 0, -idle)
                 last = self._last_call(c)
                 return (last is not None, c.first_seen if last is None else last)
 
@@ -322,14 +334,21 @@ class ConnectionWarden:
 
     def _spoke(self, connection: _Connection) -> bool:
         """Whether the connection has sent anything (a silent socket is the first to go)."""
+        return self._traffic(connection)[0] != 0
+
+    def _traffic(self, connection: _Connection) -> tuple[int, float]:
+        """Bytes the connection has received, and seconds since it last received any (-1, 0.0
+        when unknown: it counts as a busy one)."""
         with self._descriptors.socket(connection.fd, connection.link) as sock:
             if sock is None:
-                return True
+                return -1, 0.0
             with contextlib.suppress(OSError):
                 info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, _TCP_INFO_BYTES)
                 if len(info) >= _BYTES_RECEIVED_OFFSET + 8:
-                    return int(_BYTES_RECEIVED.unpack_from(info, _BYTES_RECEIVED_OFFSET)[0]) != 0
-        return True
+                    received = _BYTES_RECEIVED.unpack_from(info, _BYTES_RECEIVED_OFFSET)[0]
+                    idle_ms = _LAST_DATA_RECEIVED.unpack_from(info, _LAST_DATA_RECEIVED_OFFSET)[0]
+                    return int(received), idle_ms / 1000
+        return -1, 0.0
 
     def _shut_down(self, connection: _Connection) -> bool:
         """Shut the connection down both ways (its owner then sees it end and closes it), if the
