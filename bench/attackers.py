@@ -331,7 +331,7 @@ def silent(args: argparse.Namespace, attack: Attack) -> None:
 def slowbodies(args: argparse.Namespace, attack: Attack) -> None:
     """``--count`` JSON POSTs from each of ``--sources`` addresses from ``--source`` on, each with
     whole headers announcing a body of ``--content-length`` bytes, then one body byte every
-    ``--byte-every`` seconds, reopened as the server ends them. Counts how long the server let
+    ``--byte-every`` seconds, reopened as the server ends them (unless ``--no-reopen``). Counts how long the server let
     each live: ``longest`` (seconds, of those it ended) and ``oldest_open`` (at the end)."""
     host, port = args.target.rsplit(":", 1)
     head = (
@@ -358,10 +358,14 @@ def slowbodies(args: argparse.Namespace, attack: Attack) -> None:
         ended += 1
         longest = max(longest, now - since)
 
+    opened_by: Counter[str] = Counter()
     try:
         while not attack.stop.is_set():
             for source in addresses:
                 while per_source[source] < args.count and not attack.stop.is_set():
+                    if not args.reopen and opened_by[source] >= args.count:
+                        break  # each slow body once: those the server ends stay ended
+                    opened_by[source] += 1
                     sock = socket.socket()
                     try:
                         sock.bind((source, 0))
@@ -440,6 +444,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--content-length", type=int, default=1_000_000, help="slowbodies: announced body size")
     parser.add_argument("--byte-every", type=float, default=10.0, help="slowbodies: seconds between body bytes")
+    parser.add_argument(
+        "--reopen",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="slowbodies: open a new slow body for each the server ends (default on)",
+    )
     return parser.parse_args(argv)
 
 

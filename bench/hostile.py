@@ -49,6 +49,11 @@ uses the key ``victim``. The attackers run in processes of their own (``bench.at
 - ``metrics``: 400 idle connections to the metrics port, reopened as they are closed: the
   parent's thread count before and during, and how long a scrape took meanwhile.
 
+**Round three** (``bench.roundthree``, last): ``addresses`` and ``addresses200``, idle
+connections from 10 and 200 loopback addresses, each under its per-address cap, together past
+the referee's connection cap, and ``slowbodies``, 10,000 slow JSON bodies from 10 addresses
+through the gateway at its defaults: a fresh client's calls answered, and what the attack met.
+
 A failed SolveHand in ``kill`` and ``stop`` is a call on a connection the kernel had given to the
 worker that went away (in ``stop`` such calls hang until the worker is replaced, so the row's
 window runs past ``--duration``); a failed health check there is the prober's own connection on
@@ -87,7 +92,7 @@ if __package__ in (None, ""):
 import grpc  # noqa: E402
 from grpc_health.v1 import health_pb2, health_pb2_grpc  # noqa: E402
 
-from bench import h2client  # noqa: E402
+from bench import h2client, roundthree  # noqa: E402
 from bench.hands import end_of_deal  # noqa: E402
 from bench.machine import finish, load_average  # noqa: E402
 from bench.service import (  # noqa: E402
@@ -631,14 +636,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--duration", type=float, default=8.0, help="seconds per attack (default 8)")
     parser.add_argument("--quick", action="store_true", help="3 seconds per attack")
     parser.add_argument(
-        "--attacks", default=",".join(ATTACKS), help=f"comma-separated, of {', '.join(ATTACKS)} (default all)"
+        "--attacks",
+        default=",".join(ATTACKS + roundthree.ROWS),
+        help=f"comma-separated, of {', '.join(ATTACKS + roundthree.ROWS)} (default all)",
     )
     args = parser.parse_args(argv)
     if args.quick:
         args.duration = 3.0
     args.attacks = [a.strip() for a in args.attacks.split(",") if a.strip()]
-    if not args.attacks or any(a not in ATTACK_OF for a in args.attacks):
-        parser.error(f"--attacks takes {', '.join(ATTACKS)}")
+    if not args.attacks or any(a not in ATTACK_OF and a not in roundthree.ROWS for a in args.attacks):
+        parser.error(f"--attacks takes {', '.join(ATTACKS + roundthree.ROWS)}")
     if args.workers < 1 or args.clients < 1 or args.duration <= 0:
         parser.error("--workers and --clients must be at least 1, --duration more than 0")
     return args
@@ -680,6 +687,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     pool = solve_requests(end_of_deal(SEED, 60_000, 10), ENGINES["cpsat"])
     problems: list[str] = []
     plain = [a for a in args.attacks if a in PLAIN_ATTACKS]
+    if not plain and not [a for a in args.attacks if a in KEYED_ATTACKS]:
+        args.attacks = [a for a in args.attacks if a in roundthree.ROWS]
     keyed = [a for a in args.attacks if a in KEYED_ATTACKS]
     print(HEADER, flush=True)
     if plain:
@@ -695,6 +704,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             server = Server(args.workers, extra=extra, one_client=False)
             title = "-- with API keys, every limit at its default (the load uses the key victim)"
             problems += run_section(title, Bench(server, args.workers, victim_key, attacker_key), keyed, pool, args)
+    three = [a for a in args.attacks if a in roundthree.ROWS]
+    if three:
+        problems += roundthree.run(max(args.duration, 10.0), only=three)
     return finish(problems)
 
 

@@ -126,8 +126,8 @@ def _add_config_options(
         "--max-connections",
         type=int,
         default=defaults.max_connections,
-        help="open connections in all; past it the silent, then the longest idle, are shut down, and Envoy "
-        "refuses new ones at 4 times it (default %(default)s)",
+        help="open connections in all; past it the silent, then the longest idle, are shut down; Envoy refuses "
+        "new ones at 4 times it, or as many as --max-heap-bytes holds at 32 KiB each if fewer (default %(default)s)",
     )
     add(
         "--max-connections-per-client",

@@ -42,6 +42,9 @@ HEALTH_PATH = "/healthz"
 # A connection's read and write buffers (Envoy's edge guidance): a JSON body is gathered whole by
 # the buffer filter within --max-body-bytes, a stream's own limit, not this one.
 CONNECTION_BUFFER_BYTES = 32768
+# Envoy's memory for a connection holding a JSON request whose body is still coming, with room:
+# about 27 KB measured (bench.roundthree: 6,826 such connections took 186 MB).
+CONNECTION_COST = 32 << 10
 DESK_PATH = "/desk"
 # The largest desk page Envoy will load (its default for a direct response is 4 KB).
 DESK_MAX_BYTES = 1 << 20
@@ -71,10 +74,12 @@ class GatewayConfig:
     cors_origins: tuple[str, ...] = ()
     max_body_bytes: int = 1 << 20
     max_response_bytes: int = 4 << 20
-    max_connections: int = 10_000
+    # Held by the launcher's connection warden, which sheds the idle past it; Envoy itself refuses
+    # at envoy_connection_cap (room above this, within what the heap allows).
+    max_connections: int = 4096
     # Per client address, held by the launcher's connection warden (0: none); the rest are Envoy's.
-    max_connections_per_client: int = 256
-    max_heap_bytes: int = 192 << 20
+    max_connections_per_client: int = 64
+    max_heap_bytes: int = 160 << 20
     max_upstream_requests: int = 1024
     json_timeout: str = "30s"
     grpc_timeout_max: str = "300s"
@@ -272,6 +277,13 @@ def _desk_route(config: GatewayConfig) -> str:
     return "- " + json.dumps(route)
 
 
+def envoy_connection_cap(config: GatewayConfig) -> int:
+    """Where Envoy itself refuses new connections: room above the warden's cap, so a new client is
+    let in while the warden sheds the idle past it (referee.server.warden), but no more
+    connections than the heap holds, so a burst of them cannot outgrow it."""
+    return max(config.max_connections, min(core_cap(config.max_connections), config.max_heap_bytes // CONNECTION_COST))
+
+
 def render(config: GatewayConfig) -> str:
     """Envoy's YAML configuration for ``config``."""
     values: dict[str, object] = {
@@ -280,9 +292,7 @@ def render(config: GatewayConfig) -> str:
         "listen_port": config.listen_port,
         "upstream_host": json.dumps(config.upstream_host),
         "upstream_port": config.upstream_port,
-        # Envoy's own hard cap is room above the warden's: a new client is let in while the
-        # warden sheds the idle past --max-connections (referee.server.warden).
-        "max_connections": core_cap(config.max_connections),
+        "max_connections": envoy_connection_cap(config),
         "max_heap_bytes": config.max_heap_bytes,
         "max_upstream_requests": config.max_upstream_requests,
         "buffer_bytes": CONNECTION_BUFFER_BYTES,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import socket
 import subprocess
@@ -245,3 +246,67 @@ def test_slow_bodies_from_many_addresses_do_not_lock_fresh_clients_out_of_the_ga
     assert outcomes["oldest_open"] <= SLOW_BODY_LIMIT + 1, outcomes
     assert outcomes["answered 408"] > 0, outcomes  # ended by the request time limit, not only shed
     assert rss < 250, rss
+
+
+def test_the_kernel_tables_agree_on_who_is_connected() -> None:
+    """The two ways the warden reads the open connections on its ports (sock_diag, and the text
+    tables it falls back to) name the same sockets, with the clients' own addresses and ports,
+    and leave out the clients' ends and the listener."""
+    from referee.server.warden import _diag_table, _proc_table
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    clients, accepted = [], []
+    for n in range(1, 6):
+        client = socket.socket()
+        client.bind((f"127.0.7.{n}", 0))
+        client.connect(("127.0.0.1", port))
+        clients.append(client)
+        accepted.append(listener.accept()[0])
+    try:
+        expected = {f"socket:[{os.fstat(s.fileno()).st_ino}]": c.getsockname() for s, c in zip(accepted, clients)}
+        assert _diag_table({port}) == expected
+        assert _proc_table("/proc/self/net", {port}) == expected
+        # A socket its process has closed has left the tables.
+        accepted[0].close()
+        assert len(_diag_table({port})) == 4
+    finally:
+        for sock in (listener, *clients, *accepted):
+            sock.close()
+
+
+def test_the_warden_sheds_another_process_s_connections_over_a_client_s_cap() -> None:
+    """The gateway's launcher guards Envoy's sockets: here a plain process that accepts and holds
+    every connection, and a warden over it (pidfd_getfd) holding each address to 3."""
+    from referee.server.warden import ConnectionWarden
+
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import socket\nl=socket.create_server(('127.0.0.1',0))\nprint(l.getsockname()[1],flush=True)\n"
+         "held=[]\nwhile True:\n    held.append(l.accept()[0])\n"],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert holder.stdout is not None
+    port = int(holder.stdout.readline())
+    warden = ConnectionWarden({port}, 3, pid=holder.pid, notes_calls=False, max_connections=100)
+    clients: list[socket.socket] = []
+    try:
+        for source in ("127.0.8.1", "127.0.8.2"):
+            for _ in range(5):
+                client = socket.socket()
+                client.bind((source, 0))
+                client.connect(("127.0.0.1", port))
+                clients.append(client)
+        time.sleep(0.3)
+        assert warden.sweep() == 4
+        open_from = {}
+        for client in clients:
+            open_from.setdefault(client.getsockname()[0], 0)
+            open_from[client.getsockname()[0]] += _still_open(client)
+        assert open_from == {"127.0.8.1": 3, "127.0.8.2": 3}
+        assert holder.poll() is None  # the holder's own descriptors were left to it
+    finally:
+        warden.stop()
+        holder.kill()
+        for client in clients:
+            client.close()

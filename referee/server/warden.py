@@ -39,6 +39,7 @@ import logging
 import os
 import socket
 import struct
+import sys
 import threading
 import time
 from collections import defaultdict
@@ -108,13 +109,105 @@ class _Connection:
     first_seen: float
 
 
+def _ipv4(text: str) -> str:
+    """An address of /proc/net/tcp: 8 hex digits, the address's bytes in the machine's order."""
+    return socket.inet_ntop(socket.AF_INET, struct.pack("=I", int(text, 16)))
+
+
+def _ipv6(text: str) -> str:
+    """An address of /proc/net/tcp6: four 32-bit words, each in the machine's order."""
+    words = struct.pack("=4I", *(int(text[i : i + 8], 16) for i in range(0, 32, 8)))
+    return socket.inet_ntop(socket.AF_INET6, words).removeprefix("::ffff:")
+
+
+_NETLINK_SOCK_DIAG = 4
+_SOCK_DIAG_BY_FAMILY = 20
+_NLM_F_REQUEST, _NLM_F_DUMP = 0x1, 0x300
+_NLMSG_ERROR, _NLMSG_DONE = 2, 3
+# TCP_ESTABLISHED (1) and TCP_CLOSE_WAIT (8): a socket in either is still held by a process (or
+# waits in the accept queue); one that its process has closed has left both. So a descriptor
+# seen before whose socket is still in the table is still that socket, with no look at it.
+_OPEN_STATES = (1 << 1) | (1 << 8)
+_OPEN_STATE_NAMES = ("01", "08")
+_HEADER = struct.Struct("=IHHII")  # struct nlmsghdr
+_REQUEST = struct.Struct("=BBBBI48x")  # struct inet_diag_req_v2, its socket id left zero (a dump)
+
+
+_INET_DIAG_REQ_BYTECODE = 1
+_INET_DIAG_BC_S_EQ = 11
+
+
+def _local_port_filter(port: int) -> bytes:
+    """A sock_diag filter (its bytecode, as an attribute) for sockets whose local port is
+    ``port``: the clients' own ends of their connections, on this machine too, stay out."""
+    # Equal: on to the end (accept); not: past the end (reject). The port rides in a second op.
+    code = struct.pack("=BBH", _INET_DIAG_BC_S_EQ, 8, 12) + struct.pack("=BBH", 0, 0, port)
+    return struct.pack("=HH", 4 + len(code), _INET_DIAG_REQ_BYTECODE) + code
+
+
+def _diag_table(ports: set[int]) -> dict[str, tuple[str, int]]:
+    """``tcp_table`` from the kernel's sock_diag netlink interface (both families)."""
+    table: dict[str, tuple[str, int]] = {}
+    with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, _NETLINK_SOCK_DIAG) as diag:
+        diag.settimeout(5)
+        for family, port in ((family, port) for family in (socket.AF_INET, socket.AF_INET6) for port in ports):
+            request = _REQUEST.pack(family, socket.IPPROTO_TCP, 0, 0, _OPEN_STATES) + _local_port_filter(port)
+            header = _HEADER.pack(_HEADER.size + len(request), _SOCK_DIAG_BY_FAMILY, _NLM_F_REQUEST | _NLM_F_DUMP, 1, 0)
+            diag.send(header + request)
+            done = False
+            while not done:
+                data = diag.recv(1 << 20)
+                offset = 0
+                while offset + _HEADER.size <= len(data):
+                    length, kind, _, _, _ = _HEADER.unpack_from(data, offset)
+                    if kind == _NLMSG_DONE:
+                        done = True
+                        break
+                    if kind == _NLMSG_ERROR or length < _HEADER.size:
+                        raise OSError("sock_diag refused the dump")
+                    # struct inet_diag_msg: family at 0, dport at 6, dst at 24, inode at 68.
+                    at = offset + _HEADER.size
+                    size = 4 if data[at] == socket.AF_INET else 16
+                    address = socket.inet_ntop(data[at], data[at + 24 : at + 24 + size]).removeprefix("::ffff:")
+                    inode = int.from_bytes(data[at + 68 : at + 72], sys.byteorder)
+                    table[f"socket:[{inode}]"] = (address, int.from_bytes(data[at + 6 : at + 8], "big"))
+                    offset += (length + 3) & ~3
+                if not data:
+                    break
+    return table
+
+
+def _proc_table(net: str, ports: set[int]) -> dict[str, tuple[str, int]]:
+    """``tcp_table`` from the kernel's text tables in ``net`` (/proc/PID/net)."""
+    table: dict[str, tuple[str, int]] = {}
+    wanted = {f"{port:04X}" for port in ports}
+    for name, parse in (("tcp", _ipv4), ("tcp6", _ipv6)):
+        try:
+            with open(f"{net}/{name}", encoding="ascii") as lines:
+                next(lines, None)  # the header
+                for line in lines:
+                    fields = line.split(None, 10)
+                    if len(fields) < 10:
+                        continue
+                    local, remote, state, inode = fields[1], fields[2], fields[3], fields[9]
+                    link = f"socket:[{inode}]"
+                    if state not in _OPEN_STATE_NAMES or local[-4:] not in wanted:
+                        continue
+                    host, _, port = remote.partition(":")
+                    table[link] = (parse(host), int(port, 16))
+        except OSError:
+            continue
+    return table
+
+
 class _Descriptors:
     """The descriptors of a process: this one, or another whose sockets are borrowed."""
 
     def __init__(self, pid: int | None) -> None:
         self.proc = "/proc/self/fd" if pid is None else f"/proc/{pid}/fd"
+        self.net = "/proc/self/net" if pid is None else f"/proc/{pid}/net"
         self._pidfd = None if pid is None else os.pidfd_open(pid)
-        self._libc = None if pid is None else ctypes.CDLL(None, use_errno=True)
+        self._libc = ctypes.CDLL(None, use_errno=True)
 
     def names(self) -> list[str]:
         try:
@@ -131,31 +224,56 @@ class _Descriptors:
     @contextlib.contextmanager
     def socket(self, fd: int, link: str) -> Iterator[socket.socket | None]:
         """The socket behind ``fd``, if it still is ``link``'s; closing it leaves the owner's."""
-        if self._pidfd is None:
-            try:
-                duplicate = os.dup(fd)
-            except OSError:
-                yield None
-                return
-        else:
-            assert self._libc is not None
-            duplicate = self._libc.syscall(_SYS_PIDFD_GETFD, self._pidfd, fd, 0)
-            if duplicate < 0:
-                yield None
-                return
+        duplicate = self._borrow(fd, link)
+        if duplicate is None:
+            yield None
+            return
         try:
-            if os.readlink(f"/proc/self/fd/{duplicate}") != link:  # the number now names another socket
-                os.close(duplicate)
-                yield None
-                return
             sock = socket.socket(fileno=duplicate)
         except OSError:
-            with contextlib.suppress(OSError):
-                os.close(duplicate)
+            os.close(duplicate)
             yield None
             return
         with sock:
             yield sock
+
+    def shut_down(self, fd: int, link: str) -> bool:
+        """Shut the connection behind ``fd`` down both ways, if it still is ``link``'s (its owner
+        then sees it end and closes it). Straight system calls: a sweep may shut thousands."""
+        duplicate = self._borrow(fd, link)
+        if duplicate is None:
+            return False
+        try:
+            return self._libc.shutdown(duplicate, socket.SHUT_RDWR) == 0
+        finally:
+            os.close(duplicate)
+
+    def _borrow(self, fd: int, link: str) -> int | None:
+        """A descriptor of this process for the socket behind ``fd``, if it still is ``link``'s."""
+        try:
+            duplicate = os.dup(fd) if self._pidfd is None else self._libc.syscall(_SYS_PIDFD_GETFD, self._pidfd, fd, 0)
+        except OSError:
+            return None
+        if duplicate < 0:
+            return None
+        try:
+            same = f"socket:[{os.fstat(duplicate).st_ino}]" == link  # else the number names another socket now
+        except OSError:
+            same = False
+        if not same:
+            os.close(duplicate)
+            return None
+        return duplicate
+
+    def tcp_table(self, ports: set[int]) -> dict[str, tuple[str, int]]:
+        """The open TCP connections on ``ports`` in the process's network namespace, by their link
+        (``socket:[inode]``): the client's address and port.
+        One question to the kernel (sock_diag, open connections only), instead of a look at each
+        socket: a sweep must keep pace with clients that open thousands of connections a second.
+        Where sock_diag is refused, the kernel's tables in /proc (TIME_WAIT included: slower)."""
+        with contextlib.suppress(OSError):
+            return _diag_table(ports)
+        return _proc_table(self.net, ports)
 
     def close(self) -> None:
         if self._pidfd is not None:
@@ -195,7 +313,6 @@ class ConnectionWarden:
         self._refused = refused
         self._descriptors = _Descriptors(pid)
         self._known: dict[int, _Connection] = {}
-        self._other: dict[int, str] = {}  # descriptors that are no connection of ours, by their link
         # (address, port) → when it last made a call: written by the servicers' thread, read here.
         self._calls: dict[tuple[str, int], float] = {}
         self._stop = threading.Event()
@@ -243,8 +360,10 @@ class ConnectionWarden:
         for connections in by_peer.values():
             extra = len(connections) - self.per_peer
             if extra > 0:
-                # Silent ones first, then the newest: a client's old, working connections stay.
-                connections.sort(key=lambda c: (self._last_call(c) is not None, self._spoke(c), -c.first_seen))
+                # Those that never called first, then the newest: a client's old, working
+                # connections stay. (No look at each socket here: an address over its cap may
+                # hold thousands, and the sweep must keep pace with one that reopens them.)
+                connections.sort(key=lambda c: (self._last_call(c) is not None, -c.first_seen))
                 shut += self._shut(connections[:extra], "per_peer", live)
                 if len(self._over) < _NAMED_IN_A_LINE and connections[0].peer not in self._over:
                     self._over.append(connections[0].peer)
@@ -271,26 +390,25 @@ class ConnectionWarden:
         return shut
 
     def _look(self, now: float) -> dict[int, _Connection]:
+        """The connections on our ports now, by descriptor. Only descriptors not seen before, or
+        whose socket has left the table, are looked at: under a flood of reopened connections a
+        sweep costs what changed, not what is open."""
         live: dict[int, _Connection] = {}
-        others: dict[int, str] = {}
-        for name in self._descriptors.names():
+        names = self._descriptors.names()
+        table = self._descriptors.tcp_table(self.ports)  # after the listing: it holds every socket listed
+        for name in names:
             fd = int(name)
-            link = self._descriptors.link(fd)
-            if link is None or not link.startswith("socket:"):
-                continue
             known = self._known.get(fd)
-            if known is not None and known.link == link:
+            if known is not None and known.link in table:
                 live[fd] = known
                 continue
-            if self._other.get(fd) == link:
-                others[fd] = link
+            link = self._descriptors.link(fd)
+            if link is None:
                 continue
-            address = self._address_of(fd, link)
-            if address is None:
-                others[fd] = link
-            else:
+            address = table.get(link)  # None: no connection on our ports (a file, a pipe, ...)
+            if address is not None:
                 live[fd] = _Connection(fd, link, peer_key(address[0]), address, now)
-        self._known, self._other = live, others
+        self._known = live
         return live
 
     def _forget_calls(self, live: dict[int, _Connection], now: float) -> None:
@@ -317,25 +435,6 @@ class ConnectionWarden:
             self._known.pop(connection.fd, None)
         return shut
 
-    def _address_of(self, fd: int, link: str) -> tuple[str, int] | None:
-        """The client's address and port of a TCP connection accepted on one of our ports, else None."""
-        with self._descriptors.socket(fd, link) as sock:
-            if sock is None:
-                return None
-            try:
-                if sock.family not in (socket.AF_INET, socket.AF_INET6) or sock.type != socket.SOCK_STREAM:
-                    return None
-                if sock.getsockname()[1] not in self.ports:
-                    return None
-                peer = sock.getpeername()  # a listening socket has no peer: OSError
-            except OSError:
-                return None
-        return str(peer[0]).removeprefix("::ffff:"), int(peer[1])
-
-    def _spoke(self, connection: _Connection) -> bool:
-        """Whether the connection has sent anything (a silent socket is the first to go)."""
-        return self._traffic(connection)[0] != 0
-
     def _traffic(self, connection: _Connection) -> tuple[int, float]:
         """Bytes the connection has received, and seconds since it last received any (-1, 0.0
         when unknown: it counts as a busy one)."""
@@ -353,14 +452,7 @@ class ConnectionWarden:
     def _shut_down(self, connection: _Connection) -> bool:
         """Shut the connection down both ways (its owner then sees it end and closes it), if the
         descriptor still is that connection's."""
-        with self._descriptors.socket(connection.fd, connection.link) as sock:
-            if sock is None:
-                return False
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                return False
-        return True
+        return self._descriptors.shut_down(connection.fd, connection.link)
 
     def _report(self, now: float) -> None:
         if now - self._last_line < _LOG_EVERY_SECONDS:
