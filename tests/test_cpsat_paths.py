@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 import subprocess
 import sys
+from pathlib import Path
 
 import oracle
 import pytest
@@ -184,3 +185,23 @@ def test_the_model_writer_builds_what_the_samples_build() -> None:
     cards = tuple(parse_cards(["AH"]))
     assert CpSatEngine()._optimum(writer, cards, infeasible_ok=False) == list(solver.response_proto.solution)
     assert list(solver.response_proto.solution) == [1, 1]  # y is forced, so x is 1 (2x + y <= 4)
+
+
+def test_or_tools_is_the_version_the_engine_was_written_against() -> None:
+    """``cp_model_helper`` is OR-Tools' own compiled module, not its documented builder: a new
+    version may move what the engine calls. The pin in pyproject.toml holds it to one minor
+    version; this fails loudly the day another is installed, so the engine is checked against it
+    (the two tests above) before the pin is widened."""
+    import tomllib
+    from importlib.metadata import version
+
+    pyproject = tomllib.loads((Path(__file__).resolve().parent.parent / "pyproject.toml").read_text())
+    pinned = [r for r in pyproject["project"]["dependencies"] if r.startswith("ortools")]
+    assert pinned == ["ortools>=9.15,<9.16"], pinned
+    installed = version("ortools")
+    assert installed.split(".")[:2] == ["9", "15"], (
+        f"OR-Tools {installed} is installed, the engine was written against 9.15: check "
+        "referee/linking/cpsat.py's use of cp_model_helper against it before moving the pin"
+    )
+    for name in ("SolveWrapper", "SatParameters", "CpSolverStatus", "CpModelProto"):
+        assert hasattr(cpsat.cmh, name), f"cp_model_helper has no {name} in OR-Tools {installed}"

@@ -32,12 +32,9 @@ import signal
 import socket
 import sys
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from multiprocessing import popen_fork, util
-from multiprocessing.context import ForkProcess
-from multiprocessing.process import BaseProcess
-from typing import Any
 
 from referee.server import metrics
 from referee.server.console import address, say
@@ -62,7 +59,7 @@ class _Slot:
     """One worker position: the process filling it now and its history."""
 
     number: int
-    process: BaseProcess | None = None
+    process: _Worker | None = None
     beats: int | None = None  # read end of its heartbeat pipe
     started: float = 0.0
     last_beat: float | None = None
@@ -96,7 +93,7 @@ class Supervisor:
 
     def up(self) -> int:
         """Workers running now."""
-        return sum(1 for slot in self.slots if slot.process is not None and slot.process.exitcode is None)
+        return sum(1 for slot in self.slots if slot.process is not None and slot.process.poll() is None)
 
     def _start(self, slot: _Slot, now: float) -> bool:
         """Fork a worker into ``slot``. When that fails, close what was opened, log, and set
@@ -105,13 +102,8 @@ class Supervisor:
         try:
             pipe = os.pipe()
             # Fork, not spawn: each child starts from this process, which holds no gRPC object.
-            process = _WorkerProcess(
-                target=_worker,
-                args=(self.target, self.port, self.health_port, pipe[1]),
-                name=f"referee-worker-{slot.number}",
-                daemon=False,
-            )
-            process.start()
+            target, port, health_port, beats = self.target, self.port, self.health_port, pipe[1]
+            process = _Worker.fork(lambda: _worker(target, port, health_port, beats))
         except OSError as error:
             _close_fds(*pipe)
             wait = START_RETRY_BACKOFF[min(slot.failed_starts, len(START_RETRY_BACKOFF) - 1)]
@@ -155,7 +147,7 @@ class Supervisor:
                 self._unmarked = [pid for pid in self._unmarked if not metrics.process_died(pid)]
             for slot in self.slots:
                 process = slot.process
-                if process is not None and process.exitcode is not None:
+                if process is not None and process.poll() is not None:
                     clean &= self._ended(slot, process, now)
                 elif process is not None and not self.stopping:
                     self._check_heartbeat(slot, process, now)
@@ -167,13 +159,11 @@ class Supervisor:
             if self.stopping and all(slot.process is None for slot in self.slots):
                 return 0 if clean else 1
 
-    def _ended(self, slot: _Slot, process: BaseProcess, now: float) -> bool:
+    def _ended(self, slot: _Slot, process: _Worker, now: float) -> bool:
         """Forget a worker that exited; schedule its replacement unless stopping. Was it clean?"""
-        process.join()
-        pid, exitcode = process.pid, process.exitcode
-        if pid is not None and not metrics.process_died(pid):
+        pid, exitcode = process.pid, process.poll()
+        if not metrics.process_died(pid):
             self._unmarked.append(pid)
-        process.close()  # its pipes to the parent, now rather than when collected
         if slot.beats is not None:
             os.close(slot.beats)
         slot.process, slot.beats = None, None
@@ -187,7 +177,7 @@ class Supervisor:
         log.error("worker pid %s %s after %.1fs; starting another in %gs", pid, _how_it_ended(exitcode), lived, wait)
         return True
 
-    def _check_heartbeat(self, slot: _Slot, process: BaseProcess, now: float) -> None:
+    def _check_heartbeat(self, slot: _Slot, process: _Worker, now: float) -> None:
         if slot.last_beat is None:
             silent, limit = now - slot.started, START_TIMEOUT_SECONDS
         else:
@@ -219,48 +209,49 @@ class Supervisor:
                 pipes[fd].last_beat = time.monotonic()
 
 
-class _Popen(popen_fork.Popen):
-    """multiprocessing's fork start, except that a start that fails (no descriptor for a pipe, no
-    memory or process for the fork) closes the pipes it opened; the stock one leaves them open."""
+@dataclass(eq=False, slots=True)
+class _Worker:
+    """A forked worker process, by ``os.fork`` and ``os.waitpid`` alone: a fork that fails opens
+    nothing (multiprocessing's fork start leaves two pipes open when it does)."""
 
-    def _launch(self, process_obj: Any) -> None:
-        opened: list[int] = []
+    pid: int
+    exitcode: int | None = None  # negative: the signal that ended it, as multiprocessing says
+
+    @classmethod
+    def fork(cls, run: Callable[[], object]) -> _Worker:
+        """Fork a child that runs ``run`` and exits with its status; the parent's handle."""
+        pid = os.fork()
+        if pid != 0:
+            return cls(pid)
+        code = 1
         try:
-            parent_r, child_w = os.pipe()
-            opened += (parent_r, child_w)
-            child_r, parent_w = os.pipe()
-            opened += (child_r, parent_w)
-            pid = os.fork()
+            run()
+            code = 0
+        except SystemExit as stop:
+            code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
         except BaseException:
-            _close_fds(*opened)
-            raise
-        self.pid = pid
-        if pid == 0:  # the child, as in popen_fork
-            code = 1
-            try:
-                os.close(parent_r)
-                os.close(parent_w)
-                code = process_obj._bootstrap(parent_sentinel=child_r)
-            finally:
-                os._exit(code)
-        os.close(child_w)
-        os.close(child_r)
-        self.finalizer = util.Finalize(self, _close_fds, (parent_r, parent_w))
-        self.sentinel = parent_r
+            traceback.print_exc()
+        finally:
+            for stream in (sys.stdout, sys.stderr):
+                with contextlib.suppress(Exception):
+                    stream.flush()
+            os._exit(code)
+
+    def poll(self) -> int | None:
+        """The exit status once the worker has ended (reaped then), else None."""
+        if self.exitcode is None:
+            with contextlib.suppress(ChildProcessError):
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+                if pid == 0:
+                    return None
+                self.exitcode = os.waitstatus_to_exitcode(status)
+        return self.exitcode
 
 
 def _close_fds(*fds: int) -> None:
     for fd in fds:
         with contextlib.suppress(OSError):
             os.close(fd)
-
-
-class _WorkerProcess(ForkProcess):
-    """A worker process forked by ``_Popen``."""
-
-    @staticmethod
-    def _Popen(process_obj: Any) -> Any:  # noqa: N802 (multiprocessing's name)
-        return _Popen(process_obj)
 
 
 def serve_workers(
@@ -351,8 +342,8 @@ def _stop_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM, 0, 0, 0)
 
 
-def _signal(process: BaseProcess | None, signum: int) -> None:
-    if process is not None and process.pid is not None and process.exitcode is None:
+def _signal(process: _Worker | None, signum: int) -> None:
+    if process is not None and process.exitcode is None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(process.pid, signum)
 
