@@ -334,7 +334,16 @@ def _wait_healthy(url: str, processes: list[subprocess.Popen[bytes]], timeout: f
 def run(args: argparse.Namespace) -> int:
     """Start the referee on loopback and Envoy in front of it; stop both on Ctrl-C or SIGTERM."""
     from gateway import descriptors, desk
+    from referee.server.supervisor import port_in_use
 
+    # Both ports free before anything starts: a referee already serving the upstream port (make
+    # serve) would answer Envoy's health checks, and the desk would be announced over a referee
+    # that is not this one's.
+    for what, (host, port) in (("the gateway", args.listen), ("the referee", args.upstream)):
+        busy = port_in_use(host, port)
+        if busy is not None:
+            flag = "GATEWAY_PORT" if what == "the gateway" else "PORT"
+            raise SystemExit(f"gateway: {what}: {busy}; stop it, or choose another port ({flag}=...)")
     descriptor_set = descriptors.write(BUILD / "referee.binpb")
     config = _config(args, descriptor_set, desk.write(BUILD / "desk.html"))
     envoy_yaml = BUILD / "envoy.yaml"

@@ -17,6 +17,7 @@ import shutil
 import signal
 import ssl
 import struct
+import socket
 import subprocess
 import sys
 import time
@@ -481,3 +482,18 @@ def test_serve_configures_envoy_from_its_variables_and_becomes_it(tmp_path: Path
         assert any(json.loads(line)["path"] == "/v1/hands:solve" for line in log.read_text().splitlines())
     finally:
         referee.kill()
+
+
+def test_run_refuses_a_busy_port_before_starting_anything() -> None:
+    """`make gateway` beside a `make serve` still running: one clear line, exit 1, and no desk
+    announced over a referee that is not its own."""
+    from gateways import free_port
+
+    with socket.create_server(("127.0.0.1", 0)) as busy:
+        taken = busy.getsockname()[1]
+        ran = _gateway_command(
+            "run", "--listen", f"127.0.0.1:{free_port()}", "--upstream", f"127.0.0.1:{taken}", env=dict(os.environ)
+        )
+    assert ran.returncode == 1, ran
+    assert f"the referee: cannot bind 127.0.0.1:{taken}: the port is already in use" in ran.stderr
+    assert "desk" not in ran.stdout
