@@ -273,3 +273,29 @@ def test_the_server_says_which_build_it_runs_in_its_start_up_line_and_its_metric
     with urllib.request.urlopen(url, timeout=10) as reply:
         text = reply.read().decode()
     assert f'referee_build_info{{api="v1",version="{__version__}"}} 1.0' in text
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_ctrl_c_in_a_terminal_stops_every_process_without_a_traceback(workers: str) -> None:
+    """Ctrl-C signals the terminal's whole process group: the server, its workers and their
+    dispute job processes alike. It drains, says "stopped", exits 0, and no process prints a
+    traceback (a job's KeyboardInterrupt did)."""
+    from servers import server_env
+
+    server = subprocess.Popen(
+        [sys.executable, "-m", "referee.server", "--port", "0", "--workers", workers, "--dispute-jobs", "2"],
+        env=server_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+    )  # fmt: skip
+    assert server.stdout is not None
+    lines = []
+    for line in server.stdout:
+        lines.append(line)
+        if LISTENING.search(line) or WORKERS.search(line):
+            break
+    time.sleep(2)  # the dispute jobs are up
+    os.killpg(server.pid, signal.SIGINT)
+    out, _ = server.communicate(timeout=60)
+    text = "".join(lines) + out
+    assert server.returncode == 0, text
+    assert "Traceback" not in text and "KeyboardInterrupt" not in text, text
+    assert text.rstrip().splitlines()[-1].startswith("remigio-referee: stopped"), text

@@ -10,6 +10,7 @@ a job process has loaded).
 from __future__ import annotations
 
 import os
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -27,7 +28,11 @@ def watch_parent(parent: int) -> None:
     A job process holds both ends of its own work queue, so it never sees the queue close: a
     server process that died without sending it the stop (killed, out of memory) would leave it
     waiting for work for ever, with the memory of a loaded process.
+
+    Ctrl-C in a terminal signals the whole process group: the server drains and stops its jobs
+    itself, so a job ignores SIGINT (it printed a KeyboardInterrupt traceback after "stopped").
     """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     def watch() -> None:
         while os.getppid() == parent:

@@ -32,9 +32,10 @@ import signal
 import socket
 import sys
 import time
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from multiprocessing import get_context
+from multiprocessing.process import BaseProcess
 
 from referee.server import metrics
 from referee.server.console import address, say
@@ -59,7 +60,7 @@ class _Slot:
     """One worker position: the process filling it now and its history."""
 
     number: int
-    process: _Worker | None = None
+    process: BaseProcess | None = None
     beats: int | None = None  # read end of its heartbeat pipe
     started: float = 0.0
     last_beat: float | None = None
@@ -93,19 +94,27 @@ class Supervisor:
 
     def up(self) -> int:
         """Workers running now."""
-        return sum(1 for slot in self.slots if slot.process is not None and slot.process.poll() is None)
+        return sum(1 for slot in self.slots if slot.process is not None and slot.process.exitcode is None)
 
     def _start(self, slot: _Slot, now: float) -> bool:
         """Fork a worker into ``slot``. When that fails, close what was opened, log, and set
         when to try again; False then."""
         pipe: tuple[int, ...] = ()
+        pipes_before = _pipes()
         try:
             pipe = os.pipe()
             # Fork, not spawn: each child starts from this process, which holds no gRPC object.
-            target, port, health_port, beats = self.target, self.port, self.health_port, pipe[1]
-            process = _Worker.fork(lambda: _worker(target, port, health_port, beats))
+            process = _FORK.Process(
+                target=_worker,
+                args=(self.target, self.port, self.health_port, pipe[1]),
+                name=f"referee-worker-{slot.number}",
+                daemon=False,
+            )
+            process.start()
         except OSError as error:
-            _close_fds(*pipe)
+            # multiprocessing's start opens two pipes before it forks and leaves them open when the
+            # fork (or the second pipe) fails: close every pipe this start opened.
+            _close_fds(*pipe, *(_pipes() - pipes_before))
             wait = START_RETRY_BACKOFF[min(slot.failed_starts, len(START_RETRY_BACKOFF) - 1)]
             slot.failed_starts += 1
             slot.restart_at = now + wait
@@ -147,7 +156,7 @@ class Supervisor:
                 self._unmarked = [pid for pid in self._unmarked if not metrics.process_died(pid)]
             for slot in self.slots:
                 process = slot.process
-                if process is not None and process.poll() is not None:
+                if process is not None and process.exitcode is not None:
                     clean &= self._ended(slot, process, now)
                 elif process is not None and not self.stopping:
                     self._check_heartbeat(slot, process, now)
@@ -159,11 +168,13 @@ class Supervisor:
             if self.stopping and all(slot.process is None for slot in self.slots):
                 return 0 if clean else 1
 
-    def _ended(self, slot: _Slot, process: _Worker, now: float) -> bool:
+    def _ended(self, slot: _Slot, process: BaseProcess, now: float) -> bool:
         """Forget a worker that exited; schedule its replacement unless stopping. Was it clean?"""
-        pid, exitcode = process.pid, process.poll()
-        if not metrics.process_died(pid):
+        process.join()
+        pid, exitcode = process.pid, process.exitcode
+        if pid is not None and not metrics.process_died(pid):
             self._unmarked.append(pid)
+        process.close()  # its pipes to the parent, now rather than when collected
         if slot.beats is not None:
             os.close(slot.beats)
         slot.process, slot.beats = None, None
@@ -177,7 +188,7 @@ class Supervisor:
         log.error("worker pid %s %s after %.1fs; starting another in %gs", pid, _how_it_ended(exitcode), lived, wait)
         return True
 
-    def _check_heartbeat(self, slot: _Slot, process: _Worker, now: float) -> None:
+    def _check_heartbeat(self, slot: _Slot, process: BaseProcess, now: float) -> None:
         if slot.last_beat is None:
             silent, limit = now - slot.started, START_TIMEOUT_SECONDS
         else:
@@ -209,49 +220,24 @@ class Supervisor:
                 pipes[fd].last_beat = time.monotonic()
 
 
-@dataclass(eq=False, slots=True)
-class _Worker:
-    """A forked worker process, by ``os.fork`` and ``os.waitpid`` alone: a fork that fails opens
-    nothing (multiprocessing's fork start leaves two pipes open when it does)."""
-
-    pid: int
-    exitcode: int | None = None  # negative: the signal that ended it, as multiprocessing says
-
-    @classmethod
-    def fork(cls, run: Callable[[], object]) -> _Worker:
-        """Fork a child that runs ``run`` and exits with its status; the parent's handle."""
-        pid = os.fork()
-        if pid != 0:
-            return cls(pid)
-        code = 1
-        try:
-            run()
-            code = 0
-        except SystemExit as stop:
-            code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
-        except BaseException:
-            traceback.print_exc()
-        finally:
-            for stream in (sys.stdout, sys.stderr):
-                with contextlib.suppress(Exception):
-                    stream.flush()
-            os._exit(code)
-
-    def poll(self) -> int | None:
-        """The exit status once the worker has ended (reaped then), else None."""
-        if self.exitcode is None:
-            with contextlib.suppress(ChildProcessError):
-                pid, status = os.waitpid(self.pid, os.WNOHANG)
-                if pid == 0:
-                    return None
-                self.exitcode = os.waitstatus_to_exitcode(status)
-        return self.exitcode
-
-
 def _close_fds(*fds: int) -> None:
     for fd in fds:
         with contextlib.suppress(OSError):
             os.close(fd)
+
+
+_FORK = get_context("fork")
+
+
+def _pipes() -> set[int]:
+    """This process's descriptors that are pipes (the parent's other threads open none)."""
+    found = set()
+    with contextlib.suppress(OSError):
+        for name in os.listdir("/proc/self/fd"):
+            with contextlib.suppress(OSError):
+                if os.readlink(f"/proc/self/fd/{name}").startswith("pipe:"):
+                    found.add(int(name))
+    return found
 
 
 def serve_workers(
@@ -342,8 +328,8 @@ def _stop_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM, 0, 0, 0)
 
 
-def _signal(process: _Worker | None, signum: int) -> None:
-    if process is not None and process.exitcode is None:
+def _signal(process: BaseProcess | None, signum: int) -> None:
+    if process is not None and process.pid is not None and process.exitcode is None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(process.pid, signum)
 
