@@ -497,3 +497,16 @@ def test_run_refuses_a_busy_port_before_starting_anything() -> None:
     assert ran.returncode == 1, ran
     assert f"the referee: cannot bind 127.0.0.1:{taken}: the port is already in use" in ran.stderr
     assert "desk" not in ran.stdout
+
+
+def test_json_the_gateway_cannot_read_is_logged_by_the_referee_as_no_request(gateway: Gateway) -> None:
+    """The transcoder refuses the JSON (400) after it has opened the call to the referee, and
+    resets it: the referee's line says the request never came, not a bare CANCELLED."""
+    # A call first, so the gateway's connection to the referee is up and the bad one reaches it.
+    assert httpx.post(gateway.url + "/v1/hands:solve", json={"cards": HAND}, timeout=30).status_code == 200
+    reply = httpx.post(
+        gateway.url + "/v1/hands:solve", content=b"not json", headers={"content-type": "application/json"}, timeout=30
+    )
+    assert reply.status_code == 400
+    line = gateway.logged_call(reply.headers["x-request-id"])
+    assert line["code"] == "CANCELLED" and line.get("no_request") is True, line

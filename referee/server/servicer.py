@@ -100,9 +100,11 @@ class CallEnd:
     items: int | None = None  # cases judged, for a stream
     trace_id: str | None = None  # the call's trace, when tracing is on
     key: str = ""  # the name of the call's API key ("" when keys are off); never the key
-    # Cancelled before its request message arrived: the client cancelled, or gRPC refused the
-    # message as larger than --max-message-bytes (the client then got RESOURCE_EXHAUSTED, which
-    # gRPC does not tell the handler: it sees the end of the messages, then the cancel).
+    # Cancelled before its request message arrived: the client cancelled, a gateway in front
+    # refused what it was to turn into the request (JSON it could not read: the client got its
+    # 400) and reset the call, or gRPC refused the message as larger than --max-message-bytes
+    # (the client then got RESOURCE_EXHAUSTED, which gRPC does not tell the handler: it sees the
+    # end of the messages, then the cancel).
     no_request: bool = False
 
 
@@ -140,7 +142,7 @@ def _log_call(call: CallEnd) -> None:
     extras = f" key={call.key}" if call.key else ""
     if call.no_request:
         fields["no_request"] = True
-        extras += " no_request (cancelled, or over --max-message-bytes)"
+        extras += " no_request (cancelled before its request came: by the client, by a gateway that refused it, or over --max-message-bytes)"
     if call.trace_id is not None:
         fields["trace_id"] = call.trace_id
         extras += f" trace_id={call.trace_id}"
@@ -445,6 +447,9 @@ class RefereeServicer:
 
     async def _receive(self, context: grpc.aio.ServicerContext, call: _Call) -> bytes:
         """The one request message, within the receive timeout."""
+        # Until it comes: a call cancelled meanwhile (a gateway that could not read the JSON it
+        # was turning into this request resets the call) ended with no request.
+        call.no_request = True
         try:
             async with asyncio.timeout(self.limits.receive_timeout_seconds):
                 data = await context.read()
@@ -457,6 +462,7 @@ class RefereeServicer:
             await _cancel_lands()
             raise RefereeError("", "no message", "the call ended before its request message")
         assert isinstance(data, bytes)
+        call.no_request = False
         return data
 
     async def CheckDisputes(self, requests: AsyncIterator[bytes], context: grpc.aio.ServicerContext) -> None:
