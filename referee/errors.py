@@ -37,7 +37,8 @@ class RefereeError(ValueError):
 
     def __init__(self, field: str, value: object, message: str) -> None:
         self.field = field
-        self.value = shorten(value)
+        # No value (a field left out) is quoted as empty, never as the word None.
+        self.value = "" if value is None else shorten(value)
         self.message = message
         super().__init__(f"{field}: {message} ({self.value!r})" if field else f"{message} ({self.value!r})")
 

@@ -318,7 +318,7 @@ MALFORMED = {
     "draw": (lambda: _set(_base(), "draw"), "record.turns[0].draw", "DRAW_SOURCE_UNSPECIFIED"),
     "restock card": (lambda: _set(_base(), "restock card"), "record.turns[0].restock.cards[1]", "XX"),
     "restock total": (lambda: _set(_base(), "restock total"), "record.turns[4].restock", "1080"),
-    "no order": (lambda: _set(_base(), "no order"), "record.deck", "None"),
+    "no order": (lambda: _set(_base(), "no order"), "record.deck", ""),
     "turns": (lambda: _set(_base(), "turns"), "record.turns", None),
     "name": (lambda: _set(_base(), "name"), "record.seats[0].name", None),
     "discard taken": (lambda: _set(_base(), "discard taken"), "rules.discard_taken", "7"),
