@@ -245,6 +245,19 @@
   }
 
   const violationCode = (v) => String(f(v, "code", "")).replace(/^VIOLATION_CODE_/, "");
+  // What a record proves about its deck order (referee.shuffle.ShuffleProof's sentences).
+  const PROOFS = {
+    SHUFFLE_PROOF_COMMITTED: "shuffle committed: the revealed seed matches the hash published before the deal",
+    SHUFFLE_PROOF_UNCOMMITTED: "shuffle seeded but not committed: nothing shows the order was fixed before the deal",
+    SHUFFLE_PROOF_EXPLICIT_DECK: "deck stated in the record: nothing shows when the order was chosen",
+  };
+  const proofText = (reply) => {
+    const violation = f(reply, "violation"), proof = f(reply, "shuffle_proof", "");
+    if (proof === "SHUFFLE_PROOF_COMMITTED" && violation && violationCode(violation) === "SEED_MISMATCH") {
+      return "shuffle committed, and the revealed seed does not match the hash published before the deal";
+    }
+    return PROOFS[proof] || "";
+  };
 
   function replayDrawing(reply, title) {
     const cv = new Canvas();
@@ -262,6 +275,7 @@
       badge(cv, MARGIN, y, "legal so far", GOOD);
       y += 32;
     }
+    if (proofText(reply)) y = paragraph(cv, MARGIN, y, proofText(reply), MUTED);
     let x = MARGIN;
     const pile = list(f(f(reply, "discard_pile", {}), "cards", [])), stock = list(f(f(reply, "stock", {}), "cards", []));
     if (pile.length) cv.add(card(x, y, pile[pile.length - 1]), x + CW, y + CH);

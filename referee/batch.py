@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
-from referee.api import jsonmsg
+from referee.api import handlers, jsonmsg
 from referee.cpus import usable_cpus
 from referee.errors import shorten
 from referee.limits import CASE_ID, MESSAGE_BYTES
@@ -86,6 +86,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--resume", action="store_true", help="skip the cases whose ids the output already holds")
     parser.add_argument("--engine", choices=tuple(Engine), help="engine for cases that name none")
     parser.add_argument(
+        "--require-committed-shuffle",
+        action="store_true",
+        help="judge only deal records whose deck order was committed before the deal (else the violation "
+        "UNCOMMITTED_SHUFFLE); local runs only: a server holds to its own --require-committed-shuffle",
+    )
+    parser.add_argument(
         "--report",
         metavar="FILE",
         help="also write a dispute report: one self-contained HTML page, the cases not confirmed drawn",
@@ -127,6 +133,15 @@ def run(args: argparse.Namespace) -> int:
     if args.jobs < 1:
         print("remigio-referee batch: --jobs must be at least 1", file=sys.stderr)
         return 2
+    if args.require_committed_shuffle and args.target:
+        print(
+            "remigio-referee batch: --require-committed-shuffle judges locally; "
+            "servers hold to their own (serve --require-committed-shuffle)",
+            file=sys.stderr,
+        )
+        return 2
+    # Before the local workers are forked: they inherit it.
+    handlers.require_committed_shuffles(args.require_committed_shuffle)
     if args.target:
         from referee.client import access_from
 

@@ -45,6 +45,12 @@ def add_commands(commands: Any) -> None:
     replay.add_argument(
         "--notation", action="store_true", help="print the record in the notation instead of replaying it"
     )
+    replay.add_argument(
+        "--require-committed-shuffle",
+        action="store_true",
+        help="judge the record only if its deck order was committed before the deal (else the violation "
+        "UNCOMMITTED_SHUFFLE)",
+    )
     add_rule_flags(replay)
     add_svg_flag(replay, "the deal as replayed (every hand, the pile, the first violation)")
     replay.set_defaults(run=_run_replay)
@@ -106,8 +112,9 @@ def _run_replay(args: argparse.Namespace) -> int:
     if args.notation:
         sys.stdout.write(notation_of(request))
         return EXIT_OK
-    from referee.api.handlers import replay_deal
+    from referee.api.handlers import replay_deal, require_committed_shuffles
 
+    require_committed_shuffles(args.require_committed_shuffle)
     response = replay_deal(request)
     if args.svg:
         _write_replay_svg(args.svg, request)
@@ -177,9 +184,20 @@ def format_replay(response: Any) -> str:
         lines.append(f"  stock, top first ({len(stock)}): {card_codes(stock) or 'empty'}")
         if response.reshuffles:
             lines.append(f"  reshuffles: {response.reshuffles}")
+    lines += ["", shuffle_proof_line(response)]
     if response.HasField("result"):
         lines += ["", format_deal(response.result)]
     return "\n".join(lines)
+
+
+def shuffle_proof_line(response: Any) -> str:
+    """What a replayed record proves about its deck order, in words (docs/records.md, "What a
+    record proves")."""
+    from referee._gen.remigio.referee.v1 import referee_pb2 as pb
+    from referee.shuffle import ShuffleProof
+
+    proof = ShuffleProof[pb.ShuffleProof.Name(response.shuffle_proof).removeprefix("SHUFFLE_PROOF_")]
+    return proof.sentence(response.violation.code == pb.VIOLATION_CODE_SEED_MISMATCH)
 
 
 # shuffle ---------------------------------------------------------------------------------------

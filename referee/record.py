@@ -49,7 +49,7 @@ from referee.rules import (
     ScoringRules,
 )
 from referee.scoring import check_reachable
-from referee.shuffle import ALGORITHM, Shuffle, dealt_deck
+from referee.shuffle import ALGORITHM, Shuffle, ShuffleProof, dealt_deck
 
 
 class DrawSource(enum.Enum):
@@ -94,6 +94,12 @@ class Record:
     turns: tuple[Turn, ...] = ()
     eliminated: tuple[str, ...] = ()
     rules: RuleSet = field(default_factory=RuleSet)
+
+    @property
+    def shuffle_proof(self) -> ShuffleProof:
+        """What the record proves about its deck order: an explicit deck proves nothing of when it
+        was chosen; a seeded shuffle is committed when it gives the hash published before the deal."""
+        return ShuffleProof.EXPLICIT_DECK if self.shuffle is None else self.shuffle.proof
 
     def deck_order(self) -> tuple[Card, ...]:
         """The deck the deal was dealt from, top first: the explicit deck, or the seeded shuffle's."""

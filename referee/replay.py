@@ -26,7 +26,7 @@ from referee.closing import Close, check_close
 from referee.deal import HAND, Deal, PlayerHand
 from referee.record import DrawSource, Record, Turn, check_record
 from referee.rules import DiscardTaken
-from referee.shuffle import ALGORITHM, reshuffled
+from referee.shuffle import ALGORITHM, ShuffleProof, reshuffled
 
 
 class ViolationCode(enum.Enum):
@@ -41,6 +41,7 @@ class ViolationCode(enum.Enum):
     FALSE_CLOSE = "FALSE_CLOSE"
     TURN_AFTER_CLOSE = "TURN_AFTER_CLOSE"
     SEED_MISMATCH = "SEED_MISMATCH"
+    UNCOMMITTED_SHUFFLE = "UNCOMMITTED_SHUFFLE"
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +75,9 @@ class Replay:
     # The end-of-deal state, when the record is complete and legal.
     deal: Deal | None = None
     reshuffles: int = 0
+    # What the record proves about its deck order (committed, seeded without a commitment, or
+    # stated): a legal deal whose order was never committed is legal, not proven fair.
+    shuffle_proof: ShuffleProof = ShuffleProof.EXPLICIT_DECK
 
     @property
     def legal(self) -> bool:
@@ -85,10 +89,14 @@ _STOCK = DrawSource.STOCK
 _DISCARD = DrawSource.DISCARD
 
 
-def replay(record: Record) -> Replay:
-    """Play ``record`` turn by turn under its rules; raise (naming the field) when it is malformed."""
+def replay(record: Record, committed_only: bool = False) -> Replay:
+    """Play ``record`` turn by turn under its rules; raise (naming the field) when it is malformed.
+
+    ``committed_only``: a record whose deck order was not committed before the deal (a seeded
+    shuffle without ``server_seed_hash``, or an explicit deck) is the violation
+    UNCOMMITTED_SHUFFLE, with nothing dealt, for platforms that promise provably fair deals."""
     check_record(record)
-    return _Table(record).play()
+    return _Table(record).play(committed_only)
 
 
 class _Table:
@@ -123,12 +131,14 @@ class _Table:
         self.stock = list(order[dealt + 1 :])
         self.stock.reverse()
 
-    def play(self) -> Replay:
+    def play(self, committed_only: bool = False) -> Replay:
         """Deal and apply every turn until the first violation."""
         record = self.record
         shuffle = record.shuffle
         if shuffle is not None and not shuffle.matches_commitment():
             return self.answer(0, self.seed_mismatch())
+        if committed_only and record.shuffle_proof is not ShuffleProof.COMMITTED:
+            return self.answer(0, self.uncommitted())
         self.deal()
         seats = len(self.hands)
         forbidden = record.rules.discard_taken is DiscardTaken.FORBIDDEN
@@ -289,6 +299,7 @@ class _Table:
             close=self.close,
             deal=deal,
             reshuffles=self.reshuffles,
+            shuffle_proof=record.shuffle_proof,
         )
 
     def violation(self, number: int, seat: int, code: ViolationCode, what: str) -> Violation:
@@ -316,6 +327,21 @@ class _Table:
             ViolationCode.SEED_MISMATCH,
             f"the deal, dealt by {self.names[dealer]}: the revealed server seed hashes to {shuffle.commitment()}, "
             f"not to the committed {shuffle.server_seed_hash}; nothing is dealt",
+        )
+
+    def uncommitted(self) -> Violation:
+        """The deck order was never committed, and only committed ones are judged: nothing is dealt."""
+        dealer = self.record.dealer
+        what = (
+            "its deck is stated, not dealt from a committed shuffle"
+            if self.record.shuffle is None
+            else "its shuffle gives no server_seed_hash committed before the deal"
+        )
+        return Violation(
+            0,
+            dealer,
+            ViolationCode.UNCOMMITTED_SHUFFLE,
+            f"the deal, dealt by {self.names[dealer]}: {what}; only deals whose order was committed are judged here",
         )
 
     def after_close(self, number: int, turn: Turn) -> Violation:

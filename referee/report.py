@@ -31,6 +31,7 @@ from referee.linking import Linking
 from referee.replay import Replay, Violation, ViolationCode
 from referee.rules import CloseKind, ScoringRules
 from referee.scoring import DealResult, PlayerResult
+from referee.shuffle import ShuffleProof
 
 OUTCOMES = ("CONFIRMED", "WRONG", "INVALID", "ILLEGAL", "NO_CLAIM", "MALFORMED")
 DRAWN_CASES = 500
@@ -426,6 +427,9 @@ def _drawn_section(message: Mapping[str, Any], outcome: str, case: str | None) -
             f'<p class="error">{_h(error.get("field", ""))} {_h(repr(error.get("value", "")))}: '
             f"{_h(error.get('message', ''))}</p>\n"
         )
+    proof = _shuffle_proof(message.get("record"))
+    if proof:
+        out.append(f'<p class="proof">{_h(proof)}</p>\n')
     claims = message.get("claims") or []
     if claims:
         out.append(_claims_table(claims))
@@ -442,6 +446,18 @@ def _drawn_section(message: Mapping[str, Any], outcome: str, case: str | None) -
         out.append("</div>\n")
     out.append("</section>\n")
     return "".join(out)
+
+
+def _shuffle_proof(record: object) -> str:
+    """What a record verdict's deal proves about its deck order, in words ("" for no record)."""
+    if not isinstance(record, dict):
+        return ""
+    name = str(record.get("shuffle_proof", "")).removeprefix("SHUFFLE_PROOF_")
+    if name not in ShuffleProof.__members__:
+        return ""
+    violation = record.get("violation")
+    mismatch = isinstance(violation, dict) and violation.get("code") == "VIOLATION_CODE_SEED_MISMATCH"
+    return ShuffleProof[name].sentence(mismatch)
 
 
 def _claims_table(claims: Sequence[Mapping[str, Any]]) -> str:

@@ -9,6 +9,7 @@ from them. The test vectors are in ``docs/records.md``.
 
 from __future__ import annotations
 
+import enum
 import hashlib
 import hmac
 import struct
@@ -41,6 +42,36 @@ def _hex_field(value: object, field: str, what: str) -> str:
     if len(text) != 2 * SEED_BYTES or not _HEX_DIGITS.issuperset(text):
         raise InvalidShuffleError(field, value, f"{what} must be {2 * SEED_BYTES} hex digits ({SEED_BYTES} bytes)")
     return text
+
+
+class ShuffleProof(enum.Enum):
+    """What a record proves about its deck order (RULES §9.5):
+
+    - ``COMMITTED``: a seeded shuffle whose seed's hash was committed before the deal
+      (``server_seed_hash``); the replay checks the revealed seed against it (else SEED_MISMATCH),
+      so the order was fixed before anyone played;
+    - ``UNCOMMITTED``: a seeded shuffle with no commitment: the order follows from the seed, but
+      nothing shows the seed was chosen before the deal;
+    - ``EXPLICIT_DECK``: the record states the order itself: nothing proves when it was chosen.
+    """
+
+    COMMITTED = "COMMITTED"
+    UNCOMMITTED = "UNCOMMITTED"
+    EXPLICIT_DECK = "EXPLICIT_DECK"
+
+    def sentence(self, seed_mismatch: bool = False) -> str:
+        """What it proves, in words, for a reader of a replay (the command line, the report);
+        ``seed_mismatch``: the replay found the revealed seed off its commitment."""
+        if self is ShuffleProof.COMMITTED and seed_mismatch:
+            return "shuffle committed, and the revealed seed does not match the hash published before the deal"
+        return _PROOF_SENTENCES[self]
+
+
+_PROOF_SENTENCES = {
+    ShuffleProof.COMMITTED: "shuffle committed: the revealed seed matches the hash published before the deal",
+    ShuffleProof.UNCOMMITTED: "shuffle seeded but not committed: nothing shows the order was fixed before the deal",
+    ShuffleProof.EXPLICIT_DECK: "deck stated in the record: nothing shows when the order was chosen",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +116,12 @@ class Shuffle:
     def commitment(self) -> str:
         """The SHA-256 of the server seed, in hex: what the platform publishes before the deal."""
         return commitment(self.server_seed)
+
+    @property
+    def proof(self) -> ShuffleProof:
+        """COMMITTED when a hash was committed (whether the seed matches it is the replay's to
+        say), else UNCOMMITTED."""
+        return ShuffleProof.UNCOMMITTED if self.server_seed_hash is None else ShuffleProof.COMMITTED
 
     def matches_commitment(self) -> bool:
         """False when a committed hash is given and the revealed seed does not hash to it."""

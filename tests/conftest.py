@@ -121,6 +121,7 @@ TIERS: dict[str, tuple[str, ...]] = {
         "test_h2client",
         "test_replay_deal",
         "test_service",
+        "test_shuffle_proof",
         "test_wire",
     ),
     "process": (

@@ -246,6 +246,13 @@ ENUMS = {
         "VIOLATION_CODE_FALSE_CLOSE",
         "VIOLATION_CODE_TURN_AFTER_CLOSE",
         "VIOLATION_CODE_SEED_MISMATCH",
+        "VIOLATION_CODE_UNCOMMITTED_SHUFFLE",
+    ],
+    "ShuffleProof": [
+        "SHUFFLE_PROOF_UNSPECIFIED",
+        "SHUFFLE_PROOF_COMMITTED",
+        "SHUFFLE_PROOF_UNCOMMITTED",
+        "SHUFFLE_PROOF_EXPLICIT_DECK",
     ],
 }
 
@@ -282,7 +289,7 @@ MESSAGES = {
     "ReplayDealRequest": "record rules claims",
     "Violation": "turn seat code message",
     "ReplayDealResponse": (
-        "legal violation turns_played complete hands discard_pile stock discard result claims to_play? closer? reshuffles"
+        "legal violation turns_played complete hands discard_pile stock discard result claims to_play? closer? reshuffles shuffle_proof"
     ),
 }
 

@@ -15,9 +15,9 @@ import os
 import re
 import shutil
 import signal
+import socket
 import ssl
 import struct
-import socket
 import subprocess
 import sys
 import time

@@ -172,7 +172,7 @@ def test_simulated_records_over_grpc_score_as_score_deal_over_grpc(stub: Stub, s
     assert complete > 250
 
 
-@pytest.mark.parametrize("code", list(ViolationCode), ids=lambda code: code.value)
+@pytest.mark.parametrize("code", list(INJECTIONS), ids=lambda code: code.value)
 def test_each_violation_over_grpc_names_its_turn_seat_and_code(
     stub: Stub, code: ViolationCode, simulated: tuple[Played, ...]
 ) -> None:

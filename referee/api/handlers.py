@@ -108,6 +108,23 @@ def _scored(
     return answer
 
 
+# Whether this process judges only records whose deck order was committed before the deal
+# (``serve --require-committed-shuffle``, ``replay``/``batch --require-committed-shuffle``): set
+# once when the process starts, before any call, and handed to the processes it starts.
+_committed_only = False
+
+
+def require_committed_shuffles(on: bool) -> None:
+    """Judge only records whose deck order was committed (else UNCOMMITTED_SHUFFLE), or any."""
+    global _committed_only
+    _committed_only = on
+
+
+def committed_shuffles_required() -> bool:
+    """Whether ``require_committed_shuffles`` is on in this process."""
+    return _committed_only
+
+
 def replay_deal(request: pb.ReplayDealRequest, into: pb.ReplayDealResponse | None = None) -> pb.ReplayDealResponse:
     """ReplayDeal: play a deal record turn by turn up to its first violation; a complete legal
     record is scored by ScoreDeal's own path, so its result is what ScoreDeal gives its end state.
@@ -121,7 +138,7 @@ def replay_deal(request: pb.ReplayDealRequest, into: pb.ReplayDealResponse | Non
         claims = deal_claims_from_proto(request.claims)
     records.check_claimed_players(claims, len(record.seats))
     with rooted_at("record"), records.proto_paths():
-        result = replay(record)
+        result = replay(record, _committed_only)
     response = records.replay_to_proto(result, into)
     if result.deal is not None:
         # ScoreDeal's own path on the end state, without writing it as a message and reading it

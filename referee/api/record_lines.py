@@ -28,7 +28,7 @@ from operator import attrgetter
 from typing import Any, TypeVar
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
-from referee.api import convert, jsonmsg, records
+from referee.api import convert, handlers, jsonmsg, records
 from referee.api.disputes import outcome_of
 from referee.cards import CARD_BY_INDEX, Card, known_card
 from referee.claims import ClaimVerdict, Verdict, judge_deal_claims
@@ -41,6 +41,7 @@ from referee.record import Turn
 from referee.replay import Replay, Violation, ViolationCode, replay
 from referee.rules import CloseKind
 from referee.scoring import DealResult, score_deal
+from referee.shuffle import ShuffleProof
 
 _T = TypeVar("_T")
 
@@ -56,6 +57,7 @@ _GROUP_KINDS = {kind: _quote(pb.GroupKind.Name(convert.group_kind_to_proto(kind)
 _CLOSE_KINDS = {kind: _quote(pb.CloseKind.Name(convert.close_kind_to_proto(kind))) for kind in (*CloseKind, None)}
 _VERDICTS = {verdict: _quote(pb.Verdict.Name(convert.verdict_to_proto(verdict))) for verdict in Verdict}
 _VIOLATIONS = {code: _quote(pb.ViolationCode.Name(records.violation_code_to_proto(code))) for code in ViolationCode}
+_PROOFS = {proof: _quote(f"SHUFFLE_PROOF_{proof.name}") for proof in ShuffleProof}
 _OUTCOMES = {number: _quote(pb.DisputeOutcome.Name(number)) for number in pb.DisputeOutcome.values()}
 _BOOLS = ("false", "true")
 
@@ -200,6 +202,7 @@ def _replay(played: Replay, result: DealResult | None, claims: str, claimed: boo
             ('"to_play":', str(played.to_play), _ABSENT if played.to_play is None else _SET),
             ('"closer":', str(played.closer), _ABSENT if played.closer is None else _SET),
             ('"reshuffles":', str(played.reshuffles), bool(played.reshuffles)),
+            ('"shuffle_proof":', _PROOFS[played.shuffle_proof], _SET),  # never the zero value
         )
     )
 
@@ -319,7 +322,7 @@ def judge_record(case: pb.CheckDisputesRequest, turns: tuple[Turn, ...]) -> str 
         record = records.record_from_proto(request.record, rules, turns=turns)
         claims = convert.deal_claims_from_proto(request.claims)
         records.check_claimed_players(claims, len(record.seats))
-        played = replay(record)
+        played = replay(record, handlers.committed_shuffles_required())
         result = None
         verdicts: list[ClaimVerdict] = []
         if played.deal is not None:

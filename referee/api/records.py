@@ -36,13 +36,14 @@ from referee.rules import (
     RuleSet,
     ScoringMode,
 )
-from referee.shuffle import Shuffle
+from referee.shuffle import Shuffle, ShuffleProof
 
 # Enum tables, built from the names so a renamed member fails at import rather than at a call.
 _DRAWS = {pb.DrawSource.Value(f"DRAW_SOURCE_{m.name}"): m for m in DrawSource}
 _DRAW_NUMBERS = {source: number for number, source in _DRAWS.items()}
 _VIOLATION_CODES = {m: pb.ViolationCode.Value(f"VIOLATION_CODE_{m.name}") for m in ViolationCode}
 _DISCARD_TAKEN_NUMBERS = {m: pb.DiscardTaken.Value(f"DISCARD_TAKEN_{m.name}") for m in DiscardTaken}
+_SHUFFLE_PROOFS = {m: pb.ShuffleProof.Value(f"SHUFFLE_PROOF_{m.name}") for m in ShuffleProof}
 
 
 # Proto -> domain ------------------------------------------------------------------------------
@@ -176,6 +177,7 @@ def replay_to_proto(result: Replay, into: pb.ReplayDealResponse | None = None) -
     response.stock.SetInParent()
     response.discard = result.discard.code() if result.discard is not None else ""
     response.reshuffles = result.reshuffles
+    response.shuffle_proof = _SHUFFLE_PROOFS[result.shuffle_proof]
     violation = result.violation
     if violation is not None:
         response.violation.CopyFrom(

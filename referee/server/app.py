@@ -30,6 +30,7 @@ from grpc_health.v1 import health_pb2
 from grpc_reflection.v1alpha import reflection as grpc_reflection
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
+from referee.api import handlers
 from referee.limits import MESSAGE_BYTES
 from referee.linking import load_engines
 from referee.server import access, metrics
@@ -126,6 +127,7 @@ async def create_server(
     health_address: str | None = None,
     health_limits: HealthLimits | None = None,
     trusted_proxies: access.TrustedProxies | None = None,
+    committed_only: bool = False,
 ) -> RunningServer:
     """Build, bind and start a server in the running event loop; it reports SERVING.
 
@@ -133,7 +135,8 @@ async def create_server(
     same status), for probes that cannot speak the main port's TLS or present a certificate, with
     the main port's connection limits. ``health_limits`` caps the health Watch streams.
     ``trusted_proxies`` are believed about the client's address (``x-forwarded-for``), for the
-    per-client limits and the log.
+    per-client limits and the log. ``committed_only``: deal records whose deck order was not
+    committed are the violation UNCOMMITTED_SHUFFLE, here and in the dispute jobs.
     """
     limits = limits or ServiceLimits()
     connections = connections or ConnectionLimits()
@@ -150,7 +153,8 @@ async def create_server(
     # No maximum_concurrent_rpcs: gRPC's limit would refuse health checks too. Work is bounded
     # by the compute pool and the stream caps instead, and waiting calls hold only coroutines.
     server = grpc.aio.server(interceptors=list(interceptors), options=options)
-    jobs = DisputeJobs(dispute_jobs)
+    handlers.require_committed_shuffles(committed_only)
+    jobs = DisputeJobs(dispute_jobs, committed_only)
     compute = ComputePool(threads, max(0, max_concurrent - threads), max_calls_per_client)
     servicer = RefereeServicer(compute, jobs, limits, max_message_bytes=max_message_bytes, proxies=trusted_proxies)
     add_to_server(servicer, server)

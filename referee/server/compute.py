@@ -230,8 +230,9 @@ class DisputeJobs:
     fork server would need a writable temporary directory for its socket.
     """
 
-    def __init__(self, jobs: int) -> None:
+    def __init__(self, jobs: int, committed_only: bool = False) -> None:
         self.jobs = jobs
+        self.committed_only = committed_only  # handed to each job process (api.handlers)
         self._executors: list[Executor] = [self._start() for _ in range(jobs)]
         self._started: list[Future[int] | None] = [None] * jobs
         self._load = [0] * jobs  # cases each job holds: waiting or in a batch
@@ -249,8 +250,8 @@ class DisputeJobs:
         return ProcessPoolExecutor(
             max_workers=1,
             mp_context=multiprocessing.get_context("spawn"),
-            initializer=job.watch_parent,
-            initargs=(os.getpid(),),
+            initializer=job.start,
+            initargs=(os.getpid(), self.committed_only),
         )
 
     def warm_up(self) -> None:

@@ -126,6 +126,8 @@ class ServerConfig:
     dispute_jobs: int | None = None  # None: usable cores / workers
     max_message_bytes: int = MESSAGE_BYTES
     reflection: bool = True
+    # Deal records whose deck order was not committed are the violation UNCOMMITTED_SHUFFLE.
+    require_committed_shuffle: bool = False
     log_format: str = "text"
     grace_seconds: float = DEFAULT_GRACE_SECONDS
     heartbeat_timeout_seconds: float = DEFAULT_HEARTBEAT_TIMEOUT_SECONDS
@@ -152,6 +154,7 @@ class ServerConfig:
             dispute_jobs=args.dispute_jobs,
             max_message_bytes=args.max_message_bytes,
             reflection=args.reflection,
+            require_committed_shuffle=args.require_committed_shuffle,
             log_format=args.log_format,
             grace_seconds=args.grace,
             heartbeat_timeout_seconds=args.heartbeat_timeout,
@@ -454,6 +457,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "a gateway in front; from any other peer the header is ignored",
         "CIDR,...",
         unset="none",
+    )
+    parser.add_argument(
+        "--require-committed-shuffle",
+        action="store_true",
+        default=env("REMIGIO_REQUIRE_COMMITTED_SHUFFLE", "") not in ("", "0"),
+        help="judge only deal records whose deck order was committed before the deal (a shuffle with "
+        "server_seed_hash): any other is the violation UNCOMMITTED_SHUFFLE, for platforms that promise "
+        "provably fair deals (env REMIGIO_REQUIRE_COMMITTED_SHUFFLE; default off)",
     )
     parser.add_argument(
         "--debug-pid",

@@ -22,8 +22,17 @@ Judging = tuple[Callable[[bytes, float, int], bytes], bytes, float, int]
 PARENT_CHECK_SECONDS = 1.0
 
 
+def start(parent: int, committed_only: bool) -> None:
+    """The job process's initializer: what its server holds to (``committed_only``, see
+    ``referee.api.handlers.require_committed_shuffles``), and the watch on ``parent``."""
+    from referee.api import handlers
+
+    handlers.require_committed_shuffles(committed_only)
+    watch_parent(parent)
+
+
 def watch_parent(parent: int) -> None:
-    """The job process's initializer: end it when ``parent`` (the server process) is gone.
+    """End this job process when ``parent`` (the server process) is gone.
 
     A job process holds both ends of its own work queue, so it never sees the queue close: a
     server process that died without sending it the stop (killed, out of memory) would leave it
@@ -66,4 +75,4 @@ def ready() -> int:
     return os.getpid()
 
 
-__all__ = ["PARENT_CHECK_SECONDS", "Judging", "judge_each", "ready", "watch_parent"]
+__all__ = ["PARENT_CHECK_SECONDS", "Judging", "judge_each", "ready", "start", "watch_parent"]

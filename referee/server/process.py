@@ -207,6 +207,7 @@ async def _serve(config: ServerConfig, granted: Access, port: int, reuse_port: b
             limits=config.service,
             connections=connection_caps(config.connections),
             reflection=config.reflection,
+            committed_only=config.require_committed_shuffle,
             max_message_bytes=config.max_message_bytes,
             reuse_port=reuse_port,
             dispute_jobs=config.dispute_jobs or max(1, usable_cpus() // config.workers),

@@ -97,6 +97,14 @@ class ViolationCode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     VIOLATION_CODE_FALSE_CLOSE: _ClassVar[ViolationCode]
     VIOLATION_CODE_TURN_AFTER_CLOSE: _ClassVar[ViolationCode]
     VIOLATION_CODE_SEED_MISMATCH: _ClassVar[ViolationCode]
+    VIOLATION_CODE_UNCOMMITTED_SHUFFLE: _ClassVar[ViolationCode]
+
+class ShuffleProof(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    SHUFFLE_PROOF_UNSPECIFIED: _ClassVar[ShuffleProof]
+    SHUFFLE_PROOF_COMMITTED: _ClassVar[ShuffleProof]
+    SHUFFLE_PROOF_UNCOMMITTED: _ClassVar[ShuffleProof]
+    SHUFFLE_PROOF_EXPLICIT_DECK: _ClassVar[ShuffleProof]
 JOKER_LIMIT_UNSPECIFIED: JokerLimit
 JOKER_LIMIT_UNLIMITED: JokerLimit
 JOKER_LIMIT_NO_MORE_THAN_NATURALS: JokerLimit
@@ -154,6 +162,11 @@ VIOLATION_CODE_RESTOCK_MISMATCH: ViolationCode
 VIOLATION_CODE_FALSE_CLOSE: ViolationCode
 VIOLATION_CODE_TURN_AFTER_CLOSE: ViolationCode
 VIOLATION_CODE_SEED_MISMATCH: ViolationCode
+VIOLATION_CODE_UNCOMMITTED_SHUFFLE: ViolationCode
+SHUFFLE_PROOF_UNSPECIFIED: ShuffleProof
+SHUFFLE_PROOF_COMMITTED: ShuffleProof
+SHUFFLE_PROOF_UNCOMMITTED: ShuffleProof
+SHUFFLE_PROOF_EXPLICIT_DECK: ShuffleProof
 
 class Multiplier(_message.Message):
     __slots__ = ("kind", "multiplier")
@@ -528,7 +541,7 @@ class Violation(_message.Message):
     def __init__(self, turn: _Optional[int] = ..., seat: _Optional[int] = ..., code: _Optional[_Union[ViolationCode, str]] = ..., message: _Optional[str] = ...) -> None: ...
 
 class ReplayDealResponse(_message.Message):
-    __slots__ = ("legal", "violation", "turns_played", "complete", "hands", "discard_pile", "stock", "discard", "result", "claims", "to_play", "closer", "reshuffles")
+    __slots__ = ("legal", "violation", "turns_played", "complete", "hands", "discard_pile", "stock", "discard", "result", "claims", "to_play", "closer", "reshuffles", "shuffle_proof")
     LEGAL_FIELD_NUMBER: _ClassVar[int]
     VIOLATION_FIELD_NUMBER: _ClassVar[int]
     TURNS_PLAYED_FIELD_NUMBER: _ClassVar[int]
@@ -542,6 +555,7 @@ class ReplayDealResponse(_message.Message):
     TO_PLAY_FIELD_NUMBER: _ClassVar[int]
     CLOSER_FIELD_NUMBER: _ClassVar[int]
     RESHUFFLES_FIELD_NUMBER: _ClassVar[int]
+    SHUFFLE_PROOF_FIELD_NUMBER: _ClassVar[int]
     legal: bool
     violation: Violation
     turns_played: int
@@ -555,4 +569,5 @@ class ReplayDealResponse(_message.Message):
     to_play: int
     closer: int
     reshuffles: int
-    def __init__(self, legal: _Optional[bool] = ..., violation: _Optional[_Union[Violation, _Mapping]] = ..., turns_played: _Optional[int] = ..., complete: _Optional[bool] = ..., hands: _Optional[_Iterable[_Union[Player, _Mapping]]] = ..., discard_pile: _Optional[_Union[Pile, _Mapping]] = ..., stock: _Optional[_Union[Pile, _Mapping]] = ..., discard: _Optional[str] = ..., result: _Optional[_Union[ScoreDealResponse, _Mapping]] = ..., claims: _Optional[_Iterable[_Union[ClaimVerdict, _Mapping]]] = ..., to_play: _Optional[int] = ..., closer: _Optional[int] = ..., reshuffles: _Optional[int] = ...) -> None: ...
+    shuffle_proof: ShuffleProof
+    def __init__(self, legal: _Optional[bool] = ..., violation: _Optional[_Union[Violation, _Mapping]] = ..., turns_played: _Optional[int] = ..., complete: _Optional[bool] = ..., hands: _Optional[_Iterable[_Union[Player, _Mapping]]] = ..., discard_pile: _Optional[_Union[Pile, _Mapping]] = ..., stock: _Optional[_Union[Pile, _Mapping]] = ..., discard: _Optional[str] = ..., result: _Optional[_Union[ScoreDealResponse, _Mapping]] = ..., claims: _Optional[_Iterable[_Union[ClaimVerdict, _Mapping]]] = ..., to_play: _Optional[int] = ..., closer: _Optional[int] = ..., reshuffles: _Optional[int] = ..., shuffle_proof: _Optional[_Union[ShuffleProof, str]] = ...) -> None: ...

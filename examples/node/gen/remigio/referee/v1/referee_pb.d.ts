@@ -1451,6 +1451,14 @@ export declare type ReplayDealResponse = Message<"remigio.referee.v1.ReplayDealR
    * @generated from field: int32 reshuffles = 13;
    */
   reshuffles: number;
+
+  /**
+   * What the record proves about its deck order: a legal deal is proven fair only when
+   * COMMITTED.
+   *
+   * @generated from field: remigio.referee.v1.ShuffleProof shuffle_proof = 14;
+   */
+  shuffleProof: ShuffleProof;
 };
 
 /**
@@ -1995,12 +2003,62 @@ export enum ViolationCode {
    * @generated from enum value: VIOLATION_CODE_SEED_MISMATCH = 9;
    */
   SEED_MISMATCH = 9,
+
+  /**
+   * The deck order was not committed before the deal (a shuffle without server_seed_hash, or an
+   * explicit deck), and this referee judges committed deals only (turn 0; see ShuffleProof).
+   *
+   * @generated from enum value: VIOLATION_CODE_UNCOMMITTED_SHUFFLE = 10;
+   */
+  UNCOMMITTED_SHUFFLE = 10,
 }
 
 /**
  * Describes the enum remigio.referee.v1.ViolationCode.
  */
 export declare const ViolationCodeSchema: GenEnum<ViolationCode>;
+
+/**
+ * What a deal record proves about its deck order (docs/records.md, "What a record proves").
+ *
+ * @generated from enum remigio.referee.v1.ShuffleProof
+ */
+export enum ShuffleProof {
+  /**
+   * Never sent by the referee.
+   *
+   * @generated from enum value: SHUFFLE_PROOF_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * A seeded shuffle whose server_seed_hash was committed before the deal; the revealed seed
+   * is checked against it (else VIOLATION_CODE_SEED_MISMATCH): the order was fixed before play.
+   *
+   * @generated from enum value: SHUFFLE_PROOF_COMMITTED = 1;
+   */
+  COMMITTED = 1,
+
+  /**
+   * A seeded shuffle with no server_seed_hash: the order follows from the seed, but nothing
+   * shows the seed was chosen before the deal. Legal is not proven fair.
+   *
+   * @generated from enum value: SHUFFLE_PROOF_UNCOMMITTED = 2;
+   */
+  UNCOMMITTED = 2,
+
+  /**
+   * The record states the deck itself: nothing proves when the order was chosen.
+   *
+   * @generated from enum value: SHUFFLE_PROOF_EXPLICIT_DECK = 3;
+   */
+  EXPLICIT_DECK = 3,
+}
+
+/**
+ * Describes the enum remigio.referee.v1.ShuffleProof.
+ */
+export declare const ShuffleProofSchema: GenEnum<ShuffleProof>;
 
 /**
  * The referee: stateless, deterministic, and independent of the order of cards in a request.
