@@ -173,3 +173,28 @@ def test_the_desk_is_written_served_by_its_own_route_and_accepted_by_envoy(tmp_p
     bare = yaml.safe_load(render(GatewayConfig(str(descriptor_set()))))
     bare_routes = bare["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
     assert all("direct_response" not in route for route in bare_routes["route_config"]["virtual_hosts"][0]["routes"])
+
+
+def test_every_field_the_desk_reads_is_a_field_of_the_contract() -> None:
+    """The desk reads replies by their proto field names (``f(message, "name")``): each name it
+    reads must be a field of some message of the contract or of google.rpc.Status's details, so
+    a field renamed in the proto fails here, not in a support call."""
+    import re
+
+    from google.rpc import error_details_pb2, status_pb2
+
+    script = (ROOT / "gateway" / "desk.js").read_text(encoding="utf-8")
+    read = set(re.findall(r'\bf\([^,()]+, "([a-z_]+)"', script))
+    assert len(read) > 30, "the desk's field reads were not found: has f() changed?"
+
+    def fields(file: object) -> set[str]:
+        names: set[str] = set()
+        pending = list(file.message_types_by_name.values())  # type: ignore[attr-defined]
+        while pending:
+            message = pending.pop()
+            names.update(message.fields_by_name)
+            pending.extend(message.nested_types)
+        return names
+
+    known = fields(pb.DESCRIPTOR) | fields(status_pb2.DESCRIPTOR) | fields(error_details_pb2.DESCRIPTOR)
+    assert not read - known, f"the desk reads fields the contract does not have: {sorted(read - known)}"
