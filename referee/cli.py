@@ -19,19 +19,13 @@ from referee import __version__
 from referee.api import jsonmsg
 from referee.cards import Card
 from referee.errors import RefereeError
-from referee.rules import DiscardTaken, Engine, JokerDiscard, JokerLimit
+from referee.rules import RULE_OPTIONS
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 
 
 class UsageError(Exception):
     """The command cannot start as asked (a file it cannot open): exit status 2, one line."""
-
-
-JOKER_LIMITS = tuple(limit.value for limit in JokerLimit)
-JOKER_DISCARDS = tuple(rule.value for rule in JokerDiscard)
-DISCARDS_TAKEN = tuple(rule.value for rule in DiscardTaken)
-ENGINES = tuple(Engine)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -121,20 +115,16 @@ def build_parser(serving: bool = True) -> argparse.ArgumentParser:
 def add_rule_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="one JSON object per answer (protobuf JSON mapping)")
     rules = parser.add_argument_group("rule options (unset: the rule book's defaults)")
-    rules.add_argument("--decks", type=int, help="decks in play (default 2)")
-    rules.add_argument("--joker-points", type=int, help="points of an unlinked joker (default 20)")
-    rules.add_argument("--joker-limit", type=str.upper, choices=JOKER_LIMITS, help="jokers a group may hold")
-    rules.add_argument("--wrap-runs", action="store_true", default=None, help="allow runs to wrap (K-A-2)")
-    rules.add_argument(
-        "--joker-discard", type=str.upper, choices=JOKER_DISCARDS, help="a joker laid face down (default CLEAN)"
-    )
-    rules.add_argument(
-        "--discard-taken",
-        type=str.upper,
-        choices=DISCARDS_TAKEN,
-        help="may a card taken from the discard pile be thrown back at once (default ALLOWED)",
-    )
-    rules.add_argument("--engine", choices=ENGINES, help="linking engine (default cpsat)")
+    for option in RULE_OPTIONS:  # each declared once, in referee.rules
+        text = f"{option.help} (default {option.spell(option.default)})"
+        if option.kind is bool:
+            rules.add_argument(option.flag, action="store_true", default=None, help=text)
+        elif option.choices:
+            # The choices as the rule book spells them, in either case (an engine's are lowercase).
+            spell = str.lower if all(c.islower() for c in option.choices) else str.upper
+            rules.add_argument(option.flag, type=spell, choices=option.choices, help=text)
+        else:
+            rules.add_argument(option.flag, type=option.kind, help=text)
 
 
 def add_svg_flag(parser: argparse.ArgumentParser, what: str) -> None:
@@ -171,22 +161,18 @@ def write_drawing(path: str, drawing: str) -> None:
 
 def rule_options(args: argparse.Namespace, into: Any) -> None:
     """Copy the rule flags that were given into a RuleOptions message."""
-    from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 
-    if args.decks is not None:
-        into.decks = args.decks
-    if args.joker_points is not None:
-        into.joker_points = args.joker_points
-    if args.wrap_runs:
-        into.wrap_runs = True
-    if args.joker_limit:
-        into.joker_limit = pb.JokerLimit.Value(f"JOKER_LIMIT_{args.joker_limit}")
-    if args.joker_discard:
-        into.joker_discard = pb.JokerDiscard.Value(f"JOKER_DISCARD_{args.joker_discard}")
-    if args.discard_taken:
-        into.discard_taken = pb.DiscardTaken.Value(f"DISCARD_TAKEN_{args.discard_taken}")
-    if args.engine:
-        into.engine = pb.Engine.Value(f"ENGINE_{Engine(args.engine).name}")
+    for option in RULE_OPTIONS:
+        value = getattr(args, option.name)
+        if value is None or value is False:
+            continue  # not given: the rule book's default
+        field = into.DESCRIPTOR.fields_by_name[option.name]
+        if field.enum_type is None:
+            setattr(into, option.name, value)
+        else:
+            # The contract's enum value of the same name, after its prefix (JOKER_LIMIT_UNLIMITED).
+            prefix = field.enum_type.values_by_number[0].name.removesuffix("UNSPECIFIED")
+            setattr(into, option.name, field.enum_type.values_by_name[prefix + option.kind(value).name].number)
 
 
 def _key_name(text: str) -> str:

@@ -39,11 +39,8 @@ from referee.errors import InvalidCardError, InvalidNotationError, InvalidRecord
 from referee.limits import ELIMINATED, NAME, PILE_CARDS, PLAYERS, RESTOCK_CARDS, TURNS
 from referee.rules import (
     DEFAULT_MULTIPLIERS,
+    RULE_OPTIONS,
     CloseKind,
-    DiscardTaken,
-    Engine,
-    JokerDiscard,
-    JokerLimit,
     RuleSet,
     ScoringMode,
     ScoringRules,
@@ -243,20 +240,20 @@ _INTEGER = re.compile(r"-?\d{1,20}")  # a nonce takes up to 20 digits
 _DRAW_CODES = {"S": DrawSource.STOCK, "D": DrawSource.DISCARD}
 _DRAW_LETTERS = {DrawSource.STOCK: "S", DrawSource.DISCARD: "D"}
 
-# Rule tags: the tag, the RuleSet attribute (scoring.* for the scoring rules) and how its value reads.
-_RULE_TAGS: tuple[tuple[str, str, Callable[[str], object]], ...] = (
-    ("Decks", "decks", int),
-    ("JokerPoints", "joker_points", int),
-    ("WrapRuns", "wrap_runs", lambda text: {"true": True, "false": False}[text]),
-    ("JokerLimit", "joker_limit", JokerLimit),
-    ("JokerDiscard", "joker_discard", JokerDiscard),
-    ("DiscardTaken", "discard_taken", DiscardTaken),
+# Rule tags: the tag, the RuleSet attribute (scoring.* for the scoring rules) and how its value
+# reads. Each declared option's own (referee.rules.RULE_OPTIONS), the scoring rules' before the
+# engine's.
+_SCORING_TAGS: tuple[tuple[str, str, Callable[[str], object]], ...] = (
     ("Mode", "scoring.mode", ScoringMode),
     ("StartScore", "scoring.start_score", int),
     ("Target", "scoring.target", int),
     ("CloseBonus", "scoring.close_bonus", int),
     ("Limit", "scoring.limit", int),
-    ("Engine", "engine", Engine),
+)
+_RULE_TAGS: tuple[tuple[str, str, Callable[[str], object]], ...] = (
+    *((option.tag, option.name, option.read) for option in RULE_OPTIONS if option.name != "engine"),
+    *_SCORING_TAGS,
+    *((option.tag, option.name, option.read) for option in RULE_OPTIONS if option.name == "engine"),
 )
 _RULE_TAG = {tag: (attribute, read) for tag, attribute, read in _RULE_TAGS}
 _SHUFFLE_TAGS = {"ServerSeed": "server_seed", "ServerSeedHash": "server_seed_hash", "ClientSeed": "client_seed"}

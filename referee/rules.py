@@ -186,3 +186,77 @@ class RuleSet:
     def linking_key(self) -> tuple[int, int, bool, JokerLimit]:
         """The options that change a best linking, for caches keyed on rules."""
         return (self.decks, self.joker_points, self.wrap_runs, self.joker_limit)
+
+
+@dataclass(frozen=True, slots=True)
+class RuleOption:
+    """A rule option of ``RuleSet``, declared once: its field (the ``RuleSet`` attribute and the
+    ``RuleOptions`` proto field), its kind (``int``, ``bool`` or an enum), a line of help, and its
+    notation tag. The command line's flag, the notation's tag, the rule book's table of options
+    and the tests of them all come from here (``RULE_OPTIONS``); the scoring rules and the
+    multiplier table, which are tables rather than one value, have their own."""
+
+    name: str
+    kind: type
+    help: str
+    tag: str
+
+    @property
+    def flag(self) -> str:
+        """The command line's flag: ``--joker-points`` for ``joker_points``."""
+        return "--" + self.name.replace("_", "-")
+
+    @property
+    def default(self) -> object:
+        """The rule book's default."""
+        return getattr(RuleSet(), self.name)
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        """The spellings an enum option takes (none for a number or a switch)."""
+        if issubclass(self.kind, enum.Enum):
+            return tuple(str(member.value) for member in self.kind)
+        return ()
+
+    def read(self, text: str) -> object:
+        """A value as the notation and the command line spell it; ValueError when it is none."""
+        if self.kind is bool:
+            return {"true": True, "false": False}[text]
+        return self.kind(text)
+
+    def spell(self, value: object) -> str:
+        """A value as the notation spells it (the inverse of ``read``)."""
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        return str(value.value) if isinstance(value, enum.Enum) else str(value)
+
+
+# In the order the notation writes their tags (the scoring rules' tags come before the engine's).
+RULE_OPTIONS: tuple[RuleOption, ...] = (
+    RuleOption("decks", int, "decks in play, 1 to 4", "Decks"),
+    RuleOption("joker_points", int, "points of an unlinked joker, 0 to 1000", "JokerPoints"),
+    RuleOption("wrap_runs", bool, "runs may go round the corner (K-A-2)", "WrapRuns"),
+    RuleOption("joker_limit", JokerLimit, "how many jokers a group may hold", "JokerLimit"),
+    RuleOption("joker_discard", JokerDiscard, "what a joker laid face down to close does", "JokerDiscard"),
+    RuleOption(
+        "discard_taken", DiscardTaken, "may a card taken from the discard pile be thrown back at once", "DiscardTaken"
+    ),
+    RuleOption("engine", Engine, "the linking engine (every engine gives the same answer)", "Engine"),
+)
+
+
+def rule_options_table() -> str:
+    """The rule book's table of options (docs/rules.md, between its markers), from ``RULE_OPTIONS``."""
+    rows = ["| option | flag | notation | values | default | what it says |", "|---|---|---|---|---|---|"]
+    for option in RULE_OPTIONS:
+        if option.choices:
+            values = ", ".join(f"`{choice}`" for choice in option.choices)
+        elif option.kind is bool:
+            values = "`true`, `false`"
+        else:
+            values = "a whole number"
+        rows.append(
+            f"| `{option.name}` | `{option.flag}` | `[{option.tag} ...]` | {values} | "
+            f"`{option.spell(option.default)}` | {option.help} |"
+        )
+    return "\n".join(rows) + "\n"

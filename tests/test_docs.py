@@ -473,3 +473,14 @@ def test_the_expected_output_check_can_fail() -> None:
     assert _in_order(["9", "a 1"], ["9", "b", "a 1"])
     assert not _in_order(["a 1", "9"], ["9", "a 1"])
     assert not _in_order(["9"], ["19"])
+
+
+def test_the_rule_books_table_of_options_is_the_declarations() -> None:
+    """docs/rules.md's table of options is made from referee.rules.RULE_OPTIONS: a new or changed
+    option shows there (paste ``rule_options_table()`` between the markers)."""
+    from referee.rules import rule_options_table
+
+    text = (ROOT / "docs" / "rules.md").read_text(encoding="utf-8")
+    found = re.search(r"<!-- rule-options[^>]*-->\n(.*?)<!-- /rule-options -->", text, re.DOTALL)
+    assert found is not None, "docs/rules.md has lost its table of options"
+    assert found.group(1) == rule_options_table()

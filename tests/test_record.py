@@ -4,7 +4,10 @@ that name the line)."""
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -23,7 +26,7 @@ from referee.errors import (
 from referee.limits import RESTOCK_CARDS, TURNS
 from referee.record import DrawSource, Record, Seat, Turn, check_record, format_notation, parse_notation
 from referee.replay import ViolationCode, replay
-from referee.rules import CloseKind, DiscardTaken, Engine, RuleSet, ScoringMode, ScoringRules
+from referee.rules import RULE_OPTIONS, CloseKind, DiscardTaken, Engine, RuleOption, RuleSet, ScoringMode, ScoringRules
 from referee.scoring import score_deal
 from referee.shuffle import Shuffle
 
@@ -182,6 +185,26 @@ def test_every_rule_option_round_trips() -> None:
     assert parse_notation(text) == record
 
 
+@pytest.mark.parametrize("option", RULE_OPTIONS, ids=lambda option: option.name)
+def test_every_value_of_every_declared_option_round_trips_through_the_notation(option: RuleOption) -> None:
+    """Each option of referee.rules.RULE_OPTIONS, at each value it takes that is not its default
+    (every member of an enum; a number and a switch away from the default), is written as its tag
+    and read back."""
+    if option.choices:
+        values = [option.read(choice) for choice in option.choices]
+    elif option.kind is bool:
+        values = [not option.default]
+    else:
+        values = [3 if option.name == "decks" else 25]
+    for value in values:
+        rules = RuleSet().with_options(**{option.name: value})
+        record = good(rules=rules, deck=deck(rules.decks))
+        text = format_notation(record)
+        if value != option.default:
+            assert f"[{option.tag} {json.dumps(option.spell(value))}]" in text
+        assert parse_notation(text) == record, (option.name, value)
+
+
 def test_names_and_seeds_of_any_characters_round_trip() -> None:
     names = ("juan carlos", 'o"brien', "ñandú", "a;b", "(x)", "", "@me", "back\\slash", "a\u2028b", "c\x85d\re")
     record = Record(
@@ -259,3 +282,57 @@ def test_a_notation_error_is_short_whatever_the_input() -> None:
 def test_format_refuses_a_malformed_record() -> None:
     with pytest.raises(InvalidRecordError):
         format_notation(good(dealer=9))
+
+
+THROWAWAY = """
+import dataclasses, sys
+import referee.rules as rules
+
+# The recipe of CONTRIBUTING.md, "Adding a rule option", short of the proto field: the rule's
+# field in RuleSet and its declaration. Then the edges must know it with no other change.
+@dataclasses.dataclass(frozen=True, slots=True)
+class WithBonus(rules.RuleSet):
+    house_bonus: int = 0
+
+rules.RuleSet = WithBonus
+rules.RULE_OPTIONS = (*rules.RULE_OPTIONS, rules.RuleOption("house_bonus", int, "a throwaway option", "HouseBonus"))
+
+from referee.cli import build_parser
+from referee.record import format_notation, parse_notation
+from referee.cards import deck
+from referee.record import Record, Seat
+
+help_text = build_parser(serving=False)._subparsers._group_actions[0].choices["solve"].format_help()
+assert "--house-bonus" in help_text and "a throwaway option (default 0)" in help_text, help_text
+record = Record(seats=(Seat("ana"), Seat("beto")), deck=deck(2), rules=WithBonus(house_bonus=7))
+text = format_notation(record)
+assert '[HouseBonus "7"]' in text, text
+again = parse_notation(text)
+assert again.rules.house_bonus == 7 and again == record, again.rules
+assert "| `house_bonus` | `--house-bonus` | `[HouseBonus ...]` | a whole number | `0` |" in rules.rule_options_table()
+print("derived")
+"""
+
+
+def test_a_new_option_declared_once_reaches_the_flags_the_notation_and_the_rule_book() -> None:
+    """CONTRIBUTING.md's recipe, followed with a throwaway option in a process of its own."""
+    ran = subprocess.run([sys.executable, "-c", THROWAWAY], capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 0 and ran.stdout.strip() == "derived", ran.stderr[-2000:]
+
+
+@pytest.mark.parametrize("option", RULE_OPTIONS, ids=lambda option: option.name)
+def test_every_value_of_every_declared_option_round_trips_through_the_contract(option: RuleOption) -> None:
+    """The protobuf edges, written out by hand (referee.api.convert and referee.api.records),
+    know every declared option at every value."""
+    from referee.api.convert import rules_from_proto
+    from referee.api.records import rules_to_proto
+
+    if option.choices:
+        values = [option.read(choice) for choice in option.choices]
+    elif option.kind is bool:
+        values = [True, False]
+    else:
+        values = [1, 3] if option.name == "decks" else [0, 25]
+    for value in values:
+        rules = RuleSet().with_options(**{option.name: value})
+        assert rules_from_proto(rules_to_proto(rules)) == rules, (option.name, value)
