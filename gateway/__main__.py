@@ -49,34 +49,11 @@ def _host_port(text: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-def _env_name(flag: str) -> str:
-    return ENV_PREFIX + flag.lstrip("-").replace("-", "_").upper()
-
-
 def _from_env(parser: argparse.ArgumentParser, environ: Mapping[str, str] | None) -> Callable[..., argparse.Action]:
-    """``parser.add_argument``, with the default taken from the option's REMIGIO_GATEWAY_* variable
-    when ``environ`` has it (converted by the option's type). A variable that does not convert is
-    kept in the parser's ``env_errors`` default, reported only when this command runs."""
-    errors: list[str] = parser.get_default("env_errors") or []
-    parser.set_defaults(env_errors=errors)
+    """``parser.add_argument`` with each option's REMIGIO_GATEWAY_* twin (the referee's helper)."""
+    from referee.server.flags import with_env  # the standard library alone, in the image too
 
-    def add(flag: str, **options: Any) -> argparse.Action:
-        name = _env_name(flag)
-        if environ is not None and environ.get(name, "") != "":
-            text = environ[name]
-            if options.get("action") == "append":
-                options["default"] = [item.strip() for item in text.split(",") if item.strip()]
-            else:
-                try:
-                    options["default"] = options.get("type", str)(text)
-                except (ValueError, argparse.ArgumentTypeError) as error:
-                    errors.append(f"{name}: {error}")
-            options["help"] = options.get("help", "") + f" [{name} set]"
-        elif environ is not None:
-            options["help"] = options.get("help", "") + f" [{name}]"
-        return parser.add_argument(flag, **options)
-
-    return add
+    return with_env(parser, ENV_PREFIX, environ)
 
 
 def _add_config_options(

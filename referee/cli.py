@@ -206,6 +206,9 @@ def _run_serve(args: argparse.Namespace) -> int:
     from referee.server.config import ServerConfig
     from referee.server.process import run
 
+    if args.env_errors:  # a REMIGIO_* variable that did not convert: bad usage, as a bad flag is
+        print(f"remigio-referee serve: error: {args.env_errors[0]}", file=sys.stderr)
+        return 2
     return run(ServerConfig.from_args(args))
 
 

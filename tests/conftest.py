@@ -93,6 +93,7 @@ TIERS: dict[str, tuple[str, ...]] = {
         "test_deal_checks",
         "test_errors",
         "test_examples",
+        "test_flags",
         "test_gateway_addresses",
         "test_groups",
         "test_jsonmsg",

@@ -16,6 +16,7 @@ from typing import Any
 from referee.limits import MESSAGE_BYTES
 from referee.server import metrics, tracing
 from referee.server.access.proxies import parse_networks
+from referee.server.flags import env_name, with_env
 from referee.server.health import HealthLimits
 from referee.server.servicer import (
     DEFAULT_MAX_STREAMS,
@@ -27,6 +28,7 @@ from referee.server.servicer import (
 )
 from referee.server.warden import DEFAULT_FIRST_CALL_SECONDS, DEFAULT_MAX_CONNECTIONS_PER_PEER, core_cap
 
+ENV_PREFIX = "REMIGIO_"
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 50051
 # Compute slots per process. Python runs one thread at a time, so more slots add no speed: two
 # keep one long solve from holding up every short call, and fewer threads taking the interpreter
@@ -143,7 +145,8 @@ class ServerConfig:
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ServerConfig:
-        """The config of parsed ``serve`` flags (``add_arguments``)."""
+        """The config of parsed ``serve`` flags (``add_arguments``; ``flags.check_env`` has
+        reported any variable that did not convert)."""
         return cls(
             host=args.host,
             port=args.port,
@@ -192,8 +195,8 @@ class ServerConfig:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the options of ``serve`` to ``parser``; each has a ``REMIGIO_*`` environment twin."""
-    env = os.environ.get
     connection = ConnectionLimits()
+    add = with_env(parser, ENV_PREFIX, os.environ, mark=False)
 
     def option(
         flag: str,
@@ -206,12 +209,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         **more: Any,
     ) -> None:
         """A flag and its twin; ``unset`` says in the help what a None default means."""
-        name = "REMIGIO_" + flag.lstrip("-").upper().replace("-", "_")
-        # A string default goes through `type`, so a bad env value is reported like a bad flag.
-        parser.add_argument(
+        name = env_name(ENV_PREFIX, flag)
+        # A default passes through ``kind`` as a value from the environment would.
+        add(
             flag,
             type=kind,
-            default=env(name, str(default)) if default is not None else env(name),
+            default=kind(str(default)) if default is not None else None,
             metavar=metavar,
             help=f"{help_text} (env {name}; default {default if default is not None else unset})",
             **more,
@@ -224,10 +227,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-reflection", dest="reflection", action="store_false", help="turn server reflection off (default on)"
     )
-    parser.add_argument(
+    add(
         "--log-format",
         choices=("text", "json"),
-        default=env("REMIGIO_LOG_FORMAT", "text"),
+        default="text",
         help="one log line per call as text or as JSON lines (env REMIGIO_LOG_FORMAT; default text)",
     )
     option(
@@ -268,10 +271,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         unset="usable cores / workers, the cgroup CPU quota counted",
     )
     option("--max-message-bytes", _positive_int, MESSAGE_BYTES, "largest request or reply", "BYTES")
-    parser.add_argument(
+    add(
         "--metrics-port",
         type=_port,
-        default=env("REMIGIO_METRICS_PORT"),
         metavar="PORT",
         help="serve Prometheus metrics at http://HOST:PORT/metrics, summed over the workers (env REMIGIO_METRICS_PORT; default off)",
     )
@@ -296,16 +298,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "a metrics connection must send its request and take its reply within this long",
         "SECONDS",
     )
-    parser.add_argument(
+    add(
         "--runtime-dir",
-        default=env("REMIGIO_RUNTIME_DIR") or None,
         metavar="DIR",
         help="a writable directory for the files the server keeps while it runs, such as the workers' metrics (env REMIGIO_RUNTIME_DIR; default /dev/shm, else the temporary directory)",
     )
-    parser.add_argument(
+    add(
         "--otlp-endpoint",
         type=_otlp_endpoint,
-        default=env("REMIGIO_OTLP_ENDPOINT") or None,
         metavar="URL",
         help="send a span of every call to the OTLP/gRPC collector at URL, http://HOST:PORT or https://HOST:PORT; needs the otel extra (env REMIGIO_OTLP_ENDPOINT; default off)",
     )
@@ -458,18 +458,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "CIDR,...",
         unset="none",
     )
-    parser.add_argument(
+    add(
         "--require-committed-shuffle",
         action="store_true",
-        default=env("REMIGIO_REQUIRE_COMMITTED_SHUFFLE", "") not in ("", "0"),
         help="judge only deal records whose deck order was committed before the deal (a shuffle with "
         "server_seed_hash): any other is the violation UNCOMMITTED_SHUFFLE, for platforms that promise "
         "provably fair deals (env REMIGIO_REQUIRE_COMMITTED_SHUFFLE; default off)",
     )
-    parser.add_argument(
+    add(
         "--debug-pid",
         action="store_true",
-        default=env("REMIGIO_DEBUG_PID", "") not in ("", "0"),
         help="name the serving process in every reply's trailing metadata (x-referee-pid); for debugging only (env REMIGIO_DEBUG_PID; default off)",
     )
 

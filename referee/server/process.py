@@ -25,6 +25,7 @@ from referee.server import access, metrics, supervisor, tracing
 from referee.server.app import SERVICE_NAME, create_server
 from referee.server.config import ConnectionLimits, ServerConfig, add_arguments
 from referee.server.console import address, say
+from referee.server.flags import check_env
 from referee.server.logs import configure_logging
 from referee.server.warden import core_cap
 
@@ -281,7 +282,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m referee.server", description="Serve the Remigio referee over gRPC."
     )
     add_arguments(parser)
-    return run(ServerConfig.from_args(parser.parse_args(argv)))
+    args = parser.parse_args(argv)
+    check_env(parser, args)
+    return run(ServerConfig.from_args(args))
 
 
 __all__ = ["Access", "descriptor_room", "main", "run", "serve_one", "tune_garbage_collector"]
