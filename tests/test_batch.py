@@ -289,7 +289,7 @@ def test_a_run_in_this_process_gives_the_frozen_heap_back(tmp_path: Path) -> Non
     import argparse
     import gc
 
-    from referee import batch
+    from referee.cli import batch
 
     path = tmp_path / "mixed.jsonl"
     path.write_text("\n".join(_many_mixed_lines(40)) + "\n", encoding="utf-8")
@@ -478,7 +478,7 @@ def test_an_unreachable_target_exits_4_quickly(mixed: tuple[Path, dict[str, case
     # seconds on a busy machine, says nothing about it.
     import grpc
 
-    from referee.batch import CONNECT_SECONDS, connected
+    from referee.cli.batch import CONNECT_SECONDS, connected
 
     with grpc.insecure_channel(f"127.0.0.1:{_closed_port()}") as channel:
         start = time.monotonic()

@@ -23,8 +23,8 @@ from gateways import Gateway
 from gateway import desk as desk_page
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.api import handlers, jsonmsg, records
-from referee.batch import Line, judge_line
 from referee.cards import parse_cards
+from referee.cli.batch import Line, judge_line
 from referee.closing import best_close
 from referee.linking import best_linking
 from referee.render import card_symbols

@@ -51,13 +51,40 @@ def _top_level_imports(path: Path) -> Iterator[str]:
             yield from (alias.name for alias in node.names if alias.name.startswith("referee"))
 
 
-# The pure domain: the rules, the engines, records and replay. No gRPC, no protobuf runtime.
-DOMAIN = [name for name in MODULES if name.count(".") == 1 or name.startswith("referee.linking")]
-# The front doors: the command line, dispute batches and the client (they may use gRPC).
-FRONT = ("referee.cli", "referee.cli_records", "referee.batch", "referee.client")
-DOMAIN = [name for name in DOMAIN if name not in (*FRONT, "referee.api")]
-DOMAIN = [name for name in DOMAIN if not name.startswith(("referee.api", "referee.server"))]
-ADAPTER = [name for name in MODULES if name.startswith("referee.api")]
+# The layers are folders. The domain is the package's own modules and referee/linking/: the
+# rules, the engines, records and replay, with no gRPC and no protobuf runtime. Each front
+# folder may import what its row says, and nothing else of the package.
+FOLDERS = ("referee.api", "referee.server", "referee.cli", "referee.client")
+
+
+def layer_of(name: str) -> str:
+    """The layer a module of the package is in: its folder, or the domain."""
+    for folder in FOLDERS:
+        if name == folder or name.startswith(folder + "."):
+            return folder.removeprefix("referee.")
+    return "domain"
+
+
+MAY_IMPORT = {
+    "domain": {"domain"},
+    "api": {"domain", "api"},
+    "server": {"domain", "api", "server"},
+    "client": {"domain", "api", "client"},
+    # The command line's serve and keygen start the server's own code; batch is a client too.
+    "cli": {"domain", "api", "server", "client", "cli"},
+}
+DOMAIN = [name for name in MODULES if layer_of(name) == "domain" and name != "referee"]
+ADAPTER = [name for name in MODULES if layer_of(name) == "api"]
+
+
+@pytest.mark.parametrize("name", [name for name in MODULES if name != "referee"])
+def test_each_layer_imports_only_the_layers_below_it(name: str) -> None:
+    layer = layer_of(name)
+    for module, names, line in _imports(MODULES[name]):
+        if not module.startswith("referee") or module.startswith("referee._gen") or module == "referee":
+            continue
+        target = module if module in MODULES else f"{module}.{names[0]}" if names else module
+        assert layer_of(target) in MAY_IMPORT[layer], f"{name} ({layer}) imports {module} (line {line})"
 
 
 @pytest.mark.parametrize("name", DOMAIN + ADAPTER)
@@ -91,9 +118,19 @@ def test_no_module_imports_a_private_name_of_another(name: str) -> None:
         assert found is None, f"{name} uses {found.group(0) if found else ''}"
 
 
+def _all_imports(path: Path) -> Iterator[str]:
+    """The modules of the package ``path`` imports, at any depth (a function's import too)."""
+    for module, names, _ in _imports(path):
+        if not module.startswith("referee"):
+            continue
+        found = [f"{module}.{name}" for name in names if f"{module}.{name}" in MODULES]
+        yield from found or [module]
+
+
 def test_the_modules_import_one_another_without_cycles() -> None:
+    """No cycle, counting every import: a function's own imports too (they run, just later)."""
     graph = {
-        name: {target for target in _top_level_imports(path) if target in MODULES and target != name}
+        name: {target for target in _all_imports(path) if target in MODULES and target != name}
         for name, path in MODULES.items()
     }
     # A package's __init__ re-exporting its modules is not a cycle of theirs.

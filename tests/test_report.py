@@ -1,4 +1,4 @@
-"""The dispute report (``referee.report`` and ``batch --report``): the answers read back from their
+"""The dispute report (``referee.cli.report`` and ``batch --report``): the answers read back from their
 JSON, a small batch's page (its counts the batch's own, every case not confirmed drawn with its
 claims and reasons, nothing fetched from outside), and the bound on a batch of 100,000 cases."""
 
@@ -18,12 +18,12 @@ from commands import cli
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.api import handlers, jsonmsg, records
 from referee.api.convert import close_to_proto, linking_to_proto
-from referee.batch import Line, judge_line
 from referee.cards import parse_cards
+from referee.cli.batch import Line, judge_line
+from referee.cli.report import OUTCOMES, Report, close_from_json, linking_from_json, replay_from_json, write_report
 from referee.closing import best_close
 from referee.linking import best_linking
 from referee.replay import replay
-from referee.report import OUTCOMES, Report, close_from_json, linking_from_json, replay_from_json, write_report
 from referee.rules import Engine, RuleSet
 from referee.simulate import simulate
 

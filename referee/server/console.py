@@ -1,7 +1,10 @@
-"""The server's status lines on stderr ("listening on ...", "stopped ..."): what scripts and tests wait for."""
+"""The server's status lines on stderr ("listening on ...", "stopped ..."): what scripts and tests
+wait for; and the one shape of a JSON log line, which the status lines and the log records share
+(``referee.server.logs`` formats records with it)."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -24,8 +27,6 @@ def say(line: str) -> None:
     ERROR: ``remigio-referee: listening on ...`` is ``{..., "level": "INFO", "message": "listening on ..."}``.
     """
     if _as_json:
-        from referee.server.logs import json_line
-
         text = line.removeprefix(PREFIX)
         level = "ERROR" if text.startswith(ERROR) else "INFO"
         line = json_line(time.time(), level, "referee.console", text.removeprefix(ERROR))
@@ -33,9 +34,22 @@ def say(line: str) -> None:
     os.write(sys.stderr.fileno(), (line + "\n").encode())
 
 
+def json_line(created: float, level: str, logger: str, message: str, fields: dict[str, object] | None = None) -> str:
+    """One log line as JSON: time, level, logger, pid and message, then ``fields``."""
+    line: dict[str, object] = {
+        "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(created)) + f".{int(created % 1 * 1000):03d}Z",
+        "level": level,
+        "logger": logger,
+        "pid": os.getpid(),
+        "message": message,
+    }
+    line.update(fields or {})
+    return json.dumps(line, ensure_ascii=False)
+
+
 def address(host: str, port: int) -> str:
     """``host:port``, with an IPv6 host in brackets."""
     return f"[{host}]:{port}" if ":" in host and not host.startswith("[") else f"{host}:{port}"
 
 
-__all__ = ["address", "say", "use_json"]
+__all__ = ["address", "json_line", "say", "use_json"]

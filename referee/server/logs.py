@@ -9,29 +9,17 @@ run before gRPC is imported, since the core reads its verbosity once, when it lo
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import sys
 import threading
-import time
 from collections.abc import Sequence
 from types import TracebackType
 
+from referee.server import console
+from referee.server.console import json_line
+
 GRPC_VERBOSITY = "GRPC_VERBOSITY"
-
-
-def json_line(created: float, level: str, logger: str, message: str, fields: dict[str, object] | None = None) -> str:
-    """One log line as JSON: time, level, logger, pid and message, then ``fields``."""
-    line: dict[str, object] = {
-        "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(created)) + f".{int(created % 1 * 1000):03d}Z",
-        "level": level,
-        "logger": logger,
-        "pid": os.getpid(),
-        "message": message,
-    }
-    line.update(fields or {})
-    return json.dumps(line, ensure_ascii=False)
 
 
 class JsonLinesFormatter(logging.Formatter):
@@ -48,8 +36,6 @@ class JsonLinesFormatter(logging.Formatter):
 def configure_logging(log_format: str = "text") -> None:
     """Log INFO and above to stderr, as text or as JSON lines (with JSON, warnings and uncaught
     errors too, and the status lines)."""
-    from referee.server import console
-
     handler = logging.StreamHandler(sys.stderr)
     if log_format == "json":
         handler.setFormatter(JsonLinesFormatter())
@@ -89,4 +75,4 @@ def _log_uncaught_in_thread(args: threading.ExceptHookArgs) -> None:
     )
 
 
-__all__ = ["JsonLinesFormatter", "configure_logging", "json_line", "quiet_grpc_core"]
+__all__ = ["JsonLinesFormatter", "configure_logging", "quiet_grpc_core"]

@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     import grpc
 
     from referee._gen.remigio.referee.v1 import referee_pb2
-    from referee.report import Report
+    from referee.cli.report import Report
 
 _R = TypeVar("_R")
 
@@ -189,7 +189,7 @@ def _judge_all(args: argparse.Namespace, source: TextIO, pool: Pool | None) -> i
     )
     report = None
     if args.report:
-        from referee.report import Report
+        from referee.cli.report import Report
 
         report = Report(f"Dispute report: {'stdin' if args.input == '-' else os.path.basename(args.input)}")
         report.skipped = len(done)
@@ -237,7 +237,7 @@ def _writable(path: str) -> bool:
 
 def _write_report(report: Report, path: str) -> bool:
     """Write the dispute report; False, said on stderr, when it cannot be."""
-    from referee.report import write_report
+    from referee.cli.report import write_report
 
     try:
         write_report(report, path)

@@ -17,7 +17,7 @@ from typing import Any, TextIO
 from google.protobuf import json_format
 
 from referee.api import jsonmsg
-from referee.cli import (
+from referee.cli.common import (
     EXIT_OK,
     UsageError,
     add_rule_flags,

@@ -1,0 +1,94 @@
+"""``remigio-referee``: the parser of every command, and ``main``, which runs one and turns its
+errors into one line and an exit status (0 done, 1 a request the referee refused, 2 bad usage)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from referee import __version__
+from referee.cli.common import EXIT_ERROR, EXIT_OK, EXIT_USAGE, UsageError, add_rule_flags, add_svg_flag
+from referee.cli.hands import run_close, run_score, run_solve
+from referee.cli.serve import add_keygen_arguments, run_keygen, run_serve
+from referee.errors import RefereeError
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit status."""
+    serving = "serve" in (argv if argv is not None else sys.argv[1:])
+    if serving:
+        from referee.server.logs import quiet_grpc_core
+
+        quiet_grpc_core(argv if argv is not None else sys.argv[1:])  # before the parser imports gRPC
+    parser = build_parser(serving)
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        return int(args.run(args))
+    except RefereeError as error:
+        print(f"remigio-referee: error: {error}", file=sys.stderr)
+        return EXIT_ERROR
+    except UsageError as error:
+        print(f"remigio-referee {args.command}: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except BrokenPipeError:
+        return EXIT_OK
+
+
+def build_parser(serving: bool = True) -> argparse.ArgumentParser:
+    """The argument parser with every subcommand; ``serving`` False leaves out the options of
+    ``serve``, whose module loads the whole server (about a fifth of a second before any other command
+    could start)."""
+    parser = argparse.ArgumentParser(prog="remigio-referee", description="Referee for the card game Remigio.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    solve = commands.add_parser("solve", help="best linking of a hand (cards, or one hand per line on stdin)")
+    solve.add_argument("cards", nargs="*", metavar="CARD")
+    add_rule_flags(solve)
+    add_svg_flag(solve, "the linking")
+    solve.set_defaults(run=run_solve)
+
+    close = commands.add_parser("close", help="verdict on a close: 11 cards, or 10 with --discard")
+    close.add_argument("cards", nargs="+", metavar="CARD")
+    close.add_argument("--discard", metavar="CARD", help="the face-down discard, when 10 cards are given")
+    add_rule_flags(close)
+    add_svg_flag(close, "the close verdict")
+    close.set_defaults(run=run_close)
+
+    score = commands.add_parser("score", help="score an end-of-deal state (ScoreDealRequest JSON; - for stdin)")
+    score.add_argument("file", metavar="FILE")
+    add_rule_flags(score)
+    add_svg_flag(score, "the scored deal")
+    score.set_defaults(run=run_score)
+
+    from referee.cli.records import add_commands as add_record_commands
+
+    add_record_commands(commands)
+
+    serve = commands.add_parser("serve", help="serve the gRPC API")
+    if serving:
+        from referee.server.config import add_arguments
+
+        add_arguments(serve)
+    serve.set_defaults(run=run_serve)
+
+    keygen = commands.add_parser(
+        "keygen", help="a new API key on stdout, and the key-file line that admits it on stderr"
+    )
+    add_keygen_arguments(keygen)
+    keygen.set_defaults(run=run_keygen)
+
+    from referee.cli.batch import add_arguments as add_batch_arguments
+    from referee.cli.batch import run as run_batch
+
+    batch = commands.add_parser("batch", help="judge a file of dispute cases (JSON lines)")
+    add_batch_arguments(batch)
+    batch.set_defaults(run=run_batch)
+    return parser
+
+
+__all__ = ["build_parser", "main"]
