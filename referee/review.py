@@ -192,7 +192,8 @@ def _core_sets(naturals: tuple[int, ...], left_out: int, wrap: bool) -> tuple[tu
         if keep < 0 or (len(cores) == MOST_GROUPS and keep):
             return
         if keep and (
-            need + max(MIN_GROUP_SIZE, keep) > SHOWN or keep > _coverable(counts, codes, pos, MOST_GROUPS - len(cores))
+            need + max(MIN_GROUP_SIZE, keep) > SHOWN
+            or keep > _coverable(counts, codes, pos, MOST_GROUPS - len(cores))
         ):
             return
         x = codes[pos]
@@ -557,20 +558,16 @@ class _Filler:
 
     def potential(self, cores: tuple[Core, ...]) -> frozenset[int]:
         """Every unseen card some completion of ``cores`` could draw (a bound: feasibility aside)."""
+        if len(cores) < MOST_GROUPS:
+            return self.support  # a group drawn whole may hold any card
         key = (cores, -1)
         found = self.outs.get(key)
         if found is None:
-            lists = self.lists(cores)
-            cards: set[int] = set()
-            if lists is not None:
-                if len(cores) < MOST_GROUPS:
-                    cards = set(self.support)
-                else:
-                    for mine in lists:
-                        for option, _ in mine:
-                            cards |= _drawable(option)
-            found = frozenset(cards) & self.support
-            self.outs[key] = found
+            cards: frozenset[int] = frozenset()
+            for core in cores:
+                for by_size in _core_drawable(core, self.wrap):
+                    cards |= by_size
+            found = self.outs[key] = cards & self.support
         return found
 
     def sizes_fit(self, lists: Sequence[Sequence[tuple[Completion, int]]], free: int) -> bool:
@@ -606,22 +603,20 @@ class _Filler:
             rest = SHOWN - total
             return rest == 0 or (groups > 0 and rest >= MIN_GROUP_SIZE)
 
-        cards: set[int] = set()
-        for k, mine in enumerate(lists):
+        # Rich enough, every way of every core can be filled (the jokers needed are never more than
+        # the places), so what each core's ways of one size may draw is a table of the core alone.
+        cards: frozenset[int] = frozenset()
+        for k, core in enumerate(cores):
             others = sums(k)
-            fitting = {n for n in sizes[k] if any(closes(n + a, free) for a in others)}
-            for option, _ in mine:
-                if option[0] in fitting:
-                    cards |= _drawable(option)
+            drawable = _core_drawable(core, self.wrap)
+            for n in sizes[k]:
+                if any(closes(n + a, free) for a in others):
+                    cards |= drawable[n]
         if free:
             total = sums(-1)
-            for n in range(MIN_GROUP_SIZE, SHOWN + 1):
-                if any(closes(n + a, free - 1) for a in total if a + n <= SHOWN):
-                    for option, _ in self.drawn_of(n):
-                        cards |= _drawable(option)
-                        if cards >= support:
-                            break
-        found = frozenset(cards) & support
+            if any(closes(n + a, free - 1) for n in range(MIN_GROUP_SIZE, SHOWN + 1) for a in total if a + n <= SHOWN):
+                cards = ALL_KINDS  # a same-rank group drawn whole may hold any card, or a joker
+        found = cards & support
         self.outs[key] = found
         return found
 
@@ -748,6 +743,15 @@ def _combine_drawn(least: dict[int, int], groups: int) -> dict[int, int]:
 def _best_total(cores: dict[int, int], drawn: dict[int, int], size: int) -> int:
     """The fewest jokers cores and groups drawn whole need to make ``size`` cards."""
     return min((x + drawn[size - a] for a, x in cores.items() if size - a in drawn), default=_NEVER)
+
+
+ALL_KINDS = frozenset(range(CARD_KINDS))
+
+
+@lru_cache(maxsize=1 << 14)
+def _core_drawable(core: Core, wrap: bool) -> tuple[frozenset[int], ...]:
+    """What the ways to complete ``core`` may draw, by group size (index: size)."""
+    return tuple(frozenset().union(*(_drawable(o) for o in options)) for options in _completions(core, wrap))
 
 
 @lru_cache(maxsize=1 << 14)
