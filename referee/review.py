@@ -192,8 +192,7 @@ def _core_sets(naturals: tuple[int, ...], left_out: int, wrap: bool) -> tuple[tu
         if keep < 0 or (len(cores) == MOST_GROUPS and keep):
             return
         if keep and (
-            need + max(MIN_GROUP_SIZE, keep) > SHOWN
-            or keep > _coverable(counts, codes, pos, MOST_GROUPS - len(cores))
+            need + max(MIN_GROUP_SIZE, keep) > SHOWN or keep > _coverable(counts, codes, pos, MOST_GROUPS - len(cores))
         ):
             return
         x = codes[pos]
