@@ -242,8 +242,10 @@ def test_slow_bodies_from_many_addresses_do_not_lock_fresh_clients_out_of_the_ga
     finally:
         gateway.stop()
     assert answered >= 0.95 * tries, f"{answered} of {tries} answered within 2 s"
-    assert outcomes["longest"] <= SLOW_BODY_LIMIT + 1, outcomes
-    assert outcomes["oldest_open"] <= SLOW_BODY_LIMIT + 1, outcomes
+    # The attacker reads each end between its own sends and polls: on a busy machine up to two
+    # seconds after the gateway ended it.
+    assert outcomes["longest"] <= SLOW_BODY_LIMIT + 2, outcomes
+    assert outcomes["oldest_open"] <= SLOW_BODY_LIMIT + 2, outcomes
     assert outcomes["answered 408"] > 0, outcomes  # ended by the request time limit, not only shed
     assert rss < 250, rss
 
