@@ -1,8 +1,9 @@
 """The documents hold: every relative link points at a file (and a heading) that exists, every
-``remigio-referee`` flag and ``REMIGIO_*`` variable the README names is in the command's --help,
-and the README's grpcurl, Python and Node.js examples (the secured ones over TLS with a key from
-``keygen``) and each example of ``examples/`` run as written against a real server process and
-print what the README says they print."""
+``remigio-referee`` flag and ``REMIGIO_*`` variable the README and the users' pages of docs/
+(clients.md, commands.md, securing.md, versions.md) name is in the command's --help, and their
+grpcurl, Python and Node.js examples (the secured ones over TLS with a key from ``keygen``, in
+docs/securing.md) and each example of ``examples/`` run as written against a real server process
+and print what the documents say they print."""
 
 from __future__ import annotations
 
@@ -29,6 +30,12 @@ from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
 
 README = ROOT / "README.md"
+CLIENTS = ROOT / "docs" / "clients.md"  # every way in, with the full listings and the clients' examples
+COMMANDS = ROOT / "docs" / "commands.md"  # the command line and its examples
+SECURING = ROOT / "docs" / "securing.md"
+VERSIONS = ROOT / "docs" / "versions.md"
+# The documents for users, whose commands, flags and examples are checked against the code.
+USER_DOCUMENTS = (README, CLIENTS, COMMANDS, SECURING, VERSIONS)
 DOCUMENTS = sorted(
     [README, ROOT / "CONTRIBUTING.md", ROOT / "CHANGELOG.md", ROOT / "SECURITY.md", *(ROOT / "docs").glob("*.md")]
 )
@@ -118,6 +125,7 @@ def test_every_relative_link_points_at_an_existing_file(document: Path) -> None:
 def test_the_documents_are_linked_from_the_readme() -> None:
     targets = {target.partition("#")[0] for target in _links(README)}
     assert {"docs/rules.md", "docs/design.md", "docs/operations.md", "docs/benchmarks.md", "CONTRIBUTING.md"} <= targets
+    assert {"docs/clients.md", "docs/commands.md", "docs/securing.md", "docs/versions.md"} <= targets
 
 
 def test_the_link_check_finds_a_missing_file_and_a_missing_heading(tmp_path: Path) -> None:
@@ -161,8 +169,10 @@ def _subcommands() -> list[str]:
     return listed
 
 
-def test_every_flag_the_readme_gives_a_command_is_in_its_help() -> None:
-    text = README.read_text(encoding="utf-8")
+@pytest.mark.parametrize("document", USER_DOCUMENTS, ids=lambda path: str(path.relative_to(ROOT)))
+def test_every_flag_the_documents_give_a_command_is_in_its_help(document: Path) -> None:
+    text = document.read_text(encoding="utf-8")
+    name = document.relative_to(ROOT)
     subcommands = set(_subcommands())
     checked = 0
     unknown = []
@@ -171,17 +181,18 @@ def test_every_flag_the_readme_gives_a_command_is_in_its_help() -> None:
             words = command.split("#")[0].split()
             if words[:1] != ["remigio-referee"] or len(words) < 2:
                 continue
-            assert words[1] in subcommands, f"README runs `remigio-referee {words[1]}`, which does not exist"
+            assert words[1] in subcommands, f"{name} runs `remigio-referee {words[1]}`, which does not exist"
             for flag in FLAG.findall(" ".join(words[2:])):
                 checked += 1
                 if flag not in FLAG.findall(_help(words[1])):
                     unknown.append(f"{flag} (in `{command}`)")
-    assert checked >= 5
-    assert not unknown, "flags the README gives that --help does not know: " + ", ".join(unknown)
+    if document in (README, COMMANDS):  # the README's examples and the whole tour of the commands
+        assert checked >= 5
+    assert not unknown, f"flags {name} gives that --help does not know: " + ", ".join(unknown)
 
 
-def test_every_flag_and_variable_the_readme_names_is_in_the_help() -> None:
-    prose = _prose(README.read_text(encoding="utf-8"))
+def test_every_flag_and_variable_the_documents_name_is_in_the_help() -> None:
+    prose = " ".join(_prose(document.read_text(encoding="utf-8")) for document in USER_DOCUMENTS)
     helps = " ".join([_help(), *(_help(command) for command in _subcommands())])  # --version is the top's
     known = set(FLAG.findall(helps))
     named = set()
@@ -191,11 +202,11 @@ def test_every_flag_and_variable_the_readme_names_is_in_the_help() -> None:
         if words and (words[0] == "remigio-referee" or words[0].startswith("--")):
             named.update(FLAG.findall(span))
     assert {"--host", "--port", "--workers", "--engine"} <= named
-    assert not named - known, f"the README names flags --help does not know: {sorted(named - known)}"
+    assert not named - known, f"the documents name flags --help does not know: {sorted(named - known)}"
     variables = set(ENV_VAR.findall(prose))
     assert "REMIGIO_PORT" in variables
     unknown = variables - set(ENV_VAR.findall(helps))
-    assert not unknown, f"the README names variables no --help mentions: {sorted(unknown)}"
+    assert not unknown, f"the documents name variables no --help mentions: {sorted(unknown)}"
 
 
 # The examples against a real server --------------------------------------------------------------
@@ -219,15 +230,18 @@ def _grpcurl() -> str:
 
 
 def _grpcurl_commands() -> list[list[str]]:
-    text = README.read_text(encoding="utf-8")
-    commands = [
-        shlex.split(command)
-        for block in _blocks(_section(text, "With grpcurl"), "sh")
-        for command in _commands(block)
-        if command.startswith("grpcurl ")
-    ]
-    assert len(commands) >= 2, "the README shows no grpcurl example"
-    return commands
+    """The grpcurl examples of the README and of docs/clients.md, each once."""
+    found: dict[str, list[str]] = {}
+    for document in (README, CLIENTS):
+        shown = [
+            command
+            for block in _blocks(_section(document.read_text(encoding="utf-8"), "With grpcurl"), "sh")
+            for command in _commands(block)
+            if command.startswith("grpcurl ")
+        ]
+        assert len(shown) >= 2, f"{document.relative_to(ROOT)} shows no grpcurl example"
+        found.update((command, shlex.split(command)) for command in shown)
+    return list(found.values())
 
 
 def test_the_readme_grpcurl_examples_get_the_referees_answers(server: ServerProcess) -> None:
@@ -316,18 +330,21 @@ def test_the_readme_python_example_prints_what_it_says(server: ServerProcess) ->
     assert _in_order(expected, printed), f"expected, in order: {expected}; printed: {printed}"
 
 
-def test_the_readme_node_snippet_is_the_node_example_and_says_what_it_prints() -> None:
-    text = README.read_text(encoding="utf-8")
+def test_the_node_snippet_is_the_node_example_and_says_what_it_prints() -> None:
+    text = CLIENTS.read_text(encoding="utf-8")
     (snippet,) = _blocks(_section(text, "From Node.js"), "js")
     # The snippet runs as written because it is the example the Examples section runs.
     assert snippet == (ROOT / "examples" / "node" / "client.js").read_text(encoding="utf-8")
     said = [found.group(1) for line in snippet.splitlines() if (found := re.search(r"//\s*(\S.*)$", line))]
     (printed,) = _blocks(_section(text, "A Node.js client"), "text")
     assert said[-2:] == printed.splitlines(), "the snippet's comments and the example's output differ"
+    # The README's short Node.js example is the same run, and shows the same output.
+    (readme_printed,) = _blocks(_section(README.read_text(encoding="utf-8"), "From Node.js"), "text")
+    assert readme_printed == printed
 
 
-def test_the_readme_secured_examples_run_with_the_key_file_keygen_writes(tmp_path: Path) -> None:
-    text = _section(README.read_text(encoding="utf-8"), "Securing the service")
+def test_the_secured_examples_run_with_the_key_file_keygen_writes(tmp_path: Path) -> None:
+    text = SECURING.read_text(encoding="utf-8")
     commands = [command for block in _blocks(text, "sh") for command in _commands(block)]
     (keygen,) = [command for command in commands if command.startswith("remigio-referee keygen ")]
     env = {**server_env(), "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])}
@@ -391,21 +408,37 @@ def test_the_readme_secured_examples_run_with_the_key_file_keygen_writes(tmp_pat
         served.terminate()
 
 
-# The examples folder, run as the README's Examples section shows ---------------------------------
+# The examples folder, run as the documents' Examples sections show ------------------------------
 
-EXAMPLES = _section(README.read_text(encoding="utf-8"), "Examples")
-EXAMPLE_TITLES = re.findall(r"^### (.+)$", EXAMPLES, re.MULTILINE)
+# (document, example title): each ### of the Examples sections of docs/clients.md and
+# docs/commands.md, and the README's short examples of the same shape (commands, then the output).
+EXAMPLES = [
+    (document, title)
+    for document in (CLIENTS, COMMANDS)
+    for title in re.findall(r"^### (.+)$", _section(document.read_text(encoding="utf-8"), "Examples"), re.MULTILINE)
+] + [(README, "From Node.js"), (README, "From the command line")]
 
 
-def test_every_example_file_has_its_section_in_the_readme() -> None:
+def _example_section(document: Path, title: str) -> str:
+    text = document.read_text(encoding="utf-8")
+    return _section(_section(text, "Examples") if document != README else text, title)
+
+
+def test_every_example_file_has_its_section_in_the_documents() -> None:
     files = {
         path.relative_to(ROOT).as_posix()
         for path in (ROOT / "examples").rglob("*")
         if path.is_file() and "node_modules" not in path.parts and path.name not in (".npmrc", "package-lock.json")
     }
-    linked = {target for target in _links(README) if target.startswith("examples/")}
-    assert files <= linked, f"example files the README never links: {sorted(files - linked)}"
-    assert len(EXAMPLE_TITLES) >= 4
+    linked = {
+        (document.parent / target).resolve().relative_to(ROOT).as_posix()
+        for document in (README, CLIENTS, COMMANDS)
+        for target in _links(document)
+        if not re.match(r"[a-z][a-z0-9+.-]*:", target)
+        and (document.parent / target).resolve().is_relative_to(ROOT / "examples")
+    }
+    assert files <= linked, f"example files the documents never link: {sorted(files - linked)}"
+    assert len([title for document, title in EXAMPLES if document != README]) >= 4
 
 
 def test_the_node_example_pins_the_packages_the_makefile_pins() -> None:
@@ -425,12 +458,17 @@ def _verdict_ids(path: Path) -> list[str]:
     return [json.loads(line)["id"] for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-@pytest.mark.parametrize("title", EXAMPLE_TITLES)
-def test_each_example_runs_as_the_readme_shows(title: str, server: ServerProcess, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("document", "title"), EXAMPLES, ids=[f"{document.relative_to(ROOT)}: {title}" for document, title in EXAMPLES]
+)
+def test_each_example_runs_as_the_documents_show(
+    document: Path, title: str, server: ServerProcess, tmp_path: Path
+) -> None:
     """Each command of the example, as written, from the root of a copy of the examples and the
-    protos (with this environment's commands first on PATH), against a real server; the output
-    the README shows is what the last command printed (stdout; stderr when it prints nothing)."""
-    section = _section(EXAMPLES, title)
+    protos (with this environment's commands first on PATH, and this environment's Python for
+    ``.venv/bin/python``), against a real server; the output the document shows is what the last
+    command printed (stdout; stderr when it prints nothing)."""
+    section = _example_section(document, title)
     commands = [command for block in _blocks(section, "sh") for command in _commands(block)]
     (shown,) = _blocks(section, "text")
     assert commands, f"the example {title!r} shows no command"
@@ -441,6 +479,9 @@ def test_each_example_runs_as_the_readme_shows(title: str, server: ServerProcess
     env = {**server_env(), "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])}
     for command in commands:
         words = [server.address if word == EXAMPLE_ADDRESS else word for word in shlex.split(command)]
+        assert words[0] not in ("python", "python3"), f"{command}: the examples run .venv/bin/python"
+        if words[0] == ".venv/bin/python":
+            words[0] = sys.executable  # the environment the tests run in stands in for .venv
         if words[0] in ("npm", "node") and shutil.which(words[0]) is None:
             pytest.skip(f"{words[0]} is not installed")
         if words[0] == "npm":
