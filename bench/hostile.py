@@ -233,12 +233,12 @@ def _connections(bench: Bench, report: Report) -> Iterator[None]:
     try:
         yield
     finally:
-        report.note = f"{sum(map(_still_open, socks))} of 300 still open at the end"
+        report.note = f"{sum(map(still_open, socks))} of 300 still open at the end"
         for sock in socks:
             sock.close()
 
 
-def _still_open(sock: socket.socket) -> bool:
+def still_open(sock: socket.socket) -> bool:
     """Whether the server has not closed this connection (what it sent is read and dropped)."""
     sock.setblocking(False)
     try:

@@ -29,6 +29,7 @@ import httpx
 import pytest
 from servers import METRICS, ROOT, ServerProcess
 
+from bench.hostile import still_open
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
 from referee.server.warden import call_key, peer_key
@@ -41,10 +42,12 @@ PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x
 
 
 @contextlib.contextmanager
-def silent_attackers(target: str, first: str, addresses: int, per_address: int) -> Iterator[dict[str, float]]:
-    """``bench.attackers silent`` holding ``per_address`` idle connections from each of
-    ``addresses`` loopback addresses from ``first`` on, reopening those the server sheds."""
-    command = [sys.executable, "-m", "bench.attackers", "silent", target]
+def attacking(
+    attack: str, target: str, first: str, addresses: int, per_address: int, *more: str
+) -> Iterator[dict[str, float]]:
+    """``bench.attackers ATTACK`` from ``addresses`` loopback addresses from ``first`` on,
+    ``per_address`` connections each, reopening those the server ends: its outcomes once it ends."""
+    command = [sys.executable, "-m", "bench.attackers", attack, target, *more]
     command += ["--source", first, "--sources", str(addresses), "--count", str(per_address)]
     process = subprocess.Popen(command, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert process.stdin is not None and process.stdout is not None
@@ -96,7 +99,7 @@ def test_idle_connections_from_many_addresses_do_not_lock_a_fresh_client_out(
     metrics_url = server.wait_for(METRICS).group(1)
     server.listening()
     try:
-        with silent_attackers(server.address, "127.0.3.1", addresses, per_address) as outcomes:
+        with attacking("silent", server.address, "127.0.3.1", addresses, per_address) as outcomes:
             time.sleep(1)
             tries = 40
             answered = victim_calls(server.address, tries)
@@ -136,19 +139,6 @@ def test_a_connection_that_never_calls_is_closed_at_the_first_call_timeout() -> 
     assert any("made no call in time" in line for line in server.lines), server.lines[-5:]
 
 
-def _still_open(sock: socket.socket) -> bool:
-    """Whether the server has not closed ``sock`` (what it sent meanwhile, its SETTINGS, is read)."""
-    sock.setblocking(False)
-    try:
-        while sock.recv(65536):
-            pass
-    except BlockingIOError:
-        return True
-    except OSError:
-        pass
-    return False
-
-
 def test_ipv6_clients_count_by_their_64() -> None:
     assert peer_key("2001:db8:1:2:aaaa::1") == peer_key("2001:db8:1:2:ffff::9") == "2001:db8:1:2::/64"
     assert peer_key("2001:db8:1:3::1") != peer_key("2001:db8:1:2::1")
@@ -177,7 +167,7 @@ def test_an_ipv6_address_over_its_cap_is_shed_and_a_caller_still_served() -> Non
         for _ in range(20):
             held.append(socket.create_connection(("::1", port), timeout=5))
         time.sleep(1)
-        open_ones = sum(_still_open(sock) for sock in held)
+        open_ones = sum(still_open(sock) for sock in held)
         with grpc.insecure_channel(f"[::1]:{port}") as channel:
             answer = referee_pb2_grpc.RefereeServiceStub(channel).SolveHand(pb.SolveHandRequest(cards=HAND), timeout=5)
     finally:
@@ -193,23 +183,6 @@ def test_an_ipv6_address_over_its_cap_is_shed_and_a_caller_still_served() -> Non
 SLOW_BODY_LIMIT = 5.0  # the scaled test's --json-timeout: a slow body is ended within it
 
 
-@contextlib.contextmanager
-def slow_bodies(target: str, first: str, addresses: int, per_address: int) -> Iterator[dict[str, float]]:
-    """``bench.attackers slowbodies``: ``per_address`` JSON POSTs from each of ``addresses``
-    loopback addresses, each announcing 1 MB and sending a byte every 2 s, reopened as ended."""
-    command = [sys.executable, "-m", "bench.attackers", "slowbodies", target, "--byte-every", "2"]
-    command += ["--source", first, "--sources", str(addresses), "--count", str(per_address)]
-    process = subprocess.Popen(command, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    assert process.stdin is not None and process.stdout is not None
-    outcomes: dict[str, float] = {}
-    try:
-        assert process.stdout.readline().strip() == "ready", "the attacker did not start"
-        yield outcomes
-    finally:
-        out, _ = process.communicate(timeout=60)
-        outcomes.update(json.loads(out.strip().splitlines()[-1]))
-
-
 def test_slow_bodies_from_many_addresses_do_not_lock_fresh_clients_out_of_the_gateway(
     tmp_path: pytest.TempPathFactory,
 ) -> None:
@@ -222,7 +195,9 @@ def test_slow_bodies_from_many_addresses_do_not_lock_fresh_clients_out_of_the_ga
     launcher = ["--max-connections", "1000", "--max-connections-per-client", "64", "--json-timeout", "5s"]
     gateway = Gateway(Path(str(tmp_path)) / "gw", launcher=launcher)
     try:
-        with slow_bodies(f"127.0.0.1:{gateway.port}", "127.0.4.1", 10, 150) as outcomes:
+        with attacking(
+            "slowbodies", f"127.0.0.1:{gateway.port}", "127.0.4.1", 10, 150, "--byte-every", "2"
+        ) as outcomes:
             time.sleep(1)
             answered, slowest, tries = 0, 0.0, 40
             with httpx.Client(timeout=2) as client:  # a fresh connection for each call
@@ -304,7 +279,7 @@ def test_the_warden_sheds_another_process_s_connections_over_a_client_s_cap() ->
         open_from = {}
         for client in clients:
             open_from.setdefault(client.getsockname()[0], 0)
-            open_from[client.getsockname()[0]] += _still_open(client)
+            open_from[client.getsockname()[0]] += still_open(client)
         assert open_from == {"127.0.8.1": 3, "127.0.8.2": 3}
         assert holder.poll() is None  # the holder's own descriptors were left to it
     finally:
