@@ -275,11 +275,12 @@ def test_the_server_says_which_build_it_runs_in_its_start_up_line_and_its_metric
     assert f'referee_build_info{{api="v1",version="{__version__}"}} 1.0' in text
 
 
+@pytest.mark.parametrize("pause", [0.0, 2.0], ids=["jobs-starting", "jobs-up"])
 @pytest.mark.parametrize("workers", ["1", "2"])
-def test_ctrl_c_in_a_terminal_stops_every_process_without_a_traceback(workers: str) -> None:
+def test_ctrl_c_in_a_terminal_stops_every_process_without_a_traceback(workers: str, pause: float) -> None:
     """Ctrl-C signals the terminal's whole process group: the server, its workers and their
     dispute job processes alike. It drains, says "stopped", exits 0, and no process prints a
-    traceback (a job's KeyboardInterrupt did)."""
+    traceback (a job's KeyboardInterrupt did, also from a job still importing as it came)."""
     from servers import server_env
 
     server = subprocess.Popen(
@@ -288,11 +289,13 @@ def test_ctrl_c_in_a_terminal_stops_every_process_without_a_traceback(workers: s
     )  # fmt: skip
     assert server.stdout is not None
     lines = []
+    listening = 0
     for line in server.stdout:
         lines.append(line)
-        if LISTENING.search(line) or WORKERS.search(line):
-            break
-    time.sleep(2)  # the dispute jobs are up
+        listening += bool(LISTENING.search(line))
+        if listening == int(workers):
+            break  # every server process is up; its dispute jobs were spawned just before
+    time.sleep(pause)
     os.killpg(server.pid, signal.SIGINT)
     out, _ = server.communicate(timeout=60)
     text = "".join(lines) + out

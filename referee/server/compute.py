@@ -257,7 +257,8 @@ class DisputeJobs:
     def warm_up(self) -> None:
         """Start every job process now rather than on the first stream's first case."""
         for index, executor in enumerate(self._executors):
-            self._started[index] = executor.submit(job.ready)
+            with job.sigint_ignored_while_spawning():
+                self._started[index] = executor.submit(job.ready)
 
     def healthy(self) -> bool:
         """False while a job process cannot be started (it died before its first answer); such a
@@ -331,11 +332,13 @@ class DisputeJobs:
         """A batch submitted to job ``index``, replaced first if it is broken or stopped."""
         executor = self._executors[index]
         try:
-            return executor, executor.submit(job.judge_each, calls)
+            with job.sigint_ignored_while_spawning():
+                return executor, executor.submit(job.judge_each, calls)
         except (BrokenProcessPool, RuntimeError):
             self._replace(index, executor)
             executor = self._executors[index]
-            return executor, executor.submit(job.judge_each, calls)
+            with job.sigint_ignored_while_spawning():
+                return executor, executor.submit(job.judge_each, calls)
 
     def _batch_cases(self, index: int) -> int:
         """How many cases job ``index`` judges in about ``BATCH_SECONDS``: one until it has judged any."""
@@ -381,7 +384,8 @@ class DisputeJobs:
         # cancelling them here would look like a cancel of the streams themselves.
         broken.shutdown(wait=False, cancel_futures=False)
         self._executors[index] = self._start()
-        self._started[index] = self._executors[index].submit(job.ready)
+        with job.sigint_ignored_while_spawning():
+            self._started[index] = self._executors[index].submit(job.ready)
         self._sending[index] = False
         self.replaced += 1
 

@@ -9,11 +9,12 @@ a job process has loaded).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 # One case to judge: ``work(case, budget_seconds, max_bytes)``, in these four.
 Judging = tuple[Callable[[bytes, float, int], bytes], bytes, float, int]
@@ -22,9 +23,32 @@ Judging = tuple[Callable[[bytes, float, int], bytes], bytes, float, int]
 PARENT_CHECK_SECONDS = 1.0
 
 
+@contextlib.contextmanager
+def sigint_ignored_while_spawning() -> Iterator[None]:
+    """SIGINT ignored, on the main thread, while a job process may be spawned (on submit).
+
+    A spawned process inherits an ignored signal, so a Ctrl-C that reaches the process group while
+    a job is still starting (importing its parent's main module, before its own initializer) finds
+    it ignoring SIGINT too; the server process stops its jobs itself. Elsewhere than the main
+    thread a handler cannot be set: submits there go as they are.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def start(parent: int, committed_only: bool) -> None:
     """The job process's initializer: what its server holds to (``committed_only``, see
-    ``referee.api.handlers.require_committed_shuffles``), and the watch on ``parent``."""
+    ``referee.api.handlers.require_committed_shuffles``), and the watch on ``parent``.
+
+    SIGINT is ignored before anything is imported: a Ctrl-C that reaches a job still importing
+    (a busy machine) printed a KeyboardInterrupt traceback from the middle of the import."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     from referee.api import handlers
 
     handlers.require_committed_shuffles(committed_only)
@@ -75,4 +99,12 @@ def ready() -> int:
     return os.getpid()
 
 
-__all__ = ["PARENT_CHECK_SECONDS", "Judging", "judge_each", "ready", "start", "watch_parent"]
+__all__ = [
+    "PARENT_CHECK_SECONDS",
+    "Judging",
+    "judge_each",
+    "ready",
+    "sigint_ignored_while_spawning",
+    "start",
+    "watch_parent",
+]
