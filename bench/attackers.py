@@ -48,7 +48,7 @@ import grpc  # noqa: E402
 
 from bench.stall import Staller  # noqa: E402
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb  # noqa: E402
-from referee.cards import deck  # noqa: E402
+from referee.game.cards import deck  # noqa: E402
 
 SERVICE = "/remigio.referee.v1.RefereeService"
 WATCH = "/grpc.health.v1.Health/Watch"

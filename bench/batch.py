@@ -35,7 +35,7 @@ first): both medians of cases/s and of the server's CPU per case (all its proces
 dispute jobs, parent), and their ratios. Only the server differs between the two.
 
 **Deal records.** ``--records`` (default 10,000; 0 for none) simulated deal records
-(``referee.simulate``, 4 bots, seeded shuffles and explicit decks in turn, the search engine),
+(``referee.play.simulate``, 4 bots, seeded shuffles and explicit decks in turn, the search engine),
 each a ``record`` case with claims on the multiplier and every player's points and score change,
 are judged locally with ``--jobs 2 --engine search``: the whole pipeline (JSON in, the replay,
 the scoring and its linkings, JSON out). ``--rounds`` (default 3) timings; with ``--baseline DIR``
@@ -136,8 +136,8 @@ def record_case(n: int, seed: int = RECORDS_SEED) -> str:
 
     from referee.api import jsonmsg
     from referee.api.records import request_of
-    from referee.rules import Engine, RuleSet
-    from referee.simulate import simulate
+    from referee.game.rules import Engine, RuleSet
+    from referee.play.simulate import simulate
 
     rng = random.Random(seed * 1_000_003 + n)
     record = simulate(seed + n, PLAYERS_PER_RECORD, RuleSet(engine=Engine.SEARCH), seeded=n % 2 == 0)

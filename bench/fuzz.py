@@ -8,7 +8,7 @@ varint or spells it in too many bytes, changes a field's wire type, puts a bound
 value of the same field from another seed in it, splices in a message of the same type, adds
 unknown fields (numbers past the schema, the reserved range, the largest number), nests groups
 and messages deep, and blows a repeated field up to its limit, just past it and far beyond
-(``referee.limits``, ``referee.api.wire.MAX_FIELDS``, the message limit). The same seed and index
+(``referee.game.limits``, ``referee.api.wire.MAX_FIELDS``, the message limit). The same seed and index
 give the same bytes on every machine (``random.Random``).
 
 ``Fuzzer(seed).request(i)`` is the ``i``-th request: a method and its messages (the CheckDisputes
@@ -31,11 +31,11 @@ from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.api import records
 from referee.api.convert import deal_to_proto
 from referee.api.wire import COUNTED_OVER, MAX_FIELDS, read_varint
-from referee.cards import deck
-from referee.limits import LIMITS, MESSAGE_BYTES
-from referee.rules import Engine, RuleSet
-from referee.samples import sample_deals
-from referee.simulate import simulate
+from referee.game.cards import deck
+from referee.game.limits import LIMITS, MESSAGE_BYTES
+from referee.game.rules import Engine, RuleSet
+from referee.game.samples import sample_deals
+from referee.play.simulate import simulate
 
 SERVICE = "/remigio.referee.v1.RefereeService/"
 HEALTH_CHECK = "/grpc.health.v1.Health/Check"

@@ -19,7 +19,7 @@ import random
 from collections import Counter
 from collections.abc import Callable, Sequence
 
-from referee.cards import JOKER, SUITS, Card, check_copies, deck, sort_cards
+from referee.game.cards import JOKER, SUITS, Card, check_copies, deck, sort_cards
 
 Hand = tuple[Card, ...]
 Generator = Callable[[int | random.Random, int, int], list[Hand]]

@@ -5,15 +5,15 @@ Run from the repository root::
     python -m bench.replay                 # default run (a few seconds on 2 cores)
     python -m bench.replay --quick         # a short run
 
-The records come from ``referee.simulate`` with fixed seeds, so two runs time the same records.
+The records come from ``referee.play.simulate`` with fixed seeds, so two runs time the same records.
 
 - **The checks**: records of 4 players and exactly 80 turns (the bots never close), with an
   explicit deck and with a seeded shuffle (``remigio-shuffle-v1``: the deal's 108-card shuffle is
-  part of the work). ``referee.replay.replay`` on such a record does everything but the close
+  part of the work). ``referee.play.replay.replay`` on such a record does everything but the close
   check and the scoring: the record's checks, the deal, every turn's checks. Target: median under
   0.3 ms.
 - **Whole records**: complete records of 4 players (the bots close; seeded shuffles), replayed and
-  the end state scored with ``referee.scoring.score_deal``, with the search engine; the cache of
+  the end state scored with ``referee.game.scoring.score_deal``, with the search engine; the cache of
   best linkings is cleared before each record (the search engine keeps its own caches of parts of
   hands, as in a running server).
 - **Simulation**: how fast the bots make records (the source of the tests' records).
@@ -41,12 +41,12 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.machine import load_average  # noqa: E402
-from referee.linking import forget_linkings  # noqa: E402
-from referee.record import Record  # noqa: E402
-from referee.replay import replay  # noqa: E402
-from referee.rules import Engine, RuleSet  # noqa: E402
-from referee.scoring import score_deal  # noqa: E402
-from referee.simulate import simulate  # noqa: E402
+from referee.game.linking import forget_linkings  # noqa: E402
+from referee.game.rules import Engine, RuleSet  # noqa: E402
+from referee.game.scoring import score_deal  # noqa: E402
+from referee.play.record import Record  # noqa: E402
+from referee.play.replay import replay  # noqa: E402
+from referee.play.simulate import simulate  # noqa: E402
 
 SEED = 20261201
 PLAYERS = 4

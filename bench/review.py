@@ -1,11 +1,11 @@
-"""Benchmark of reviewing deal records turn by turn (``referee.review.review_deal``).
+"""Benchmark of reviewing deal records turn by turn (``referee.play.review.review_deal``).
 
 Run from the repository root::
 
     python -m bench.review                 # default run (about a minute on a quiet core)
     python -m bench.review --quick         # a short run
 
-The records come from ``referee.simulate`` with fixed seeds (four seats, the bots close; seeded
+The records come from ``referee.play.simulate`` with fixed seeds (four seats, the bots close; seeded
 shuffles), so two runs time the same deals. A review replays the record, then for every turn
 measures the seat's hand before the draw, the 11 cards after it (every throw), the face-up card's
 alternative, and the same omnisciently; the caches of measures and of core sets are emptied
@@ -35,10 +35,10 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.machine import load_average  # noqa: E402
-from referee.record import Record  # noqa: E402
-from referee.review import forget_measures, review_deal  # noqa: E402
-from referee.rules import Engine, RuleSet  # noqa: E402
-from referee.simulate import simulate  # noqa: E402
+from referee.game.rules import Engine, RuleSet  # noqa: E402
+from referee.play.record import Record  # noqa: E402
+from referee.play.review import forget_measures, review_deal  # noqa: E402
+from referee.play.simulate import simulate  # noqa: E402
 
 SEED = 20261201
 PLAYERS = 4

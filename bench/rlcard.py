@@ -7,7 +7,7 @@ bench`` runs it then)::
     python -m bench.rlcard --quick          # 200 hands, 3 rounds
 
 RLCard (``rlcard.games.gin_rummy.utils.melding.get_best_meld_clusters``) finds a gin rummy hand's
-melds with the least deadwood; the referee's library call (``referee.linking.best_linking``, the
+melds with the least deadwood; the referee's library call (``referee.game.linking.best_linking``, the
 search engine) a Remigio hand's groups with the fewest unlinked points, then the fewest groups.
 The two count a card's points alike (ace 1, 2-10 face value, J Q K 10) and agree on what links,
 except that Remigio's runs may put the ace above the king. So the hands here are
@@ -46,9 +46,9 @@ if __package__ in (None, ""):
 
 from bench.machine import load_average  # noqa: E402
 from bench.solver import engine_caches  # noqa: E402
-from referee.cards import ACE, KING, NATURALS, QUEEN, Card, format_cards, sort_cards  # noqa: E402
-from referee.linking import best_linking, engine_for, forget_linkings  # noqa: E402
-from referee.rules import Engine, RuleSet  # noqa: E402
+from referee.game.cards import ACE, KING, NATURALS, QUEEN, Card, format_cards, sort_cards  # noqa: E402
+from referee.game.linking import best_linking, engine_for, forget_linkings  # noqa: E402
+from referee.game.rules import Engine, RuleSet  # noqa: E402
 
 SEED = 20261201
 DEFAULT_COUNT = 1500
@@ -113,7 +113,7 @@ def _rl_code(card: Card) -> str:
 Timings = dict[str, list[int]]  # per call: each hand's median ns over the rounds
 
 # The calls timed, in the report's order.
-LIBRARY = "library"  # referee.linking.best_linking, as the referee's own code calls it
+LIBRARY = "library"  # referee.game.linking.best_linking, as the referee's own code calls it
 ENGINE = "engine"  # the search engine object, as bench.solver calls it
 RLCARD = "RLCard"
 
@@ -186,7 +186,7 @@ def report(hands: Sequence[Hand], timings: Timings, wrong: Sequence[str], rounds
         f"cpu count {os.cpu_count()}, {platform.machine()} {platform.system()}",
         f"load average (1/5/15 min) at the end: {load_average()}",
         f"{len(hands)} gin-compatible hands (seed {SEED}), {rounds} rounds; a hand's time is the median of its rounds",
-        f"{LIBRARY}: referee.linking.best_linking, its cache and the engine's cleared before each call; "
+        f"{LIBRARY}: referee.game.linking.best_linking, its cache and the engine's cleared before each call; "
         f"{ENGINE}: SearchEngine.best_linking, the engine's caches cleared; "
         f"{RLCARD}: melding.get_best_meld_clusters",
         "",

@@ -95,8 +95,8 @@ from bench.machine import load_average  # noqa: E402
 from bench.suite import Tree  # noqa: E402
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb  # noqa: E402
 from referee.api.convert import deal_to_proto  # noqa: E402
-from referee.cards import Card  # noqa: E402
-from referee.samples import sample_deals  # noqa: E402
+from referee.game.cards import Card  # noqa: E402
+from referee.game.samples import sample_deals  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 HOST = "127.0.0.1"

@@ -10,8 +10,8 @@ For each hand family (``bench.hands``) and each engine it prints the median and 
 hand of
 
 - best linking of 10 cards, calling the engine object directly (the ``lru_cache`` in
-  ``referee.linking.best_linking`` would otherwise hide the cost);
-- best close of 11 cards through ``referee.closing.best_close`` (which goes through the cached
+  ``referee.game.linking.best_linking`` would otherwise hide the cost);
+- best close of 11 cards through ``referee.game.closing.best_close`` (which goes through the cached
   ``best_linking``; the cache is cleared before every hand, never inside one),
 
 each hand timed cold: the ``functools`` caches an engine's own modules keep (the search engine
@@ -46,10 +46,10 @@ if __package__ in (None, ""):
 
 from bench.hands import FAMILIES, Hand  # noqa: E402
 from bench.machine import load_average  # noqa: E402
-from referee.cards import format_cards, sort_cards  # noqa: E402
-from referee.closing import best_close, forget_verdicts  # noqa: E402
-from referee.linking import engine_for, forget_linkings  # noqa: E402
-from referee.rules import Engine, RuleSet  # noqa: E402
+from referee.game.cards import format_cards, sort_cards  # noqa: E402
+from referee.game.closing import best_close, forget_verdicts  # noqa: E402
+from referee.game.linking import engine_for, forget_linkings  # noqa: E402
+from referee.game.rules import Engine, RuleSet  # noqa: E402
 
 SEED = 20240601
 DEFAULT_COUNT = 300
@@ -110,14 +110,18 @@ def default_engines() -> list[str]:
 def engine_caches(engine_name: str) -> list[tuple[str, Callable[[], None]]]:
     """The ``functools`` caches at the top level of the engine's own modules: (name, cache_clear).
 
-    Its own modules: the engine's module and the ``referee.linking`` modules it takes functions
+    Its own modules: the engine's module and the ``referee.game.linking`` modules it takes functions
     from (the CP-SAT engine's candidate groups), but not ``base``, which every engine shares.
     """
     names = [type(engine_for(RuleSet(engine=engine_name))).__module__]
     for name in names:  # grows as it goes: the modules those modules take functions from, too
         for value in vars(sys.modules[name]).values():
             owner = getattr(value, "__module__", None) if callable(value) else None
-            if owner and owner.startswith("referee.linking.") and owner not in (*names, "referee.linking.base"):
+            if (
+                owner
+                and owner.startswith("referee.game.linking.")
+                and owner not in (*names, "referee.game.linking.base")
+            ):
                 names.append(owner)
     found = []
     for name in names:
@@ -331,7 +335,7 @@ def report(results: dict[str, dict[str, Figures]], engines: Sequence[str], count
     if "search" not in engines:
         out.append(
             "(search targets n/a: the search engine was not run"
-            + ("" if "search" in available_engines() else ", it is not registered in referee.linking.dispatch")
+            + ("" if "search" in available_engines() else ", it is not registered in referee.game.linking.dispatch")
             + ")"
         )
     out.append("")

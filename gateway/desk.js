@@ -245,7 +245,7 @@
   }
 
   const violationCode = (v) => String(f(v, "code", "")).replace(/^VIOLATION_CODE_/, "");
-  // What a record proves about its deck order (referee.shuffle.ShuffleProof's sentences).
+  // What a record proves about its deck order (referee.play.shuffle.ShuffleProof's sentences).
   const PROOFS = {
     SHUFFLE_PROOF_COMMITTED: "shuffle committed: the revealed seed matches the hash published before the deal",
     SHUFFLE_PROOF_UNCOMMITTED: "shuffle seeded but not committed: nothing shows the order was fixed before the deal",

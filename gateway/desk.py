@@ -16,7 +16,7 @@ import html
 from pathlib import Path
 
 from referee import __version__, render
-from referee.rules import CloseKind
+from referee.game.rules import CloseKind
 
 HERE = Path(__file__).resolve().parent
 TEMPLATE = HERE / "desk.html.in"

@@ -19,13 +19,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from referee.cards import CARD_BY_INDEX, JOKER_CODE, Card, Suit, rank_code
-from referee.closing import Close
-from referee.deal import PlayerHand
-from referee.groups import Group, GroupKind
-from referee.linking import Linking
-from referee.replay import Replay
-from referee.scoring import DealResult
+from referee.game.cards import CARD_BY_INDEX, JOKER_CODE, Card, Suit, rank_code
+from referee.game.closing import Close
+from referee.game.deal import PlayerHand
+from referee.game.groups import Group, GroupKind
+from referee.game.linking import Linking
+from referee.game.scoring import DealResult
+from referee.play.replay import Replay
 
 RED = "#c62828"
 BLACK = "#212121"

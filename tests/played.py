@@ -2,7 +2,7 @@
 
 The corpus covers every rule option, 2 to 10 players (and a few tables of up to the most a deck
 deals to), seeded shuffles, explicit decks and stacked decks (a close on the first turn), and a
-few deals that never close. Each record comes from ``referee.simulate`` with its index as seed,
+few deals that never close. Each record comes from ``referee.play.simulate`` with its index as seed,
 so a failing record is named by its index. The search engine links the bots' hands: every engine
 gives the same answers, and it is the fast one.
 """
@@ -19,11 +19,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from referee.cards import Card
-from referee.deal import most_players
-from referee.record import DrawSource, Record
-from referee.replay import Replay, replay
-from referee.rules import (
+from referee.game.cards import Card
+from referee.game.deal import most_players
+from referee.game.rules import (
     CloseKind,
     DiscardTaken,
     Engine,
@@ -33,7 +31,9 @@ from referee.rules import (
     ScoringMode,
     ScoringRules,
 )
-from referee.simulate import simulate
+from referee.play.record import DrawSource, Record
+from referee.play.replay import Replay, replay
+from referee.play.simulate import simulate
 
 CORPUS = 1600
 

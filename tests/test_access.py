@@ -29,7 +29,7 @@ from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
 from referee.api.convert import deal_to_proto
 from referee.client import Referee, retry_delay
-from referee.samples import sample_deals
+from referee.game.samples import sample_deals
 from referee.server.access import UNAUTHENTICATED_MESSAGE, digest_of
 
 ALICE = "alice-0123456789-abcdefghij"  # no rate

@@ -34,11 +34,11 @@ from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.api import jsonmsg
 from referee.api.convert import close_kind_to_proto
 from referee.api.records import request_of
-from referee.deal import most_players
-from referee.replay import replay
-from referee.rules import Engine, RuleSet
-from referee.scoring import score_deal
-from referee.simulate import simulate
+from referee.game.deal import most_players
+from referee.game.rules import Engine, RuleSet
+from referee.game.scoring import score_deal
+from referee.play.replay import replay
+from referee.play.simulate import simulate
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.skipif(sys.platform != "linux", reason="signals, ptys")]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from bench import rlcard as bench_rlcard
-from referee.cards import parse_cards, sort_cards
+from referee.game.cards import parse_cards, sort_cards
 
 
 def test_the_hands_are_ten_distinct_naturals_of_one_deck_from_a_fixed_seed() -> None:

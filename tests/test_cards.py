@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from referee.cards import (
+from referee.game.cards import (
     CARD_BY_INDEX,
     CARD_KINDS,
     JOKER,
@@ -23,7 +23,7 @@ from referee.cards import (
     rank_of,
     suit_of,
 )
-from referee.errors import InvalidCardError
+from referee.game.errors import InvalidCardError
 
 
 @pytest.mark.parametrize(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from referee.cards import Card, parse_cards
-from referee.claims import (
+from referee.game.cards import Card, parse_cards
+from referee.game.claims import (
     ClaimVerdict,
     DealClaims,
     PlayerClaim,
@@ -15,13 +15,13 @@ from referee.claims import (
     judge_linking,
     judge_value,
 )
-from referee.closing import check_close
-from referee.deal import Deal, PlayerHand
-from referee.errors import InvalidDealError
-from referee.groups import NotAGroup, judge_group
-from referee.linking import best_linking
-from referee.rules import CloseKind, JokerLimit, RuleSet
-from referee.scoring import DealResult, score_deal
+from referee.game.closing import check_close
+from referee.game.deal import Deal, PlayerHand
+from referee.game.errors import InvalidDealError
+from referee.game.groups import NotAGroup, judge_group
+from referee.game.linking import best_linking
+from referee.game.rules import CloseKind, JokerLimit, RuleSet
+from referee.game.scoring import DealResult, score_deal
 
 RULES = RuleSet()
 HAND_33 = "AH 2H 3H 5C 5D 5S KS KD 9C 4D"  # best: A-2-3♥, 5-5-5; 33 left; 54 in all

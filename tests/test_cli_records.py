@@ -20,7 +20,7 @@ from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.api.handlers import replay_deal
 from referee.api.records import request_of
 from referee.cli import main
-from referee.record import format_notation, parse_notation
+from referee.play.record import format_notation, parse_notation
 
 RECORDS_MD = (ROOT / "docs" / "records.md").read_text(encoding="utf-8")
 FENCE = re.compile(r"^```text\n(.*?)^```", re.MULTILINE | re.DOTALL)

@@ -22,7 +22,7 @@ from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
 from referee.api.convert import deal_to_proto
 from referee.client import Referee, retry_delay
-from referee.samples import sample_deals
+from referee.game.samples import sample_deals
 
 HAND = "AH 2H 3H 5C 5D 5S KS KD 9C JK"
 CLOSE = "3H 4H 5H 6H JK 8H 9H 10H JH QH"

@@ -15,9 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from referee.cards import Card, sort_cards
-from referee.closing import best_close, check_close
-from referee.rules import CloseKind, JokerDiscard, JokerLimit, RuleSet
+from referee.game.cards import Card, sort_cards
+from referee.game.closing import best_close, check_close
+from referee.game.rules import CloseKind, JokerDiscard, JokerLimit, RuleSet
 
 SETTINGS = settings(
     max_examples=40,

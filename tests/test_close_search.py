@@ -8,10 +8,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from referee.cards import JOKER, NATURALS, Card, sort_cards
-from referee.closing import best_close, check_close, loose_cards, may_be_linked
-from referee.linking import best_linking
-from referee.rules import CloseKind, JokerLimit, RuleSet
+from referee.game.cards import JOKER, NATURALS, Card, sort_cards
+from referee.game.closing import best_close, check_close, loose_cards, may_be_linked
+from referee.game.linking import best_linking
+from referee.game.rules import CloseKind, JokerLimit, RuleSet
 
 RULE_SETS = [
     RuleSet(engine="search"),

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from referee.cards import JOKER, Card, parse_cards
-from referee.closing import best_close, check_close, close_kinds
-from referee.errors import InvalidCardError
-from referee.rules import CloseKind, JokerLimit, RuleSet
+from referee.game.cards import JOKER, Card, parse_cards
+from referee.game.closing import best_close, check_close, close_kinds
+from referee.game.errors import InvalidCardError
+from referee.game.rules import CloseKind, JokerLimit, RuleSet
 
 RULES = RuleSet()
 

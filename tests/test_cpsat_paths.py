@@ -11,11 +11,11 @@ from pathlib import Path
 import oracle
 import pytest
 
-from referee.cards import JOKER, NATURALS, format_cards, parse_cards, sort_cards, suit_of
-from referee.errors import SolverTimeout
-from referee.linking import cpsat, time_budget
-from referee.linking.cpsat import CpSatEngine
-from referee.rules import JokerLimit, RuleSet
+from referee.game.cards import JOKER, NATURALS, format_cards, parse_cards, sort_cards, suit_of
+from referee.game.errors import SolverTimeout
+from referee.game.linking import cpsat, time_budget
+from referee.game.linking.cpsat import CpSatEngine
+from referee.game.rules import JokerLimit, RuleSet
 
 
 def hands(seed: int, count: int) -> list[tuple]:
@@ -110,8 +110,8 @@ def test_the_lone_card_count_holds_for_every_fully_linked_hand(rules: RuleSet) -
     # per joker. Hands of ten cards from one or two suits, with jokers, where lone cards abound.
     from collections import Counter
 
-    from referee.cards import points_by_index
-    from referee.linking.candidates import candidate_groups
+    from referee.game.cards import points_by_index
+    from referee.game.linking.candidates import candidate_groups
 
     rng = random.Random(11)
     points = points_by_index(rules.joker_points)
@@ -145,9 +145,9 @@ def test_the_engine_loads_neither_the_python_builder_nor_pandas() -> None:
             sys.executable,
             "-c",
             "import sys\n"
-            "from referee.cards import parse_cards\n"
-            "from referee.linking import best_linking\n"
-            "from referee.rules import RuleSet\n"
+            "from referee.game.cards import parse_cards\n"
+            "from referee.game.linking import best_linking\n"
+            "from referee.game.rules import RuleSet\n"
             "best_linking(parse_cards('4C 5C 6C 8D 8H 8S JD'.split()), RuleSet())\n"
             "print(sorted(m for m in ('pandas', 'numpy', 'ortools.sat.python.cp_model') if m in sys.modules))",
         ],
@@ -201,7 +201,7 @@ def test_or_tools_is_the_version_the_engine_was_written_against() -> None:
     installed = version("ortools")
     assert installed.split(".")[:2] == ["9", "15"], (
         f"OR-Tools {installed} is installed, the engine was written against 9.15: check "
-        "referee/linking/cpsat.py's use of cp_model_helper against it before moving the pin"
+        "referee/game/linking/cpsat.py's use of cp_model_helper against it before moving the pin"
     )
     for name in ("SolveWrapper", "SatParameters", "CpSolverStatus", "CpModelProto"):
         assert hasattr(cpsat.cmh, name), f"cp_model_helper has no {name} in OR-Tools {installed}"

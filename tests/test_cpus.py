@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from referee.cpus import cgroup_cpu_quota, usable_cpus
+from referee.server.cpus import cgroup_cpu_quota, usable_cpus
 
 
 def _affinity() -> int:

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from referee.cards import Card, deck, parse_cards, sort_cards
-from referee.deal import Deal, PlayerHand, check_deal
-from referee.errors import InvalidDealError, RefereeError
-from referee.rules import RuleSet
+from referee.game.cards import Card, deck, parse_cards, sort_cards
+from referee.game.deal import Deal, PlayerHand, check_deal
+from referee.game.errors import InvalidDealError, RefereeError
+from referee.game.rules import RuleSet
 
 RULES = RuleSet()
 CLOSER = "2C 3C 4C 6D 6H 6S 8S 8D 8C 8H"

@@ -23,14 +23,14 @@ from gateways import Gateway
 from gateway import desk as desk_page
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.api import handlers, jsonmsg, records
-from referee.cards import parse_cards
 from referee.cli.batch import Line, judge_line
-from referee.closing import best_close
-from referee.linking import best_linking
+from referee.game.cards import parse_cards
+from referee.game.closing import best_close
+from referee.game.linking import best_linking
+from referee.game.rules import Engine, RuleSet
+from referee.play.simulate import simulate
 from referee.render import card_symbols
-from referee.rules import Engine, RuleSet
 from referee.server.access.keys import digest_of
-from referee.simulate import simulate
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY = "desk-test-key-0123456789abcdef"

@@ -517,9 +517,9 @@ def test_the_expected_output_check_can_fail() -> None:
 
 
 def test_the_rule_books_table_of_options_is_the_declarations() -> None:
-    """docs/rules.md's table of options is made from referee.rules.RULE_OPTIONS: a new or changed
+    """docs/rules.md's table of options is made from referee.game.rules.RULE_OPTIONS: a new or changed
     option shows there (paste ``rule_options_table()`` between the markers)."""
-    from referee.rules import rule_options_table
+    from referee.game.rules import rule_options_table
 
     text = (ROOT / "docs" / "rules.md").read_text(encoding="utf-8")
     found = re.search(r"<!-- rule-options[^>]*-->\n(.*?)<!-- /rule-options -->", text, re.DOTALL)

@@ -29,14 +29,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from referee.cards import CARD_BY_INDEX, JOKER, NATURALS, SUITS, Card, format_cards, parse_cards, sort_cards
-from referee.errors import EngineDisagreementError, InvalidOptionError
-from referee.groups import Group, judge_group
-from referee.linking import Linking, best_linking, engine_for, linking_from_parts
-from referee.linking.audit import AuditEngine
-from referee.linking.cpsat import CpSatEngine
-from referee.linking.search import SearchEngine, components_no_wrap, joker_free_components
-from referee.rules import Engine, JokerLimit, RuleSet
+from referee.game.cards import CARD_BY_INDEX, JOKER, NATURALS, SUITS, Card, format_cards, parse_cards, sort_cards
+from referee.game.errors import EngineDisagreementError, InvalidOptionError
+from referee.game.groups import Group, judge_group
+from referee.game.linking import Linking, best_linking, engine_for, linking_from_parts
+from referee.game.linking.audit import AuditEngine
+from referee.game.linking.cpsat import CpSatEngine
+from referee.game.linking.search import SearchEngine, components_no_wrap, joker_free_components
+from referee.game.rules import Engine, JokerLimit, RuleSet
 
 CPSAT = CpSatEngine()
 SEARCH = SearchEngine()
@@ -299,9 +299,9 @@ def test_an_engine_is_imported_only_when_used() -> None:
     # A search-only command must not pay for loading OR-Tools; asking for CP-SAT loads it.
     script = (
         "import sys\n"
-        "from referee.cards import parse_cards\n"
-        "from referee.linking import best_linking\n"
-        "from referee.rules import RuleSet\n"
+        "from referee.game.cards import parse_cards\n"
+        "from referee.game.linking import best_linking\n"
+        "from referee.game.rules import RuleSet\n"
         "best_linking(parse_cards('7C 7D 7H JK'.split()), RuleSet(engine='search'))\n"
         "print('ortools' in sys.modules)\n"
         "best_linking(parse_cards('7C 7D 7H JK'.split()), RuleSet())\n"

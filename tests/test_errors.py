@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from referee.errors import InvalidCardError, InvalidOptionError, RefereeError, rooted_at
-from referee.rules import CloseKind, RuleSet
+from referee.game.errors import InvalidCardError, InvalidOptionError, RefereeError, rooted_at
+from referee.game.rules import CloseKind, RuleSet
 
 
 @pytest.mark.parametrize(

@@ -6,12 +6,12 @@ from collections import Counter
 
 import pytest
 
-from referee.cards import Card, parse_cards
-from referee.closing import best_close
-from referee.deal import Deal, PlayerHand
-from referee.linking import Linking, best_linking
-from referee.rules import CloseKind, JokerDiscard, JokerLimit, RuleSet, ScoringMode, ScoringRules
-from referee.scoring import score_deal
+from referee.game.cards import Card, parse_cards
+from referee.game.closing import best_close
+from referee.game.deal import Deal, PlayerHand
+from referee.game.linking import Linking, best_linking
+from referee.game.rules import CloseKind, JokerDiscard, JokerLimit, RuleSet, ScoringMode, ScoringRules
+from referee.game.scoring import score_deal
 
 RULES = RuleSet()
 

@@ -38,8 +38,8 @@ from servers import ROOT, ServerProcess
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
 from referee.api import jsonmsg, records
+from referee.play.simulate import simulate
 from referee.server.access import digest_of
-from referee.simulate import simulate
 
 ORIGIN = "http://127.0.0.1:8765"  # a page's origin the gateway allows (the browser test's own)
 CLIENT = "127.0.0.5"  # the tests' clients call from this loopback address

@@ -6,9 +6,9 @@ from collections import Counter
 
 import pytest
 
-from referee.cards import Card, parse_cards
-from referee.groups import Group, GroupKind, NotAGroup, is_run, is_same_rank, judge_group, run_group
-from referee.rules import JokerLimit, RuleSet
+from referee.game.cards import Card, parse_cards
+from referee.game.groups import Group, GroupKind, NotAGroup, is_run, is_same_rank, judge_group, run_group
+from referee.game.rules import JokerLimit, RuleSet
 
 DEFAULT = RuleSet()
 WRAP = RuleSet(wrap_runs=True)

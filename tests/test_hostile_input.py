@@ -26,8 +26,8 @@ from servers import LISTENING, ROOT, ServerProcess, descendants, field_violation
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
-from referee.cards import deck
-from referee.limits import CARD_CODE, CASE_ID, NAME
+from referee.game.cards import deck
+from referee.game.limits import CARD_CODE, CASE_ID, NAME
 from referee.server.config import DEFAULT_MAX_CALLS_PER_CLIENT
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.skipif(sys.platform != "linux", reason="/proc")]

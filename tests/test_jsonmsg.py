@@ -14,9 +14,9 @@ from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.api import jsonmsg
 from referee.api.disputes import judge_case
 from referee.api.records import request_of
-from referee.deal import most_players
-from referee.rules import Engine, RuleSet
-from referee.simulate import simulate
+from referee.game.deal import most_players
+from referee.game.rules import Engine, RuleSet
+from referee.play.simulate import simulate
 
 # Deal records, seeded (a 64-bit nonce, written as a string) and explicit, with a violation or not.
 RECORDS = [

@@ -1,4 +1,4 @@
-"""The size limits of a request (referee.limits) and the short quotes of errors: pure checks."""
+"""The size limits of a request (referee.game.limits) and the short quotes of errors: pure checks."""
 
 from __future__ import annotations
 
@@ -10,15 +10,15 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 from protobytes import unknown_field
 
-from referee import cards
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.api import convert, handlers
 from referee.api.disputes import judge_case
 from referee.api.wire import check_counts
-from referee.cards import Card, parse_cards
-from referee.errors import QUOTED_CHARS, InvalidCardError, LimitError, RefereeError, SolverTimeout
-from referee.limits import CARD_CODE, CLAIMED_PLAYERS, LIMITS, NAME, PLAYERS
-from referee.linking import check_time_left, time_budget
+from referee.game import cards
+from referee.game.cards import Card, parse_cards
+from referee.game.errors import QUOTED_CHARS, InvalidCardError, LimitError, RefereeError, SolverTimeout
+from referee.game.limits import CARD_CODE, CLAIMED_PLAYERS, LIMITS, NAME, PLAYERS
+from referee.game.linking import check_time_left, time_budget
 
 REQUESTS = (
     pb.SolveHandRequest,

@@ -25,9 +25,9 @@ from servers import LISTENING, METRICS, WORKERS, refused_start
 from referee import __version__
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
-from referee.cards import parse_cards
-from referee.linking import best_linking, forget_linkings, linkings_observer
-from referee.rules import RuleSet
+from referee.game.cards import parse_cards
+from referee.game.linking import best_linking, forget_linkings, linkings_observer
+from referee.game.rules import RuleSet
 from referee.server import metrics
 from referee.server.config import add_arguments
 

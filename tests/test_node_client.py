@@ -24,11 +24,11 @@ from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
 from referee.api.convert import deal_to_proto
 from referee.api.records import request_of
-from referee.record import Record, Seat
-from referee.rules import Engine, RuleSet
-from referee.samples import sample_deals
-from referee.shuffle import Shuffle
-from referee.simulate import simulate
+from referee.game.rules import Engine, RuleSet
+from referee.game.samples import sample_deals
+from referee.play.record import Record, Seat
+from referee.play.shuffle import Shuffle
+from referee.play.simulate import simulate
 
 ROOT = Path(__file__).resolve().parent.parent
 NODE_MODULES = ROOT / ".tools" / "node_modules"

@@ -17,13 +17,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import referee.linking.dispatch as dispatch
-from referee.cards import Card
-from referee.groups import Group, GroupKind, judge_group
-from referee.linking import best_linking
-from referee.rules import JokerLimit, RuleSet
+import referee.game.linking.dispatch as dispatch
+from referee.game.cards import Card
+from referee.game.groups import Group, GroupKind, judge_group
+from referee.game.linking import best_linking
+from referee.game.rules import JokerLimit, RuleSet
 
-# Append a name here when its engine is registered in referee.linking.dispatch.
+# Append a name here when its engine is registered in referee.game.linking.dispatch.
 ENGINES = ["cpsat", "search"]
 
 LIMITS = list(JokerLimit)

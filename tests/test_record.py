@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from played import corpus
 
-from referee.cards import Card, deck, parse_cards
-from referee.errors import (
+from referee.game.cards import Card, deck, parse_cards
+from referee.game.errors import (
     InvalidCardError,
     InvalidDealError,
     InvalidNotationError,
@@ -23,12 +23,21 @@ from referee.errors import (
     LimitError,
     RefereeError,
 )
-from referee.limits import RESTOCK_CARDS, TURNS
-from referee.record import DrawSource, Record, Seat, Turn, check_record, format_notation, parse_notation
-from referee.replay import ViolationCode, replay
-from referee.rules import RULE_OPTIONS, CloseKind, DiscardTaken, Engine, RuleOption, RuleSet, ScoringMode, ScoringRules
-from referee.scoring import score_deal
-from referee.shuffle import Shuffle
+from referee.game.limits import RESTOCK_CARDS, TURNS
+from referee.game.rules import (
+    RULE_OPTIONS,
+    CloseKind,
+    DiscardTaken,
+    Engine,
+    RuleOption,
+    RuleSet,
+    ScoringMode,
+    ScoringRules,
+)
+from referee.game.scoring import score_deal
+from referee.play.record import DrawSource, Record, Seat, Turn, check_record, format_notation, parse_notation
+from referee.play.replay import ViolationCode, replay
+from referee.play.shuffle import Shuffle
 
 S, D = DrawSource.STOCK, DrawSource.DISCARD
 RECORDS_DOC = Path(__file__).resolve().parent.parent / "docs" / "records.md"
@@ -187,7 +196,7 @@ def test_every_rule_option_round_trips() -> None:
 
 @pytest.mark.parametrize("option", RULE_OPTIONS, ids=lambda option: option.name)
 def test_every_value_of_every_declared_option_round_trips_through_the_notation(option: RuleOption) -> None:
-    """Each option of referee.rules.RULE_OPTIONS, at each value it takes that is not its default
+    """Each option of referee.game.rules.RULE_OPTIONS, at each value it takes that is not its default
     (every member of an enum; a number and a switch away from the default), is written as its tag
     and read back."""
     if option.choices:
@@ -286,7 +295,7 @@ def test_format_refuses_a_malformed_record() -> None:
 
 THROWAWAY = """
 import dataclasses, sys
-import referee.rules as rules
+import referee.game.rules as rules
 
 # The recipe of CONTRIBUTING.md, "Adding a rule option", short of the proto field: the rule's
 # field in RuleSet and its declaration. Then the edges must know it with no other change.
@@ -298,9 +307,9 @@ rules.RuleSet = WithBonus
 rules.RULE_OPTIONS = (*rules.RULE_OPTIONS, rules.RuleOption("house_bonus", int, "a throwaway option", "HouseBonus"))
 
 from referee.cli import build_parser
-from referee.record import format_notation, parse_notation
-from referee.cards import deck
-from referee.record import Record, Seat
+from referee.play.record import format_notation, parse_notation
+from referee.game.cards import deck
+from referee.play.record import Record, Seat
 
 help_text = build_parser(serving=False)._subparsers._group_actions[0].choices["solve"].format_help()
 assert "--house-bonus" in help_text and "a throwaway option (default 0)" in help_text, help_text

@@ -22,9 +22,9 @@ from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.api import handlers, jsonmsg, records
 from referee.api.disputes import judge_case
 from referee.api.record_lines import judge_record, read_record_case
-from referee.cards import JOKER, NATURALS
 from referee.cli.batch import Line, judge_line, parse_case, verdict_json
-from referee.record import Record
+from referee.game.cards import JOKER, NATURALS
+from referee.play.record import Record
 
 
 def _claims(played: Played, rng: random.Random) -> pb.DealClaims | None:

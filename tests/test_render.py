@@ -15,14 +15,14 @@ import pytest
 from commands import cli
 
 from referee import render
-from referee.cards import NATURALS, Card, parse_cards
-from referee.closing import best_close, check_close
-from referee.deal import Deal, PlayerHand
-from referee.linking import best_linking
-from referee.record import DrawSource, Record, Seat, Turn
-from referee.replay import ViolationCode, replay
-from referee.rules import Engine, JokerDiscard, RuleSet
-from referee.scoring import score_deal
+from referee.game.cards import NATURALS, Card, parse_cards
+from referee.game.closing import best_close, check_close
+from referee.game.deal import Deal, PlayerHand
+from referee.game.linking import best_linking
+from referee.game.rules import Engine, JokerDiscard, RuleSet
+from referee.game.scoring import score_deal
+from referee.play.record import DrawSource, Record, Seat, Turn
+from referee.play.replay import ViolationCode, replay
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).resolve().parent / "golden"

@@ -13,15 +13,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from played import Played, before, corpus, drawn_by
 
-from referee.cards import Card, deck, format_cards
-from referee.closing import best_close, check_close
-from referee.deal import HAND
-from referee.record import DrawSource, Record, Seat, Turn
-from referee.replay import Replay, ViolationCode, replay
-from referee.rules import CloseKind, DiscardTaken, Engine, JokerDiscard, JokerLimit, RuleSet
-from referee.scoring import score_deal
-from referee.shuffle import Shuffle, commitment, dealt_deck, reshuffled
-from referee.simulate import simulate
+from referee.game.cards import Card, deck, format_cards
+from referee.game.closing import best_close, check_close
+from referee.game.deal import HAND
+from referee.game.rules import CloseKind, DiscardTaken, Engine, JokerDiscard, JokerLimit, RuleSet
+from referee.game.scoring import score_deal
+from referee.play.record import DrawSource, Record, Seat, Turn
+from referee.play.replay import Replay, ViolationCode, replay
+from referee.play.shuffle import Shuffle, commitment, dealt_deck, reshuffled
+from referee.play.simulate import simulate
 
 S, D = DrawSource.STOCK, DrawSource.DISCARD
 FAST = RuleSet(engine=Engine.SEARCH)

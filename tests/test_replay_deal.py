@@ -25,12 +25,12 @@ from referee._gen.remigio.referee.v1 import referee_pb2_grpc
 from referee.api import convert, handlers, records
 from referee.api.convert import deal_to_proto
 from referee.api.disputes import judge_case
-from referee.cards import deck
-from referee.errors import RefereeError
-from referee.record import DrawSource, Record, Seat, Turn
-from referee.replay import ViolationCode, replay
-from referee.rules import DiscardTaken, Engine, RuleSet
-from referee.simulate import simulate
+from referee.game.cards import deck
+from referee.game.errors import RefereeError
+from referee.game.rules import DiscardTaken, Engine, RuleSet
+from referee.play.record import DrawSource, Record, Seat, Turn
+from referee.play.replay import ViolationCode, replay
+from referee.play.simulate import simulate
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -18,14 +18,14 @@ from commands import cli
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.api import handlers, jsonmsg, records
 from referee.api.convert import close_to_proto, linking_to_proto
-from referee.cards import parse_cards
 from referee.cli.batch import Line, judge_line
 from referee.cli.report import OUTCOMES, Report, close_from_json, linking_from_json, replay_from_json, write_report
-from referee.closing import best_close
-from referee.linking import best_linking
-from referee.replay import replay
-from referee.rules import Engine, RuleSet
-from referee.simulate import simulate
+from referee.game.cards import parse_cards
+from referee.game.closing import best_close
+from referee.game.linking import best_linking
+from referee.game.rules import Engine, RuleSet
+from referee.play.replay import replay
+from referee.play.simulate import simulate
 
 ROOT = Path(__file__).resolve().parent.parent
 DISPUTES = ROOT / "examples" / "disputes.jsonl"

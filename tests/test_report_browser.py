@@ -17,8 +17,8 @@ from test_report import batch_counts
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.api import jsonmsg, records
-from referee.rules import Engine, RuleSet
-from referee.simulate import simulate
+from referee.game.rules import Engine, RuleSet
+from referee.play.simulate import simulate
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -2,7 +2,7 @@
 
 The oracle knows nothing of the review's search. On a small deck (nine kinds of natural card, two
 copies each, and jokers) it lists every multiset of 10 cards the deck holds and asks the project's
-own close validator (``referee.closing.check_close``) which are valid closes. Then, straight from
+own close validator (``referee.game.closing.check_close``) which are valid closes. Then, straight from
 the definitions: the distance of a hand is the fewest swaps, ``10 - max overlap`` over the valid
 closes within the hand and the unseen cards; a card is improving when drawing it and throwing the
 best card leaves a hand whose distance (against the unseen cards less the one drawn) is smaller;
@@ -28,11 +28,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from referee.cards import JOKER_INDEX, Card, deck, parse_cards
-from referee.closing import best_close, check_close
-from referee.record import DrawSource, Record
-from referee.replay import replay
-from referee.review import (
+from referee.game.cards import JOKER_INDEX, Card, deck, parse_cards
+from referee.game.closing import best_close, check_close
+from referee.game.rules import DiscardTaken, Engine, JokerDiscard, JokerLimit, RuleSet
+from referee.play.record import DrawSource, Record
+from referee.play.replay import replay
+from referee.play.review import (
     CLOSE,
     PLAY_ON,
     UNREACHABLE,
@@ -52,8 +53,7 @@ from referee.review import (
     review_deal,
     win_drop,
 )
-from referee.rules import DiscardTaken, Engine, JokerDiscard, JokerLimit, RuleSet
-from referee.simulate import simulate
+from referee.play.simulate import simulate
 
 pytestmark = pytest.mark.property
 

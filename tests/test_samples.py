@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from referee.api.convert import deal_from_proto, deal_to_proto
-from referee.rules import RuleSet
-from referee.samples import sample_deals
-from referee.scoring import score_deal
+from referee.game.rules import RuleSet
+from referee.game.samples import sample_deals
+from referee.game.scoring import score_deal
 
 
 def test_sample_deals_are_valid_distinct_closes_the_same_for_a_seed() -> None:

@@ -15,11 +15,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from referee.cards import Card, parse_cards
-from referee.deal import Deal, PlayerHand
-from referee.errors import InvalidDealError
-from referee.rules import CloseKind, RuleSet, ScoringMode, ScoringRules
-from referee.scoring import DealResult, score_deal
+from referee.game.cards import Card, parse_cards
+from referee.game.deal import Deal, PlayerHand
+from referee.game.errors import InvalidDealError
+from referee.game.rules import CloseKind, RuleSet, ScoringMode, ScoringRules
+from referee.game.scoring import DealResult, score_deal
 
 CLOSER_LC = ("2C 3C 4C 6D 6H 6S 8S 8D 8C 8H", "KC")
 CLOSER_SF = ("AD 2D 3D 4D 5D 6D 7D 8D 9D 10D", "JD")

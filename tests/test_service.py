@@ -24,15 +24,15 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from servers import field_violation
 
-from referee import closing, scoring
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
 from referee.api import convert, handlers
-from referee.cards import Card, deck, parse_cards
-from referee.deal import Deal, PlayerHand
-from referee.errors import SolverError, SolverTimeout
-from referee.linking import best_linking, forget_linkings, observe_linkings
-from referee.rules import RuleSet
+from referee.game import closing, scoring
+from referee.game.cards import Card, deck, parse_cards
+from referee.game.deal import Deal, PlayerHand
+from referee.game.errors import SolverError, SolverTimeout
+from referee.game.linking import best_linking, forget_linkings, observe_linkings
+from referee.game.rules import RuleSet
 from referee.server.app import SERVICE_NAME, ServerThread
 from referee.server.servicer import Replies, ServiceLimits
 from referee.server.status import status_for

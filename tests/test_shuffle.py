@@ -17,9 +17,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from referee.cards import Card, parse_cards
-from referee.errors import InvalidShuffleError, RefereeError
-from referee.shuffle import ALGORITHM, Shuffle, commitment, dealt_deck, permute, reshuffled, words
+from referee.game.cards import Card, parse_cards
+from referee.game.errors import InvalidShuffleError, RefereeError
+from referee.play.shuffle import ALGORITHM, Shuffle, commitment, dealt_deck, permute, reshuffled, words
 
 RECORDS_DOC = Path(__file__).resolve().parent.parent / "docs" / "records.md"
 

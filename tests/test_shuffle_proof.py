@@ -21,11 +21,11 @@ from referee._gen.remigio.referee.v1 import referee_pb2_grpc
 from referee.api import handlers, jsonmsg, records
 from referee.api.disputes import judge_case
 from referee.api.record_lines import judge_record, read_record_case
-from referee.record import Record, format_notation
-from referee.replay import ViolationCode, replay
-from referee.rules import Engine, RuleSet
-from referee.shuffle import ShuffleProof
-from referee.simulate import simulate
+from referee.game.rules import Engine, RuleSet
+from referee.play.record import Record, format_notation
+from referee.play.replay import ViolationCode, replay
+from referee.play.shuffle import ShuffleProof
+from referee.play.simulate import simulate
 
 RULES = RuleSet(engine=Engine.SEARCH)
 

@@ -22,10 +22,10 @@ from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.api.convert import deal_to_proto
 from referee.api.records import request_of
 from referee.api.wire import Unreadable, read_varint
-from referee.cards import deck
-from referee.rules import Engine, RuleSet
-from referee.samples import sample_deals
-from referee.simulate import simulate
+from referee.game.cards import deck
+from referee.game.rules import Engine, RuleSet
+from referee.game.samples import sample_deals
+from referee.play.simulate import simulate
 
 SERVICE = "/remigio.referee.v1.RefereeService/"
 UNARY = {

@@ -12,13 +12,13 @@ from functools import lru_cache
 from typing import TypeVar
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
-from referee.cards import Card, card_codes, parse_cards
-from referee.claims import ClaimVerdict, DealClaims, PlayerClaim, Verdict
-from referee.closing import Close
-from referee.deal import Deal, PlayerHand
-from referee.errors import InvalidDealError, InvalidOptionError, rooted_at
-from referee.groups import Group, GroupKind
-from referee.limits import (
+from referee.game.cards import Card, card_codes, parse_cards
+from referee.game.claims import ClaimVerdict, DealClaims, PlayerClaim, Verdict
+from referee.game.closing import Close
+from referee.game.deal import Deal, PlayerHand
+from referee.game.errors import InvalidDealError, InvalidOptionError, rooted_at
+from referee.game.groups import Group, GroupKind
+from referee.game.limits import (
     CLAIMED_GROUP_CARDS,
     CLAIMED_GROUPS,
     CLAIMED_PLAYERS,
@@ -30,8 +30,8 @@ from referee.limits import (
     PLAYERS,
     Limit,
 )
-from referee.linking import Linking
-from referee.rules import (
+from referee.game.linking import Linking
+from referee.game.rules import (
     CloseKind,
     DiscardTaken,
     Engine,

@@ -6,10 +6,10 @@ from google.protobuf.message import DecodeError
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.api import convert, handlers
-from referee.claims import judge_linking, judge_value
-from referee.errors import RefereeError, SolverError, SolverTimeout, rooted_at, shorten
-from referee.limits import CASE_ID, HAND_CARDS, check_reply
-from referee.linking import best_linking, time_budget
+from referee.game.claims import judge_linking, judge_value
+from referee.game.errors import RefereeError, SolverError, SolverTimeout, rooted_at, shorten
+from referee.game.limits import CASE_ID, HAND_CARDS, check_reply
+from referee.game.linking import best_linking, time_budget
 
 _WRONG = {pb.VERDICT_WRONG, pb.VERDICT_VALID_NOT_BEST}
 

@@ -9,7 +9,6 @@ request's field with ``rooted_at``.
 
 from __future__ import annotations
 
-from referee import closing, scoring
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.api import records
 from referee.api.convert import (
@@ -22,14 +21,15 @@ from referee.api.convert import (
     linking_to_proto,
     rules_from_proto,
 )
-from referee.cards import Card
-from referee.claims import DealClaims, judge_close_claims, judge_deal_claims
-from referee.deal import Deal
-from referee.errors import InvalidCardError, rooted_at
-from referee.limits import HAND_CARDS
-from referee.linking import best_linking
-from referee.replay import replay
-from referee.rules import RuleSet
+from referee.game import closing, scoring
+from referee.game.cards import Card
+from referee.game.claims import DealClaims, judge_close_claims, judge_deal_claims
+from referee.game.deal import Deal
+from referee.game.errors import InvalidCardError, rooted_at
+from referee.game.limits import HAND_CARDS
+from referee.game.linking import best_linking
+from referee.game.rules import RuleSet
+from referee.play.replay import replay
 
 CLOSE_SHOWN = 10
 

@@ -30,18 +30,18 @@ from typing import Any, TypeVar
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.api import convert, handlers, jsonmsg, records
 from referee.api.disputes import outcome_of
-from referee.cards import CARD_BY_INDEX, Card, known_card
-from referee.claims import ClaimVerdict, Verdict, judge_deal_claims
-from referee.closing import Close
-from referee.errors import RefereeError
-from referee.groups import Group, GroupKind
-from referee.limits import PILE_CARDS
-from referee.linking import Linking
-from referee.record import Turn
-from referee.replay import Replay, Violation, ViolationCode, replay
-from referee.rules import CloseKind
-from referee.scoring import DealResult, score_deal
-from referee.shuffle import ShuffleProof
+from referee.game.cards import CARD_BY_INDEX, Card, known_card
+from referee.game.claims import ClaimVerdict, Verdict, judge_deal_claims
+from referee.game.closing import Close
+from referee.game.errors import RefereeError
+from referee.game.groups import Group, GroupKind
+from referee.game.limits import PILE_CARDS
+from referee.game.linking import Linking
+from referee.game.rules import CloseKind
+from referee.game.scoring import DealResult, score_deal
+from referee.play.record import Turn
+from referee.play.replay import Replay, Violation, ViolationCode, replay
+from referee.play.shuffle import ShuffleProof
 
 _T = TypeVar("_T")
 

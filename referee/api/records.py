@@ -1,6 +1,6 @@
 """The mapping between deal records (RULES §9) and their protobuf messages, both ways.
 
-``record_from_proto`` reads a DealRecord message into a ``referee.record.Record``; an error names
+``record_from_proto`` reads a DealRecord message into a ``referee.play.record.Record``; an error names
 its field relative to the DealRecord in the contract's terms (``turns[3].discard``,
 ``deck.cards[17]``), and the handler roots it at ``record``. The domain checks a record with its
 own field names, in which a deck and a restock are lists of cards (``deck[17]``,
@@ -20,13 +20,11 @@ from contextlib import contextmanager
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.api.convert import MAX_SCORE, cards_from_proto, close_kind_to_proto
-from referee.cards import Card, card_codes, known_card
-from referee.claims import DealClaims
-from referee.errors import InvalidDealError, InvalidRecordError, RefereeError, rooted_at
-from referee.limits import ELIMINATED, NAME, PILE_CARDS, PLAYERS, SHUFFLE_TEXT, TURNS
-from referee.record import DrawSource, Record, Seat, Turn
-from referee.replay import Replay, ViolationCode
-from referee.rules import (
+from referee.game.cards import Card, card_codes, known_card
+from referee.game.claims import DealClaims
+from referee.game.errors import InvalidDealError, InvalidRecordError, RefereeError, rooted_at
+from referee.game.limits import ELIMINATED, NAME, PILE_CARDS, PLAYERS, SHUFFLE_TEXT, TURNS
+from referee.game.rules import (
     DEFAULT_MULTIPLIERS,
     CloseKind,
     DiscardTaken,
@@ -36,7 +34,9 @@ from referee.rules import (
     RuleSet,
     ScoringMode,
 )
-from referee.shuffle import Shuffle, ShuffleProof
+from referee.play.record import DrawSource, Record, Seat, Turn
+from referee.play.replay import Replay, ViolationCode
+from referee.play.shuffle import Shuffle, ShuffleProof
 
 # Enum tables, built from the names so a renamed member fails at import rather than at a call.
 _DRAWS = {pb.DrawSource.Value(f"DRAW_SOURCE_{m.name}"): m for m in DrawSource}

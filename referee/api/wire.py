@@ -1,6 +1,6 @@
 """Counting a request's repeated fields in its bytes, before it is decoded.
 
-A request over a count limit (``referee.limits``) is refused from a walk over its wire format, so
+A request over a count limit (``referee.game.limits``) is refused from a walk over its wire format, so
 200,000 card codes cost the server no more than the bytes it already received: no decoded message,
 no strings, nothing for an error's traceback to keep alive. The walk stops at the first field over
 its limit, and after ``MAX_FIELDS`` fields in all (a flood of unknown fields is not worth reading).
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
-from referee.errors import LimitError
-from referee.limits import LIMITS, Limit
+from referee.game.errors import LimitError
+from referee.game.limits import LIMITS, Limit
 
 # More fields than any valid request holds (a 21-player ScoreDeal with every claim made holds
 # about 4,000), and few enough to walk in a few milliseconds.

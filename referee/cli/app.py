@@ -11,7 +11,7 @@ from referee import __version__
 from referee.cli.common import EXIT_ERROR, EXIT_OK, EXIT_USAGE, UsageError, add_rule_flags, add_svg_flag
 from referee.cli.hands import run_close, run_score, run_solve
 from referee.cli.serve import add_keygen_arguments, run_keygen, run_serve
-from referee.errors import RefereeError
+from referee.game.errors import RefereeError
 
 
 def main(argv: Sequence[str] | None = None) -> int:

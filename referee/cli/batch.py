@@ -36,11 +36,11 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 
 from referee.api import handlers, jsonmsg
-from referee.cpus import usable_cpus
-from referee.errors import shorten
-from referee.limits import CASE_ID, MESSAGE_BYTES
-from referee.linking import engine_for
-from referee.rules import Engine, RuleSet
+from referee.game.errors import shorten
+from referee.game.limits import CASE_ID, MESSAGE_BYTES
+from referee.game.linking import engine_for
+from referee.game.rules import Engine, RuleSet
+from referee.server.cpus import usable_cpus
 
 if TYPE_CHECKING:
     from multiprocessing.pool import AsyncResult, Pool

@@ -12,9 +12,9 @@ from typing import Any, TextIO
 from google.protobuf.message import Message
 
 from referee.api import jsonmsg
-from referee.cards import Card
-from referee.errors import RefereeError
-from referee.rules import RULE_OPTIONS
+from referee.game.cards import Card
+from referee.game.errors import RefereeError
+from referee.game.rules import RULE_OPTIONS
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 
@@ -26,7 +26,7 @@ class UsageError(Exception):
 def add_rule_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="one JSON object per answer (protobuf JSON mapping)")
     rules = parser.add_argument_group("rule options (unset: the rule book's defaults)")
-    for option in RULE_OPTIONS:  # each declared once, in referee.rules
+    for option in RULE_OPTIONS:  # each declared once, in referee.game.rules
         text = f"{option.help} (default {option.spell(option.default)})"
         if option.kind is bool:
             rules.add_argument(option.flag, action="store_true", default=None, help=text)

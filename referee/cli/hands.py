@@ -23,7 +23,7 @@ from referee.cli.common import (
     rule_options,
     write_svg,
 )
-from referee.errors import RefereeError
+from referee.game.errors import RefereeError
 
 
 def run_solve(args: argparse.Namespace) -> int:

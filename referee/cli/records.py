@@ -30,7 +30,7 @@ from referee.cli.common import (
     rule_options,
     write_drawing,
 )
-from referee.errors import RefereeError
+from referee.game.errors import RefereeError
 
 # Cards a line in the printed deck order, as in the test vectors of docs/records.md.
 CARDS_A_LINE = 18
@@ -84,7 +84,7 @@ def read_request(text: str, source: str) -> Any:
     of a DealRecord (then under the default rules)."""
     from referee._gen.remigio.referee.v1 import referee_pb2 as pb
     from referee.api.records import request_of
-    from referee.record import parse_notation
+    from referee.play.record import parse_notation
 
     if not text.lstrip().startswith("{"):
         return request_of(parse_notation(text))
@@ -130,7 +130,7 @@ def _write_replay_svg(path: str, request: Any) -> None:
     from referee import render
     from referee.api.convert import rules_from_proto
     from referee.api.records import record_from_proto
-    from referee.replay import replay
+    from referee.play.replay import replay
 
     write_drawing(path, render.replay_svg(replay(record_from_proto(request.record, rules_from_proto(request.rules)))))
 
@@ -139,8 +139,8 @@ def notation_of(request: Any) -> str:
     """The record of a ReplayDealRequest in the notation, its rules as tags."""
     from referee.api.convert import rules_from_proto
     from referee.api.records import proto_paths, record_from_proto
-    from referee.errors import rooted_at
-    from referee.record import format_notation
+    from referee.game.errors import rooted_at
+    from referee.play.record import format_notation
 
     with rooted_at("rules"):
         rules = rules_from_proto(request.rules)
@@ -194,7 +194,7 @@ def shuffle_proof_line(response: Any) -> str:
     """What a replayed record proves about its deck order, in words (docs/records.md, "What a
     record proves")."""
     from referee._gen.remigio.referee.v1 import referee_pb2 as pb
-    from referee.shuffle import ShuffleProof
+    from referee.play.shuffle import ShuffleProof
 
     proof = ShuffleProof[pb.ShuffleProof.Name(response.shuffle_proof).removeprefix("SHUFFLE_PROOF_")]
     return proof.sentence(response.violation.code == pb.VIOLATION_CODE_SEED_MISMATCH)
@@ -204,9 +204,9 @@ def shuffle_proof_line(response: Any) -> str:
 
 
 def _run_shuffle(args: argparse.Namespace) -> int:
-    from referee.cards import format_cards
-    from referee.errors import InvalidShuffleError
-    from referee.shuffle import Shuffle, dealt_deck
+    from referee.game.cards import format_cards
+    from referee.game.errors import InvalidShuffleError
+    from referee.play.shuffle import Shuffle, dealt_deck
 
     if not 1 <= args.decks <= 4:
         raise UsageError(f"--decks must be 1 to 4 ({args.decks})")
@@ -235,11 +235,11 @@ def _run_simulate(args: argparse.Namespace) -> int:
     from referee._gen.remigio.referee.v1 import referee_pb2 as pb
     from referee.api.convert import rules_from_proto
     from referee.api.records import request_of
-    from referee.deal import most_players
-    from referee.errors import rooted_at
-    from referee.record import format_notation
-    from referee.rules import Engine
-    from referee.simulate import simulate
+    from referee.game.deal import most_players
+    from referee.game.errors import rooted_at
+    from referee.game.rules import Engine
+    from referee.play.record import format_notation
+    from referee.play.simulate import simulate
 
     options = pb.RuleOptions()
     rule_options(args, options)

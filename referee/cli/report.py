@@ -23,15 +23,15 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
 from referee import render
-from referee.cards import Card, parse_cards, sort_cards
-from referee.closing import Close
-from referee.deal import PlayerHand
-from referee.groups import Group, GroupKind
-from referee.linking import Linking
-from referee.replay import Replay, Violation, ViolationCode
-from referee.rules import CloseKind, ScoringRules
-from referee.scoring import DealResult, PlayerResult
-from referee.shuffle import ShuffleProof
+from referee.game.cards import Card, parse_cards, sort_cards
+from referee.game.closing import Close
+from referee.game.deal import PlayerHand
+from referee.game.groups import Group, GroupKind
+from referee.game.linking import Linking
+from referee.game.rules import CloseKind, ScoringRules
+from referee.game.scoring import DealResult, PlayerResult
+from referee.play.replay import Replay, Violation, ViolationCode
+from referee.play.shuffle import ShuffleProof
 
 OUTCOMES = ("CONFIRMED", "WRONG", "INVALID", "ILLEGAL", "NO_CLAIM", "MALFORMED")
 DRAWN_CASES = 500

@@ -265,7 +265,7 @@ class Referee:
             request = pb.ReplayDealRequest(record=record, rules=rules)
         else:
             from referee.api.records import request_of
-            from referee.record import parse_notation
+            from referee.play.record import parse_notation
 
             request = request_of(parse_notation(record))
             if rules is not None:

@@ -31,8 +31,8 @@ from grpc_reflection.v1alpha import reflection as grpc_reflection
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.api import handlers
-from referee.limits import MESSAGE_BYTES
-from referee.linking import load_engines
+from referee.game.limits import MESSAGE_BYTES
+from referee.game.linking import load_engines
 from referee.server import access, metrics
 from referee.server.compute import ComputePool, DisputeJobs
 from referee.server.config import (

@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from referee.limits import MESSAGE_BYTES
+from referee.game.limits import MESSAGE_BYTES
 from referee.server import metrics, tracing
 from referee.server.access.proxies import parse_networks
 from referee.server.flags import env_name, with_env

@@ -34,7 +34,7 @@ import grpc.aio
 from google.protobuf.message import DecodeError
 from grpc_health.v1 import health_pb2
 
-from referee.errors import shorten
+from referee.game.errors import shorten
 
 SERVICE_NAME: str = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
 SERVING = health_pb2.HealthCheckResponse.SERVING

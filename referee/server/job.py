@@ -91,7 +91,7 @@ def judge_each(calls: list[Judging]) -> tuple[list[object], float]:
 def ready() -> int:
     """Load what judging needs (the engines, this process's metrics) before the first case, whose
     time budget must not pay for imports; the job process's id."""
-    from referee.linking import load_engines
+    from referee.game.linking import load_engines
     from referee.server import metrics
 
     load_engines()

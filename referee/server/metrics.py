@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from referee import __version__
-from referee.linking import observe_linkings
+from referee.game.linking import observe_linkings
 from referee.server.metrics_http import DROP_REASONS, MetricsServer
 
 # prometheus_client's own switch: a process with it in its environment writes to that directory.

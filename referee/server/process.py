@@ -20,11 +20,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from referee import __version__
-from referee.cpus import usable_cpus
 from referee.server import access, metrics, supervisor, tracing
 from referee.server.app import SERVICE_NAME, create_server
 from referee.server.config import ConnectionLimits, ServerConfig, add_arguments
 from referee.server.console import address, say
+from referee.server.cpus import usable_cpus
 from referee.server.flags import check_env
 from referee.server.logs import configure_logging
 from referee.server.warden import core_cap

@@ -10,7 +10,7 @@ How a call runs:
 - Only then does the call ask for a compute slot (``compute.ComputePool``); the request is decoded,
   handled and its reply encoded there, off the loop, within the call's time budget: the server's
   solve cap from when the slot takes the call, or less if the client's deadline comes first
-  (``referee.linking.time_budget``).
+  (``referee.game.linking.time_budget``).
 - Except for a request answered before (the same bytes, ``Replies``): its reply is remembered,
   and sent from the loop. Answers depend on the request's bytes alone (a solve that ran out of
   time is an error, never remembered), so the remembered reply is the one a slot would compute,
@@ -46,9 +46,9 @@ from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.api import handlers
 from referee.api.disputes import judge_case_bytes
 from referee.api.wire import check_counts
-from referee.errors import RefereeError, SolverError
-from referee.limits import MESSAGE_BYTES, check_reply
-from referee.linking import time_budget
+from referee.game.errors import RefereeError, SolverError
+from referee.game.limits import MESSAGE_BYTES, check_reply
+from referee.game.linking import time_budget
 from referee.server import access, metrics, tracing
 from referee.server.compute import ComputePool, DisputeJobs, JobLost
 from referee.server.status import (

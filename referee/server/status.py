@@ -26,7 +26,7 @@ from google.protobuf import any_pb2, duration_pb2
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
-from referee.errors import RefereeError, SolverError, SolverTimeout
+from referee.game.errors import RefereeError, SolverError, SolverTimeout
 
 log = logging.getLogger("referee.service")
 

@@ -18,7 +18,7 @@ import grpc
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
-from referee.cards import deck
+from referee.game.cards import deck
 
 CARDS = [card.code() for card in deck(2)]
 

@@ -8,7 +8,7 @@ import threading
 import time
 from collections.abc import Sequence
 
-from referee.errors import shorten
+from referee.game.errors import shorten
 from referee.server import metrics
 
 log = logging.getLogger("referee.access")

@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from referee.cards import (
+from referee.game.cards import (
     ACE,
     CARD_BY_INDEX,
     JOKER,
@@ -22,10 +22,10 @@ from referee.cards import (
     sort_cards,
     suit_of,
 )
-from referee.errors import InvalidCardError
-from referee.groups import Group, is_run, is_same_rank, judge_group
-from referee.linking import Linking, best_linking, links_fully
-from referee.rules import CloseKind, JokerDiscard, RuleSet
+from referee.game.errors import InvalidCardError
+from referee.game.groups import Group, is_run, is_same_rank, judge_group
+from referee.game.linking import Linking, best_linking, links_fully
+from referee.game.rules import CloseKind, JokerDiscard, RuleSet
 
 SHOWN = 10
 _ONE_GROUP = (CloseKind.REMIGIO, CloseKind.STRAIGHT_FLUSH_CLEAN, CloseKind.STRAIGHT_FLUSH)

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from operator import attrgetter
 
-from referee.errors import InvalidCardError
-from referee.limits import CARD_CODE
+from referee.game.errors import InvalidCardError
+from referee.game.limits import CARD_CODE
 
 
 class Suit(enum.Enum):

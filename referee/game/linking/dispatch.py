@@ -9,12 +9,12 @@ from functools import lru_cache
 from importlib import import_module
 from typing import Protocol
 
-from referee.cards import CARD_BY_INDEX, Card, check_copies, sort_cards
-from referee.errors import InvalidCardError
-from referee.limits import HAND_CARDS
-from referee.linking.base import Linking, LinkingEngine
-from referee.linking.budget import check_time_left
-from referee.rules import Engine, RuleSet
+from referee.game.cards import CARD_BY_INDEX, Card, check_copies, sort_cards
+from referee.game.errors import InvalidCardError
+from referee.game.limits import HAND_CARDS
+from referee.game.linking.base import Linking, LinkingEngine
+from referee.game.linking.budget import check_time_left
+from referee.game.rules import Engine, RuleSet
 
 MAX_HAND = HAND_CARDS.most
 
@@ -24,9 +24,9 @@ class _Engines(Mapping[Engine, LinkingEngine]):
     uses the search engine does not load OR-Tools."""
 
     _CLASSES = {
-        Engine.CPSAT: ("referee.linking.cpsat", "CpSatEngine"),
-        Engine.SEARCH: ("referee.linking.search", "SearchEngine"),
-        Engine.AUDIT: ("referee.linking.audit", "AuditEngine"),
+        Engine.CPSAT: ("referee.game.linking.cpsat", "CpSatEngine"),
+        Engine.SEARCH: ("referee.game.linking.search", "SearchEngine"),
+        Engine.AUDIT: ("referee.game.linking.audit", "AuditEngine"),
     }
 
     def __init__(self) -> None:

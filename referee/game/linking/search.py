@@ -57,7 +57,7 @@ from bisect import bisect_left
 from functools import lru_cache
 from operator import mul
 
-from referee.cards import (
+from referee.game.cards import (
     ACE,
     JOKER_INDEX,
     KING,
@@ -70,9 +70,9 @@ from referee.cards import (
     rank_of,
     suit_of,
 )
-from referee.groups import MAX_RUN, MIN_GROUP
-from referee.linking.base import Linking, linking_from_parts
-from referee.rules import Engine, JokerLimit, RuleSet
+from referee.game.groups import MAX_RUN, MIN_GROUP
+from referee.game.linking.base import Linking, linking_from_parts
+from referee.game.rules import Engine, JokerLimit, RuleSet
 
 _BITS = 5  # per kind of card: four bits of count (up to 15) and a guard bit
 _GUARD = 1 << (_BITS - 1)

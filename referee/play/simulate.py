@@ -17,7 +17,7 @@ import random
 from collections.abc import Sequence
 from itertools import compress
 
-from referee.cards import (
+from referee.game.cards import (
     CARD_BY_INDEX,
     CARD_KINDS,
     JOKER,
@@ -28,13 +28,13 @@ from referee.cards import (
     deck,
     points_by_index,
 )
-from referee.closing import best_close, check_close, discard_allowed
-from referee.deal import HAND, most_players
-from referee.groups import judge_group
-from referee.linking import best_linking, links_fully
-from referee.record import DrawSource, Record, Seat, Turn
-from referee.rules import DiscardTaken, RuleSet, ScoringMode
-from referee.shuffle import Shuffle, commitment, dealt_deck, reshuffled
+from referee.game.closing import best_close, check_close, discard_allowed
+from referee.game.deal import HAND, most_players
+from referee.game.groups import judge_group
+from referee.game.linking import best_linking, links_fully
+from referee.game.rules import DiscardTaken, RuleSet, ScoringMode
+from referee.play.record import DrawSource, Record, Seat, Turn
+from referee.play.shuffle import Shuffle, commitment, dealt_deck, reshuffled
 
 # One name for each of the most players four decks deal to.
 NAMES = (

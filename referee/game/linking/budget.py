@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-from referee.errors import SolverTimeout
+from referee.game.errors import SolverTimeout
 
 # The monotonic time by which the current call must be answered (None: no budget).
 _DEADLINE: ContextVar[float | None] = ContextVar("referee_solve_deadline", default=None)

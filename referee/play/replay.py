@@ -3,7 +3,7 @@
 The answer is a value, as a chess importer's: the valid prefix of the record and the first
 illegal turn, if any. Nothing after the first violation is judged, and the state given is the one
 just before it. A record that ends with a legal close gives the end-of-deal state (``Replay.deal``),
-which ``referee.scoring.score_deal`` scores.
+which ``referee.game.scoring.score_deal`` scores.
 
 Within a turn the checks run in the order a table would notice them: a turn after the close, the
 seat, the restock a draw from an empty stock needs, the card drawn, the card thrown or laid down,
@@ -21,12 +21,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import chain, compress, repeat
 
-from referee.cards import CARD_BY_INDEX, CARD_KINDS, Card, format_cards, sort_cards
-from referee.closing import Close, check_close
-from referee.deal import HAND, Deal, PlayerHand
-from referee.record import DrawSource, Record, Turn, check_record
-from referee.rules import DiscardTaken
-from referee.shuffle import ALGORITHM, ShuffleProof, reshuffled
+from referee.game.cards import CARD_BY_INDEX, CARD_KINDS, Card, format_cards, sort_cards
+from referee.game.closing import Close, check_close
+from referee.game.deal import HAND, Deal, PlayerHand
+from referee.game.rules import DiscardTaken
+from referee.play.record import DrawSource, Record, Turn, check_record
+from referee.play.shuffle import ALGORITHM, ShuffleProof, reshuffled
 
 
 class ViolationCode(enum.Enum):

@@ -7,13 +7,13 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from referee.cards import Card, format_cards
-from referee.closing import Close
-from referee.errors import InvalidDealError
-from referee.groups import NotAGroup, judge_group
-from referee.linking import Linking, check_time_left
-from referee.rules import CloseKind, RuleSet
-from referee.scoring import DealResult
+from referee.game.cards import Card, format_cards
+from referee.game.closing import Close
+from referee.game.errors import InvalidDealError
+from referee.game.groups import NotAGroup, judge_group
+from referee.game.linking import Linking, check_time_left
+from referee.game.rules import CloseKind, RuleSet
+from referee.game.scoring import DealResult
 
 
 class Verdict(enum.Enum):

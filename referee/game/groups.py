@@ -6,7 +6,7 @@ import enum
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from referee.cards import (
+from referee.game.cards import (
     ACE,
     CARD_BY_INDEX,
     JOKER,
@@ -20,7 +20,7 @@ from referee.cards import (
     sort_cards,
     suit_of,
 )
-from referee.rules import RuleSet
+from referee.game.rules import RuleSet
 
 MIN_GROUP = 3
 # A run uses each rank once, and the ace either low or high, so 13 cards at most.

@@ -89,7 +89,7 @@ class InvalidNotationError(RefereeError):
 
 
 class LimitError(RefereeError):
-    """A request field over its size limit (``referee.limits``): too many elements or characters."""
+    """A request field over its size limit (``referee.game.limits``): too many elements or characters."""
 
 
 class SolverError(RuntimeError):

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Protocol
 
-from referee.cards import CARD_BY_INDEX, Card, points_by_index
-from referee.groups import Group, judge_group
-from referee.rules import Engine, RuleSet
+from referee.game.cards import CARD_BY_INDEX, Card, points_by_index
+from referee.game.groups import Group, judge_group
+from referee.game.rules import Engine, RuleSet
 
 
 @dataclass(frozen=True, slots=True)

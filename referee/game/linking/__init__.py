@@ -8,9 +8,9 @@ indices and listed in that order, come first lexicographically (see ``Linking.ra
 
 from __future__ import annotations
 
-from referee.linking.base import Linking, LinkingEngine, linking_from_parts
-from referee.linking.budget import check_time_left, time_budget
-from referee.linking.dispatch import (
+from referee.game.linking.base import Linking, LinkingEngine, linking_from_parts
+from referee.game.linking.budget import check_time_left, time_budget
+from referee.game.linking.dispatch import (
     LinkingObserver,
     best_linking,
     engine_for,

@@ -10,10 +10,10 @@ import random
 from collections import Counter
 from collections.abc import Sequence
 
-from referee.cards import JOKER, SUITS, Card, deck
-from referee.deal import HAND, Deal, PlayerHand
-from referee.groups import judge_group
-from referee.rules import RuleSet
+from referee.game.cards import JOKER, SUITS, Card, deck
+from referee.game.deal import HAND, Deal, PlayerHand
+from referee.game.groups import judge_group
+from referee.game.rules import RuleSet
 
 # Group lengths of a closer's 10 shown cards: one run of 10, or two or three groups.
 _SHAPES = ((10,), (3, 7), (4, 6), (5, 5), (3, 3, 4), (3, 4, 3), (4, 3, 3), (7, 3), (6, 4))

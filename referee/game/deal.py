@@ -6,9 +6,9 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from referee.cards import Card, check_copies, deck_counts, deck_size
-from referee.errors import InvalidDealError
-from referee.rules import RuleSet
+from referee.game.cards import Card, check_copies, deck_counts, deck_size
+from referee.game.errors import InvalidDealError
+from referee.game.rules import RuleSet
 
 MIN_PLAYERS = 2
 HAND = 10

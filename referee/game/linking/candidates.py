@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from functools import lru_cache
 from itertools import product
 
-from referee.cards import ACE, JOKER_INDEX, RANKS, RANKS_PER_SUIT, SUITS, clock_rank, index_of, rank_of
-from referee.groups import HIGH_ACE, MAX_RUN, MIN_GROUP
-from referee.rules import JokerLimit, RuleSet
+from referee.game.cards import ACE, JOKER_INDEX, RANKS, RANKS_PER_SUIT, SUITS, clock_rank, index_of, rank_of
+from referee.game.groups import HIGH_ACE, MAX_RUN, MIN_GROUP
+from referee.game.rules import JokerLimit, RuleSet
 
 Candidate = tuple[int, ...]  # sorted card indices, duplicates repeated
 

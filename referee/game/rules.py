@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
-from referee.errors import InvalidOptionError, rooted_at
+from referee.game.errors import InvalidOptionError, rooted_at
 
 
 class JokerLimit(enum.Enum):
@@ -105,7 +105,7 @@ _SCORING_DEFAULTS: dict[ScoringMode, dict[str, int]] = {
 
 
 class Engine(enum.StrEnum):
-    """The linking engines; every engine gives the same canonical answer (``referee.linking``)."""
+    """The linking engines; every engine gives the same canonical answer (``referee.game.linking``)."""
 
     CPSAT = "cpsat"
     SEARCH = "search"

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from referee.closing import Close, check_close
-from referee.deal import Deal, check_deal
-from referee.errors import InvalidDealError
-from referee.linking import Linking, best_linking
-from referee.rules import RuleSet, ScoringMode, ScoringRules
+from referee.game.closing import Close, check_close
+from referee.game.deal import Deal, check_deal
+from referee.game.errors import InvalidDealError
+from referee.game.linking import Linking, best_linking
+from referee.game.rules import RuleSet, ScoringMode, ScoringRules
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,12 +38,12 @@ from functools import lru_cache
 # and numpy, half a second at every start of a process that links with CP-SAT.
 from ortools.sat.python import cp_model_helper as cmh
 
-from referee.cards import JOKER_INDEX, Card, format_cards, points_by_index
-from referee.errors import SolverError, SolverTimeout
-from referee.linking.base import Linking, linking_from_parts
-from referee.linking.budget import seconds_left
-from referee.linking.candidates import Candidate, candidate_groups
-from referee.rules import Engine, RuleSet
+from referee.game.cards import JOKER_INDEX, Card, format_cards, points_by_index
+from referee.game.errors import SolverError, SolverTimeout
+from referee.game.linking.base import Linking, linking_from_parts
+from referee.game.linking.budget import seconds_left
+from referee.game.linking.candidates import Candidate, candidate_groups
+from referee.game.rules import Engine, RuleSet
 
 # Deterministic time units, not seconds: the same hand stops at the same point on any machine.
 DETERMINISTIC_CAP = 20.0

@@ -7,12 +7,12 @@ an error naming the hand and both answers; it is never resolved by picking one.
 
 from __future__ import annotations
 
-from referee.cards import Card, format_cards
-from referee.errors import EngineDisagreementError
-from referee.linking.base import Linking, LinkingEngine
-from referee.linking.cpsat import CpSatEngine
-from referee.linking.search import SearchEngine
-from referee.rules import Engine, RuleSet
+from referee.game.cards import Card, format_cards
+from referee.game.errors import EngineDisagreementError
+from referee.game.linking.base import Linking, LinkingEngine
+from referee.game.linking.cpsat import CpSatEngine
+from referee.game.linking.search import SearchEngine
+from referee.game.rules import Engine, RuleSet
 
 
 class AuditEngine:

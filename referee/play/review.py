@@ -49,13 +49,13 @@ from functools import lru_cache
 from itertools import product
 from typing import cast
 
-from referee.cards import CARD_BY_INDEX, CARD_KINDS, JOKER_INDEX, RANKS_PER_SUIT, Card, deck_counts
-from referee.closing import best_close
-from referee.linking import best_linking
-from referee.record import DrawSource, Record
-from referee.replay import replay
-from referee.rules import DiscardTaken, Engine, JokerLimit, RuleSet
-from referee.shuffle import reshuffled
+from referee.game.cards import CARD_BY_INDEX, CARD_KINDS, JOKER_INDEX, RANKS_PER_SUIT, Card, deck_counts
+from referee.game.closing import best_close
+from referee.game.linking import best_linking
+from referee.game.rules import DiscardTaken, Engine, JokerLimit, RuleSet
+from referee.play.record import DrawSource, Record
+from referee.play.replay import replay
+from referee.play.shuffle import reshuffled
 
 SHOWN = 10  # the cards a close shows: every target holds this many
 MOST_GROUPS = 3  # 10 cards in groups of at least 3

@@ -20,8 +20,8 @@ from itertools import count
 from operator import ge, mod
 from typing import TypeVar
 
-from referee.cards import Card, deck
-from referee.errors import InvalidShuffleError
+from referee.game.cards import Card, deck
+from referee.game.errors import InvalidShuffleError
 
 ALGORITHM = "remigio-shuffle-v1"
 SEED_BYTES = 32
@@ -215,7 +215,7 @@ def _fisher_yates(items: list[T], shuffle: Shuffle, k: int) -> list[T]:
 @lru_cache(maxsize=8)
 def _canonical(decks: int) -> tuple[Card, ...]:
     """The canonical deck: for each suit C D H S, each rank A 2 ... K, that card ``decks`` times;
-    then the jokers (``referee.cards.deck`` lists it in that order)."""
+    then the jokers (``referee.game.cards.deck`` lists it in that order)."""
     return deck(decks)
 
 

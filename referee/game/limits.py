@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sized
 from dataclasses import dataclass
 
-from referee.errors import LimitError
+from referee.game.errors import LimitError
 
 # The largest request or reply by default, in bytes (the server's --max-message-bytes).
 MESSAGE_BYTES = 1 << 20

@@ -1,6 +1,6 @@
 """A deal record (RULES §9): the seats, the dealer, the deck order, every turn; and its notation.
 
-A record says what was played, not whether it was legal: ``referee.replay`` judges that. What
+A record says what was played, not whether it was legal: ``referee.play.replay`` judges that. What
 this module refuses is a record no deal could have left, whatever was played (a deck that is not
 the deck, a seat that does not exist, a record over the size limits): ``check_record`` raises
 naming the field relative to the record (``turns[3].seat``).
@@ -33,11 +33,11 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from operator import attrgetter
 
-from referee.cards import Card, check_copies, deck, deck_counts, deck_size, format_cards, parse_cards
-from referee.deal import MIN_PLAYERS, most_players
-from referee.errors import InvalidCardError, InvalidNotationError, InvalidRecordError, RefereeError, rooted_at
-from referee.limits import ELIMINATED, NAME, PILE_CARDS, PLAYERS, RESTOCK_CARDS, TURNS
-from referee.rules import (
+from referee.game.cards import Card, check_copies, deck, deck_counts, deck_size, format_cards, parse_cards
+from referee.game.deal import MIN_PLAYERS, most_players
+from referee.game.errors import InvalidCardError, InvalidNotationError, InvalidRecordError, RefereeError, rooted_at
+from referee.game.limits import ELIMINATED, NAME, PILE_CARDS, PLAYERS, RESTOCK_CARDS, TURNS
+from referee.game.rules import (
     DEFAULT_MULTIPLIERS,
     RULE_OPTIONS,
     CloseKind,
@@ -45,8 +45,8 @@ from referee.rules import (
     ScoringMode,
     ScoringRules,
 )
-from referee.scoring import check_reachable
-from referee.shuffle import ALGORITHM, Shuffle, ShuffleProof, dealt_deck
+from referee.game.scoring import check_reachable
+from referee.play.shuffle import ALGORITHM, Shuffle, ShuffleProof, dealt_deck
 
 
 class DrawSource(enum.Enum):
@@ -241,7 +241,7 @@ _DRAW_CODES = {"S": DrawSource.STOCK, "D": DrawSource.DISCARD}
 _DRAW_LETTERS = {DrawSource.STOCK: "S", DrawSource.DISCARD: "D"}
 
 # Rule tags: the tag, the RuleSet attribute (scoring.* for the scoring rules) and how its value
-# reads. Each declared option's own (referee.rules.RULE_OPTIONS), the scoring rules' before the
+# reads. Each declared option's own (referee.game.rules.RULE_OPTIONS), the scoring rules' before the
 # engine's.
 _SCORING_TAGS: tuple[tuple[str, str, Callable[[str], object]], ...] = (
     ("Mode", "scoring.mode", ScoringMode),
