@@ -121,6 +121,7 @@ TIERS: dict[str, tuple[str, ...]] = {
         "test_disputes_stream",
         "test_h2client",
         "test_replay_deal",
+        "test_review_deal",
         "test_service",
         "test_shuffle_proof",
         "test_wire",

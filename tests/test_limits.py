@@ -25,6 +25,7 @@ REQUESTS = (
     pb.CheckCloseRequest,
     pb.ScoreDealRequest,
     pb.ReplayDealRequest,
+    pb.ReviewDealRequest,
     pb.CheckDisputesRequest,
 )
 
@@ -224,6 +225,7 @@ HANDLERS = {
     pb.CheckCloseRequest: handlers.check_close,
     pb.ScoreDealRequest: handlers.score_deal,
     pb.ReplayDealRequest: handlers.replay_deal,
+    pb.ReviewDealRequest: handlers.review_deal,
 }
 
 

@@ -35,7 +35,7 @@ from referee.game.rules import (
     ScoringMode,
 )
 from referee.play.record import DrawSource, Record, Seat, Turn
-from referee.play.replay import Replay, ViolationCode
+from referee.play.replay import Replay, Violation, ViolationCode
 from referee.play.shuffle import Shuffle, ShuffleProof
 
 # Enum tables, built from the names so a renamed member fails at import rather than at a call.
@@ -177,22 +177,26 @@ def replay_to_proto(result: Replay, into: pb.ReplayDealResponse | None = None) -
     response.stock.SetInParent()
     response.discard = result.discard.code() if result.discard is not None else ""
     response.reshuffles = result.reshuffles
-    response.shuffle_proof = _SHUFFLE_PROOFS[result.shuffle_proof]
-    violation = result.violation
-    if violation is not None:
-        response.violation.CopyFrom(
-            pb.Violation(
-                turn=violation.turn,
-                seat=violation.seat,
-                code=_VIOLATION_CODES[violation.code],
-                message=violation.message,
-            )
-        )
+    response.shuffle_proof = shuffle_proof_to_proto(result.shuffle_proof)
+    if result.violation is not None:
+        response.violation.CopyFrom(violation_to_proto(result.violation))
     if result.to_play is not None:
         response.to_play = result.to_play
     if result.closer is not None:
         response.closer = result.closer
     return response
+
+
+def violation_to_proto(violation: Violation) -> pb.Violation:
+    """A replay's first violation (ReplayDeal's and ReviewDeal's answers share it)."""
+    return pb.Violation(
+        turn=violation.turn, seat=violation.seat, code=_VIOLATION_CODES[violation.code], message=violation.message
+    )
+
+
+def shuffle_proof_to_proto(proof: ShuffleProof) -> pb.ShuffleProof:
+    """What a record proves about its deck order, as the contract's enum."""
+    return _SHUFFLE_PROOFS[proof]
 
 
 def violation_code_to_proto(code: ViolationCode) -> pb.ViolationCode:
@@ -294,6 +298,8 @@ __all__ = [
     "request_of",
     "rules_to_proto",
     "shuffle_from_proto",
+    "shuffle_proof_to_proto",
     "violation_code_name",
     "violation_code_to_proto",
+    "violation_to_proto",
 ]
