@@ -144,7 +144,7 @@ def replay_deal(request: pb.ReplayDealRequest, into: pb.ReplayDealResponse | Non
     if result.deal is not None:
         # ScoreDeal's own path on the end state, without writing it as a message and reading it
         # back: the replay's deal is what ``deal_from_proto`` would read from ``deal_to_proto``'s
-        # message (tests/test_replay_deal.py holds every record of its corpus to ScoreDeal's answer).
+        # message (tests/api/test_replay_deal.py holds every record of its corpus to ScoreDeal's answer).
         scored = _scored(result.deal, rules, claims, into=response.result)
         response.claims.extend(scored.claims)
     return response

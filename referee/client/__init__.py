@@ -160,7 +160,7 @@ class Referee:
             # gRPC's other pings (its flow-control probes) wait a minute for their answer, and the
             # keepalive does not end the connection sooner while one is in flight: a stopped
             # server, whose kernel still acknowledges every packet, held calls that long (seen in
-            # tests/test_hostile_network.py: without this, found only when it was resumed).
+            # tests/server/test_hostile_network.py: without this, found only when it was resumed).
             ("grpc.http2.ping_timeout_ms", _ms(keepalive_timeout)),
             # gRPC's default stops pinging after two pings without a DATA frame sent: a stream
             # whose cases are all sent, waiting for verdicts, would lose its watch.

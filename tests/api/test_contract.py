@@ -18,7 +18,7 @@ import pytest
 import yaml
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 GEN_MODULE = "referee._gen.remigio.referee.v1"
 SERVICE = "remigio.referee.v1.RefereeService"
 IN_CI = os.environ.get("CI", "").lower() not in ("", "0", "false", "no")

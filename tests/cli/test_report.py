@@ -27,7 +27,7 @@ from referee.game.rules import Engine, RuleSet
 from referee.play.replay import replay
 from referee.play.simulate import simulate
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DISPUTES = ROOT / "examples" / "disputes.jsonl"
 RULES = RuleSet(engine=Engine.SEARCH)
 
