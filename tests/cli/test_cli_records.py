@@ -178,11 +178,11 @@ def test_usage_errors_exit_2_with_one_line(capsys: pytest.CaptureFixture[str], a
 
 def test_a_malformed_record_is_an_error_naming_its_line_or_field(capsys: pytest.CaptureFixture[str]) -> None:
     status, _, err = run(capsys, "replay", "-", stdin=EXAMPLE.replace("6. S=JH JH", "6. S=JH XX"))
-    assert status == 1 and err.startswith("remigio-referee: error: line 16: ") and "XX" in err
+    assert status == 1 and err.startswith("remigio-referee replay: error: line 16: ") and "XX" in err
     request = request_of(parse_notation(EXAMPLE))
     request.record.dealer = 9
     status, _, err = run(capsys, "replay", "-", stdin=json_format.MessageToJson(request))
-    assert status == 1 and err.startswith("remigio-referee: error: record.dealer: ")
+    assert status == 1 and err.startswith("remigio-referee replay: error: record.dealer: ")
 
 
 def test_simulate_piped_into_replay_as_real_processes() -> None:
