@@ -1,4 +1,4 @@
-"""SVG drawings of cards, linkings, closes, scored deals and replayed deals, as ``chess.svg`` draws boards.
+"""SVG drawings of cards, linkings, closes, scored, replayed and reviewed deals, as ``chess.svg`` draws boards.
 
 Every function returns one SVG document as a string: the same value gives the same bytes. The
 drawings need nothing outside themselves (no font, image, stylesheet or script is fetched: the
@@ -25,7 +25,9 @@ from referee.game.deal import PlayerHand
 from referee.game.groups import Group, GroupKind
 from referee.game.linking import Linking
 from referee.game.scoring import DealResult
-from referee.play.replay import Replay
+from referee.play.record import Record
+from referee.play.replay import Replay, replay
+from referee.play.review import DealReview, DecisionKind, Mark, TurnReview
 
 RED = "#c62828"
 BLACK = "#212121"
@@ -610,7 +612,136 @@ def _describe_replay(replay: Replay) -> str:
     return ". ".join(parts)
 
 
+# A review drawn: the turns with a mark, at most this many (the page stays quick to open).
+REVIEWED_TURNS = 12
+_ANNOTATION = {Mark.INACCURACY: "?!", Mark.MISTAKE: "?", Mark.BLUNDER: "??"}
+
+
+def review_svg(record: Record, review: DealReview, title: str = "Review", turns: Sequence[int] | None = None) -> str:
+    """A reviewed deal: each seat's accuracy and marks, then the ``turns`` (numbers; by default the
+    first ``REVIEWED_TURNS`` with a mark), each as the seat's 11 cards after its draw, the card it
+    threw outlined red when the throw lost, the better throws outlined green, and in words the
+    draw and the throw as an annotator writes them."""
+    canvas = _Canvas([])
+    canvas.text(_MARGIN, _MARGIN + 12, title, size=14, bold=True)
+    y: float = _MARGIN + 36
+    columns = (("accuracy", 110), ("?!", 170), ("?", 200), ("??", 230), ("passed", 280), ("fed", 320))
+    canvas.text(_MARGIN + 6, y, "player", size=12, fill=MUTED)
+    for label, offset in columns:
+        canvas.text(_MARGIN + _NAME_COLUMN + offset, y, label, size=12, fill=MUTED, anchor="end")
+    for seat in review.seats:
+        y += 20
+        accuracy = "-" if seat.accuracy is None else f"{seat.accuracy:.1f}%"
+        values = (accuracy, seat.inaccuracies, seat.mistakes, seat.blunders, seat.passed_closes, seat.fed)
+        canvas.text(_MARGIN + 6, y, _name(seat.name), size=13, bold=True)
+        for (_, offset), value in zip(columns, values):
+            canvas.text(_MARGIN + _NAME_COLUMN + offset, y, str(value), size=13, anchor="end")
+    if not review.legal:
+        y = _paragraph(canvas, _MARGIN, y + 8, "Only the turns before the first violation are reviewed.", fill=BAD)
+    chosen = _turns_to_draw(review, turns)
+    if not chosen:
+        canvas.text(_MARGIN, y + 30, "No turn is marked.", fill=GOOD)
+        y += 30
+    names = [seat.name for seat in record.seats]
+    for turn in chosen:
+        y = _reviewed_turn(canvas, y + 28, record, turn, names)
+    return canvas.document(title, _describe_review(review, chosen, names))
+
+
+def _turns_to_draw(review: DealReview, numbers: Sequence[int] | None) -> list[TurnReview]:
+    if numbers is not None:
+        wanted = set(numbers)
+        return [turn for turn in review.turns if turn.number in wanted][:REVIEWED_TURNS]
+    return [turn for turn in review.turns if any(decision.marks for decision in turn.decisions)][:REVIEWED_TURNS]
+
+
+def _annotated(turn: TurnReview, kind: DecisionKind) -> str:
+    """A decision as an annotator writes it: the choice, its symbol, the better choice and the loss."""
+    for decision in turn.decisions:
+        if decision.kind is not kind:
+            continue
+        symbol = "".join(_ANNOTATION.get(mark, "") for mark in decision.marks)
+        choice = _choice_text(decision.choice, kind)
+        if not symbol and Mark.PASSED_CLOSE not in decision.marks:
+            return f"{choice}"
+        better = " or ".join(_choice_text(best, kind) for best in decision.judged.best)
+        return f"{choice}{symbol} (better {better}, loss {decision.judged.loss:.2f})"
+    return ""
+
+
+def _choice_text(choice: str, kind: DecisionKind) -> str:
+    if kind is DecisionKind.THROW:
+        return Card.parse(choice).pretty()
+    return {"STOCK": "the stock", "DISCARD": "the pile", "CLOSE": "close", "PLAY_ON": "play on"}.get(choice, choice)
+
+
+def _reviewed_turn(canvas: _Canvas, y: float, record: Record, turn: TurnReview, names: Sequence[str]) -> float:
+    """One turn: its words, then the 11 cards held after the draw, the throw and the better
+    throws outlined; the y after it."""
+    name = names[turn.seat] if 0 <= turn.seat < len(names) else f"seat {turn.seat}"
+    draw = _annotated(turn, DecisionKind.DRAW)
+    words = f"Turn {turn.number}, {name}: drew from {draw}, {turn.drawn.pretty()}"
+    canvas.text(_MARGIN, y, words, size=13, bold=True)
+    close = _annotated(turn, DecisionKind.CLOSE)
+    throw = _annotated(turn, DecisionKind.THROW)
+    if turn.closed:
+        line = f"closed, laying {turn.thrown.pretty()} face down"
+    else:
+        line = f"threw {throw}" + (f"; {close}" if close and close != "play on" else "")
+    notes = [mark for decision in turn.decisions for mark in decision.marks if mark in (Mark.PASSED_CLOSE, Mark.FED)]
+    if Mark.PASSED_CLOSE in notes:
+        line += "; passed a valid close"
+    if Mark.FED in notes:
+        line += "; fed the next seat"
+    canvas.text(_MARGIN, y + 18, line, size=12, fill=INK)
+    # The hand after the draw: the state before the turn, and the card drawn.
+    before = replay(_cut(record, turn.number - 1))
+    held = sorted(
+        [*before.hands[turn.seat].cards, turn.drawn] if turn.seat < len(before.hands) else [turn.drawn],
+        key=lambda card: card.index,
+    )
+    throw_decision = next((d for d in turn.decisions if d.kind is DecisionKind.THROW), None)
+    # Outlined red and green only where the words say so: a throw marked for its loss.
+    lost = throw_decision is not None and any(mark in _ANNOTATION for mark in throw_decision.marks)
+    better = set(throw_decision.judged.best) if throw_decision is not None and lost else set()
+    x: float = _MARGIN
+    thrown_marked = False
+    top = y + 28
+    for card in held:
+        mark = ""
+        if card == turn.thrown and not thrown_marked:
+            mark, thrown_marked = (BAD if lost else BACK), True
+        elif card.code() in better:
+            mark = GOOD
+        canvas.add(_card(x, top, card, mark=mark), x + CARD_WIDTH, top + CARD_HEIGHT)
+        x += CARD_WIDTH + _CARD_GAP
+    return top + CARD_HEIGHT + 4
+
+
+def _cut(record: Record, turns: int) -> Record:
+    from dataclasses import replace as with_fields
+
+    return with_fields(record, turns=record.turns[:turns])
+
+
+def _describe_review(review: DealReview, turns: Sequence[TurnReview], names: Sequence[str]) -> str:
+    parts = []
+    for seat in review.seats:
+        accuracy = "no decision" if seat.accuracy is None else f"accuracy {seat.accuracy:.1f}%"
+        parts.append(
+            f"{seat.name}: {accuracy}, {seat.inaccuracies} inaccuracies, {seat.mistakes} mistakes, "
+            f"{seat.blunders} blunders"
+        )
+    for turn in turns:
+        name = names[turn.seat] if 0 <= turn.seat < len(names) else f"seat {turn.seat}"
+        parts.append(
+            f"turn {turn.number}, {name}: drew from {_annotated(turn, DecisionKind.DRAW)}, threw {_annotated(turn, DecisionKind.THROW) or turn.thrown.pretty()}"
+        )
+    return ". ".join(parts)
+
+
 __all__ = [
+    "REVIEWED_TURNS",
     "card_svg",
     "card_symbols",
     "cards_svg",
@@ -620,4 +751,5 @@ __all__ = [
     "escape",
     "linking_svg",
     "replay_svg",
+    "review_svg",
 ]

@@ -124,6 +124,7 @@ TIERS: dict[str, tuple[str, ...]] = {
         "test_batch",
         "test_client",
         "test_dispute_jobs",
+        "test_drawings",
         "test_disputes_stream",
         "test_h2client",
         "test_replay_deal",

@@ -27,11 +27,8 @@ from google.protobuf import json_format
 from referee import render
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.api import jsonmsg
-from referee.api.convert import close_from_proto as close_answer
-from referee.api.convert import close_kind_from_proto, deal_result_from_proto, linking_from_proto
-from referee.api.records import replay_from_proto, shuffle_proof_from_proto, violation_code_name
-from referee.game.cards import Card, parse_cards, sort_cards
-from referee.game.errors import RefereeError
+from referee.api.drawings import verdict_drawings
+from referee.api.records import shuffle_proof_from_proto, violation_code_name
 
 OUTCOMES = ("CONFIRMED", "WRONG", "INVALID", "ILLEGAL", "NO_CLAIM", "MALFORMED")
 DRAWN_CASES = 500
@@ -331,7 +328,7 @@ def _drawn_section(message: pb.CheckDisputesResponse, outcome: str, case: str | 
     if message.claims:
         out.append(_claims_table(message.claims))
     # A case that could not be read has no answer to draw, and its claims may be of any size.
-    claimed, answer = ([], []) if outcome == "MALFORMED" else _drawings(message, case_of(case))
+    claimed, answer = ([], []) if outcome == "MALFORMED" else verdict_drawings(message, case_of(case))
     if sum(map(len, claimed + answer)) > SECTION_CHARS:
         claimed, answer = [], []
         out.append("<p>Too large to draw here: the verdicts file holds it.</p>\n")
@@ -362,83 +359,6 @@ def _claims_table(claims: Sequence[pb.ClaimVerdict]) -> str:
         + "".join(rows)
         + "</table>\n"
     )
-
-
-# A part that cannot be drawn (a card of a malformed case): left out, the claims table and the
-# error still say what happened.
-_UNDRAWABLE = (RefereeError, ValueError, KeyError, IndexError)
-
-
-def _drawings(verdict: pb.CheckDisputesResponse, case: pb.CheckDisputesRequest | None) -> tuple[list[str], list[str]]:
-    """The drawings of the claim (from the case) and of the referee's answer (from the verdict)."""
-    answer: list[str] = []
-    try:
-        kind = verdict.WhichOneof("answer")
-        if kind == "hand":
-            answer.append(render.linking_svg(linking_from_proto(verdict.hand), "The best linking"))
-        elif kind == "close":
-            answer.append(render.close_svg(close_answer(verdict.close), "The close"))
-        elif kind == "deal":
-            answer.append(render.deal_svg(deal_result_from_proto(verdict.deal), "The deal scored"))
-        elif kind == "record":
-            replayed = replay_from_proto(verdict.record)
-            answer.append(render.replay_svg(replayed))
-            if replayed.complete and replayed.legal and verdict.record.HasField("result"):
-                answer.append(render.deal_svg(deal_result_from_proto(verdict.record.result), "The deal scored"))
-    except _UNDRAWABLE:
-        answer = []
-    try:
-        claimed = [] if case is None else _claimed_drawings(case)
-    except _UNDRAWABLE:
-        claimed = []
-    return claimed, answer
-
-
-def _claimed_drawings(case: pb.CheckDisputesRequest) -> list[str]:
-    kind = case.WhichOneof("dispute")
-    if kind == "hand":
-        hand = case.hand
-        cards = parse_cards(list(hand.cards))
-        groups = [parse_cards(list(group.cards)) for group in hand.claimed_groups]
-        if groups:
-            return [render.claimed_svg(groups, _left_out(cards, groups), "The claimed linking")]
-        if hand.HasField("claimed_points"):
-            return [render.cards_svg(sort_cards(cards), "The hand", f"claimed: {hand.claimed_points} points")]
-        return []
-    if kind == "close":
-        close = case.close
-        said = []
-        if close.HasField("claimed_kind"):
-            named = close_kind_from_proto(close.claimed_kind, "claimed_kind")
-            said.append("no valid close" if named is None else named.value)
-        if close.HasField("claimed_multiplier"):
-            said.append(f"×{close.claimed_multiplier}")
-        note = f"claimed: {' '.join(said)}" if said else ""
-        discard = Card.parse(close.discard) if close.discard else None
-        return [render.cards_svg(sort_cards(parse_cards(list(close.cards))), "The close as sent", note, discard)]
-    if kind == "deal":
-        players = case.deal.deal.players
-        drawings = []
-        for claim in case.deal.claims.players:
-            groups = [parse_cards(list(group.cards)) for group in claim.groups]
-            if not groups or not 0 <= claim.player < len(players):
-                continue
-            player = players[claim.player]
-            name = player.name or f"player{claim.player + 1}"
-            cards = parse_cards(list(player.cards))
-            drawings.append(render.claimed_svg(groups, _left_out(cards, groups), f"{name}: the claimed linking"))
-        return drawings
-    return []
-
-
-def _left_out(cards: Sequence[Card], groups: Sequence[Sequence[Card]]) -> tuple[Card, ...]:
-    """The cards of the hand in no claimed group (none when the groups use cards it lacks)."""
-    left = Counter(cards)
-    for group in groups:
-        left.subtract(group)
-    if any(count < 0 for count in left.values()):
-        return ()
-    return sort_cards(left.elements())
 
 
 __all__ = [

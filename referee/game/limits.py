@@ -128,6 +128,12 @@ SHUFFLE_TEXT = Limit(
 )
 CASE_ID = Limit(128, "characters", ("CheckDisputesRequest.id",), "a dispute case's id, echoed in its verdict")
 
+DRAWN_TURNS = Limit(
+    12,
+    "turns",
+    ("DrawAnswerRequest.turns",),
+    "the turns of a review drawn in one picture, which stays quick to open",
+)
 LIMITS: tuple[Limit, ...] = (
     CARD_CODE,
     HAND_CARDS,
@@ -144,6 +150,7 @@ LIMITS: tuple[Limit, ...] = (
     RESTOCK_CARDS,
     SHUFFLE_TEXT,
     CASE_ID,
+    DRAWN_TURNS,
 )
 
 __all__ = [
@@ -152,6 +159,7 @@ __all__ = [
     "CLAIMED_GROUPS",
     "CLAIMED_GROUP_CARDS",
     "CLAIMED_PLAYERS",
+    "DRAWN_TURNS",
     "ELIMINATED",
     "HAND_CARDS",
     "LIMITS",

@@ -43,7 +43,7 @@ import grpc.aio
 from google.protobuf.message import DecodeError, Message
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
-from referee.api import handlers
+from referee.api import drawings, handlers
 from referee.api.disputes import judge_case_bytes
 from referee.api.wire import check_counts
 from referee.game.errors import RefereeError, SolverError
@@ -311,6 +311,7 @@ _HANDLERS: dict[str, Callable[..., Message]] = {
     "ScoreDeal": handlers.score_deal,
     "ReplayDeal": handlers.replay_deal,
     "ReviewDeal": handlers.review_deal,
+    "DrawAnswer": drawings.draw_answer,
 }
 # The methods whose replies are remembered: a replayed or reviewed record is judged turn by turn,
 # every time (its requests are large, and rarely sent twice), so ReplayDeal and ReviewDeal always go

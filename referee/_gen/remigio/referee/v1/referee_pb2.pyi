@@ -713,3 +713,35 @@ class ReviewDealResponse(_message.Message):
     turns: _containers.RepeatedCompositeFieldContainer[ReviewedTurn]
     shuffle_proof: ShuffleProof
     def __init__(self, legal: _Optional[bool] = ..., violation: _Optional[_Union[Violation, _Mapping]] = ..., seats: _Optional[_Iterable[_Union[SeatReview, _Mapping]]] = ..., turns: _Optional[_Iterable[_Union[ReviewedTurn, _Mapping]]] = ..., shuffle_proof: _Optional[_Union[ShuffleProof, str]] = ...) -> None: ...
+
+class DrawAnswerRequest(_message.Message):
+    __slots__ = ("solve_hand", "check_close", "score_deal", "replay_deal", "review_deal", "dispute", "turns")
+    SOLVE_HAND_FIELD_NUMBER: _ClassVar[int]
+    CHECK_CLOSE_FIELD_NUMBER: _ClassVar[int]
+    SCORE_DEAL_FIELD_NUMBER: _ClassVar[int]
+    REPLAY_DEAL_FIELD_NUMBER: _ClassVar[int]
+    REVIEW_DEAL_FIELD_NUMBER: _ClassVar[int]
+    DISPUTE_FIELD_NUMBER: _ClassVar[int]
+    TURNS_FIELD_NUMBER: _ClassVar[int]
+    solve_hand: SolveHandRequest
+    check_close: CheckCloseRequest
+    score_deal: ScoreDealRequest
+    replay_deal: ReplayDealRequest
+    review_deal: ReviewDealRequest
+    dispute: CheckDisputesRequest
+    turns: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, solve_hand: _Optional[_Union[SolveHandRequest, _Mapping]] = ..., check_close: _Optional[_Union[CheckCloseRequest, _Mapping]] = ..., score_deal: _Optional[_Union[ScoreDealRequest, _Mapping]] = ..., replay_deal: _Optional[_Union[ReplayDealRequest, _Mapping]] = ..., review_deal: _Optional[_Union[ReviewDealRequest, _Mapping]] = ..., dispute: _Optional[_Union[CheckDisputesRequest, _Mapping]] = ..., turns: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class Drawing(_message.Message):
+    __slots__ = ("caption", "svg")
+    CAPTION_FIELD_NUMBER: _ClassVar[int]
+    SVG_FIELD_NUMBER: _ClassVar[int]
+    caption: str
+    svg: str
+    def __init__(self, caption: _Optional[str] = ..., svg: _Optional[str] = ...) -> None: ...
+
+class DrawAnswerResponse(_message.Message):
+    __slots__ = ("drawings",)
+    DRAWINGS_FIELD_NUMBER: _ClassVar[int]
+    drawings: _containers.RepeatedCompositeFieldContainer[Drawing]
+    def __init__(self, drawings: _Optional[_Iterable[_Union[Drawing, _Mapping]]] = ...) -> None: ...
