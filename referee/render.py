@@ -114,10 +114,12 @@ class _Canvas:
             y + size * 0.3,
         )
 
-    def document(self, title: str, desc: str) -> str:
+    def document(self, title: str, desc: str, kind: str) -> str:
+        """The SVG document; ``kind`` (``linking``, ``close``, ``deal``...) names the drawing for a
+        page or a test (``svg.drawing[data-drawing=deal]``)."""
         width, height = _n(self.width + _MARGIN), _n(self.height + _MARGIN)
         head = (
-            f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+            f'<svg xmlns="http://www.w3.org/2000/svg" class="drawing" data-drawing="{kind}" width="{width}" height="{height}" '
             f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title)}" '
             f'font-family="{FONTS}">'
             f"<title>{escape(title)}</title><desc>{escape(desc)}</desc>"
@@ -197,13 +199,16 @@ def _box(
     fill, stroke, dashed = style
     width = max(_cards_width(count), len(label) * 11 * _CHAR) + 2 * _PAD
     dash = ' stroke-dasharray="5 3"' if dashed else ""
+    # One <g class="box"> a box, its label in data-label: a page or a test reads a group's cards.
     canvas.add(
-        f'<rect x="{_n(x)}" y="{_n(y)}" width="{_n(width)}" height="{_BOX_HEIGHT}" rx="6" fill="{fill}" '
-        f'stroke="{stroke}"{dash}/>' + "".join(cards),
+        f'<g class="box" data-label="{escape(label)}"><rect x="{_n(x)}" y="{_n(y)}" width="{_n(width)}" '
+        f'height="{_BOX_HEIGHT}" rx="6" fill="{fill}" stroke="{stroke}"{dash}/>'
+        + "".join(cards)
+        + f'<text x="{_n(x + width / 2)}" y="{_n(y + _PAD + CARD_HEIGHT + 12)}" font-size="11" fill="{MUTED}" '
+        f'text-anchor="middle">{escape(label)}</text></g>',
         x + width,
         y + _BOX_HEIGHT,
     )
-    canvas.text(x + width / 2, y + _PAD + CARD_HEIGHT + 12, label, size=11, fill=MUTED, anchor="middle")
     return x + width + _GROUP_GAP
 
 
@@ -318,7 +323,7 @@ def card_svg(card: Card, stands_for: str = "") -> str:
     what = card.pretty()
     if card.is_joker:
         what = f"joker standing for {stand_in(stands_for)}" if stands_for else "joker"
-    return canvas.document(f"Card {card.pretty()}", what)
+    return canvas.document(f"Card {card.pretty()}", what, "card")
 
 
 def cards_svg(cards: Sequence[Card], title: str = "Cards", note: str = "", discard: Card | None = None) -> str:
@@ -341,7 +346,7 @@ def cards_svg(cards: Sequence[Card], title: str = "Cards", note: str = "", disca
     desc = _pretty(cards) or "no cards"
     if discard is not None:
         desc += f"; {discard.pretty()} laid face down"
-    return canvas.document(title, desc + (f"; {note}" if note else ""))
+    return canvas.document(title, desc + (f"; {note}" if note else ""), "cards")
 
 
 def claimed_svg(groups: Sequence[Sequence[Card]], unlinked: Sequence[Card] = (), title: str = "Claimed linking") -> str:
@@ -359,7 +364,7 @@ def claimed_svg(groups: Sequence[Sequence[Card]], unlinked: Sequence[Card] = (),
     parts = [f"group {i}: {_pretty(group)}" for i, group in enumerate(groups)]
     if unlinked:
         parts.append(f"left out: {_pretty(unlinked)}")
-    return canvas.document(title, "; ".join(parts) or "no group claimed")
+    return canvas.document(title, "; ".join(parts) or "no group claimed", "claimed")
 
 
 def linking_svg(linking: Linking, title: str = "") -> str:
@@ -369,7 +374,7 @@ def linking_svg(linking: Linking, title: str = "") -> str:
     title = title or f"Best linking: {linking.points} points"
     canvas.text(_MARGIN, _MARGIN + 12, title, size=14, bold=True)
     _linking(canvas, _MARGIN, _MARGIN + 22, linking)
-    return canvas.document(title, _describe_linking(linking))
+    return canvas.document(title, _describe_linking(linking), "linking")
 
 
 def _close_parts(canvas: _Canvas, x: float, y: float, close: Close) -> float:
@@ -412,7 +417,7 @@ def close_svg(close: Close, title: str = "") -> str:
     title = title or "Close verdict"
     canvas.text(_MARGIN, _MARGIN + 12, title, size=14, bold=True)
     _close_parts(canvas, _MARGIN, _MARGIN + 22, close)
-    return canvas.document(title, _describe_close(close))
+    return canvas.document(title, _describe_close(close), "close")
 
 
 def _player_row(canvas: _Canvas, y: float, name: str, tags: Sequence[tuple[str, str]]) -> None:
@@ -459,8 +464,9 @@ def deal_svg(result: DealResult, title: str = "Scored deal") -> str:
         fill = "#fff8e1" if player.closer else "#fafafa"
         stroke = "#f9a825" if player.closer else "#e0e0e0"
         backgrounds.append(
-            f'<rect class="player" x="{_MARGIN}" y="{_n(row_y)}" width="{_n(right - _MARGIN)}" '
-            f'height="{_BOX_HEIGHT + 8}" fill="{fill}" stroke="{stroke}"/>'
+            f'<rect class="player" data-name="{escape(player.name)}" data-points="{player.points}" '
+            f'data-change="{player.score_change}" data-score="{player.score}" x="{_MARGIN}" y="{_n(row_y)}" '
+            f'width="{_n(right - _MARGIN)}" height="{_BOX_HEIGHT + 8}" fill="{fill}" stroke="{stroke}"/>'
         )
         tags = []
         if player.closer:
@@ -481,7 +487,7 @@ def deal_svg(result: DealResult, title: str = "Scored deal") -> str:
     y = (rows[-1][0] + _BOX_HEIGHT + 8) if rows else y
     if result.match_over and result.winner:
         canvas.text(_MARGIN, y + 20, f"Match over: {result.winner} wins", size=14, bold=True, fill=GOOD)
-    return canvas.document(title, _describe_deal(result))
+    return canvas.document(title, _describe_deal(result), "deal")
 
 
 def _close_header(canvas: _Canvas, y: float, close: Close) -> float:
@@ -554,6 +560,7 @@ def replay_svg(replay: Replay, title: str = "") -> str:
     row_tops = []
     for seat, hand in enumerate(replay.hands):
         x = _MARGIN + _NAME_COLUMN
+        first = len(canvas.parts)
         if seat == replay.closer and replay.close is not None:
             x = _linking(canvas, x, y + 4, replay.close.linking, points=False)
         else:
@@ -561,6 +568,8 @@ def replay_svg(replay: Replay, title: str = "") -> str:
                 canvas.add(_card(x + _PAD, y + 4 + _PAD, card), x + _PAD + CARD_WIDTH, y + 4 + _PAD + CARD_HEIGHT)
                 x += CARD_WIDTH + _CARD_GAP
             x += _PAD
+        # The seat's cards as one <g class="hand">: a page or a test reads each hand.
+        canvas.parts[first:] = [f'<g class="hand" data-seat="{seat}">' + "".join(canvas.parts[first:]) + "</g>"]
         rows_right = max(rows_right, x)
         row_tops.append(y)
         tags = []
@@ -576,14 +585,14 @@ def replay_svg(replay: Replay, title: str = "") -> str:
         fault = violation is not None and seat == violation.seat
         fill, stroke, wide = ("#fdecea", BAD, 3) if fault else ("#fafafa", "#e0e0e0", 1)
         backgrounds.append(
-            f'<rect class="{"seat fault" if fault else "seat"}" x="{_MARGIN}" y="{_n(row_y)}" '
+            f'<rect class="{"seat fault" if fault else "seat"}" data-seat="{seat}" x="{_MARGIN}" y="{_n(row_y)}" '
             f'width="{_n(rows_right + 8 - _MARGIN)}" height="{_BOX_HEIGHT + 8}" fill="{fill}" stroke="{stroke}" '
             f'stroke-width="{wide}"/>'
         )
     canvas.parts[0:0] = backgrounds
     canvas.width = max(canvas.width, rows_right + 8)
     canvas.height = max(canvas.height, y)
-    return canvas.document(title, _describe_replay(replay))
+    return canvas.document(title, _describe_replay(replay), "replay")
 
 
 def _seat_name(replay: Replay, seat: int) -> str:
@@ -645,7 +654,7 @@ def review_svg(record: Record, review: DealReview, title: str = "Review", turns:
     names = [seat.name for seat in record.seats]
     for turn in chosen:
         y = _reviewed_turn(canvas, y + 28, record, turn, names)
-    return canvas.document(title, _describe_review(review, chosen, names))
+    return canvas.document(title, _describe_review(review, chosen, names), "review")
 
 
 def _turns_to_draw(review: DealReview, numbers: Sequence[int] | None) -> list[TurnReview]:

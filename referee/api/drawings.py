@@ -55,17 +55,17 @@ def draw_answer(request: pb.DrawAnswerRequest) -> pb.DrawAnswerResponse:
 
 def _solve_hand(request: pb.SolveHandRequest, _: tuple[int, ...]) -> list[Picture]:
     reply = handlers.solve_hand(request)
-    return [Picture("The best linking", render.linking_svg(linking_from_proto(reply.linking), "The best linking"))]
+    return [Picture("The best linking", render.linking_svg(linking_from_proto(reply.linking)))]
 
 
 def _check_close(request: pb.CheckCloseRequest, _: tuple[int, ...]) -> list[Picture]:
     reply = handlers.check_close(request)
-    return [Picture("The close", render.close_svg(close_from_proto(reply.close), "Close verdict"))]
+    return [Picture("The close", render.close_svg(close_from_proto(reply.close)))]
 
 
 def _score_deal(request: pb.ScoreDealRequest, _: tuple[int, ...]) -> list[Picture]:
     reply = handlers.score_deal(request)
-    return [Picture("The deal scored", render.deal_svg(deal_result_from_proto(reply), "Scored deal"))]
+    return [Picture("The deal scored", render.deal_svg(deal_result_from_proto(reply)))]
 
 
 def _replay_deal(request: pb.ReplayDealRequest, _: tuple[int, ...]) -> list[Picture]:

@@ -128,6 +128,12 @@ SHUFFLE_TEXT = Limit(
 )
 CASE_ID = Limit(128, "characters", ("CheckDisputesRequest.id",), "a dispute case's id, echoed in its verdict")
 
+NOTATION = Limit(
+    200_000,
+    "characters",
+    ("ReplayDealRequest.notation", "ReviewDealRequest.notation"),
+    "a record in the notation: 1000 turns of about 30 characters, with room for restocks and comments",
+)
 DRAWN_TURNS = Limit(
     12,
     "turns",
@@ -151,6 +157,7 @@ LIMITS: tuple[Limit, ...] = (
     SHUFFLE_TEXT,
     CASE_ID,
     DRAWN_TURNS,
+    NOTATION,
 )
 
 __all__ = [
@@ -164,6 +171,7 @@ __all__ = [
     "HAND_CARDS",
     "LIMITS",
     "MESSAGE_BYTES",
+    "NOTATION",
     "MULTIPLIERS",
     "NAME",
     "PILE_CARDS",

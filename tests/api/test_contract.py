@@ -297,12 +297,12 @@ MESSAGES = {
     "Shuffle": "algorithm server_seed server_seed_hash client_seed nonce",
     "Turn": "seat? draw drawn discard close restock",
     "DealRecord": "seats dealer deck shuffle turns eliminated",
-    "ReplayDealRequest": "record rules claims",
+    "ReplayDealRequest": "record rules claims notation",
     "Violation": "turn seat code message",
     "ReplayDealResponse": (
         "legal violation turns_played complete hands discard_pile stock discard result claims to_play? closer? reshuffles shuffle_proof"
     ),
-    "ReviewDealRequest": "record rules",
+    "ReviewDealRequest": "record rules notation",
     "HandProgress": "distance improving points unseen outs",
     "ReviewOption": "choice value",
     "DecisionJudgment": "options best loss",

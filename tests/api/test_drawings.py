@@ -39,7 +39,7 @@ def test_a_hand_and_a_close_are_drawn_as_render_draws_the_domains_answer(stub: S
     solved = stub.DrawAnswer(pb.DrawAnswerRequest(solve_hand=pb.SolveHandRequest(cards=HAND, rules=rules)), timeout=30)
     ((picture,),) = [solved.drawings]
     assert picture.caption == "The best linking"
-    assert picture.svg == render.linking_svg(best_linking(parse_cards(HAND), SEARCH), "The best linking")
+    assert picture.svg == render.linking_svg(best_linking(parse_cards(HAND), SEARCH))
     checked = stub.DrawAnswer(
         pb.DrawAnswerRequest(check_close=pb.CheckCloseRequest(cards=CLOSE, rules=rules)), timeout=30
     )

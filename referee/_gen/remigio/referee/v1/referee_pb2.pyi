@@ -545,14 +545,16 @@ class DealRecord(_message.Message):
     def __init__(self, seats: _Optional[_Iterable[_Union[Seat, _Mapping]]] = ..., dealer: _Optional[int] = ..., deck: _Optional[_Union[Pile, _Mapping]] = ..., shuffle: _Optional[_Union[Shuffle, _Mapping]] = ..., turns: _Optional[_Iterable[_Union[Turn, _Mapping]]] = ..., eliminated: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ReplayDealRequest(_message.Message):
-    __slots__ = ("record", "rules", "claims")
+    __slots__ = ("record", "rules", "claims", "notation")
     RECORD_FIELD_NUMBER: _ClassVar[int]
     RULES_FIELD_NUMBER: _ClassVar[int]
     CLAIMS_FIELD_NUMBER: _ClassVar[int]
+    NOTATION_FIELD_NUMBER: _ClassVar[int]
     record: DealRecord
     rules: RuleOptions
     claims: DealClaims
-    def __init__(self, record: _Optional[_Union[DealRecord, _Mapping]] = ..., rules: _Optional[_Union[RuleOptions, _Mapping]] = ..., claims: _Optional[_Union[DealClaims, _Mapping]] = ...) -> None: ...
+    notation: str
+    def __init__(self, record: _Optional[_Union[DealRecord, _Mapping]] = ..., rules: _Optional[_Union[RuleOptions, _Mapping]] = ..., claims: _Optional[_Union[DealClaims, _Mapping]] = ..., notation: _Optional[str] = ...) -> None: ...
 
 class Violation(_message.Message):
     __slots__ = ("turn", "seat", "code", "message")
@@ -599,12 +601,14 @@ class ReplayDealResponse(_message.Message):
     def __init__(self, legal: _Optional[bool] = ..., violation: _Optional[_Union[Violation, _Mapping]] = ..., turns_played: _Optional[int] = ..., complete: _Optional[bool] = ..., hands: _Optional[_Iterable[_Union[Player, _Mapping]]] = ..., discard_pile: _Optional[_Union[Pile, _Mapping]] = ..., stock: _Optional[_Union[Pile, _Mapping]] = ..., discard: _Optional[str] = ..., result: _Optional[_Union[ScoreDealResponse, _Mapping]] = ..., claims: _Optional[_Iterable[_Union[ClaimVerdict, _Mapping]]] = ..., to_play: _Optional[int] = ..., closer: _Optional[int] = ..., reshuffles: _Optional[int] = ..., shuffle_proof: _Optional[_Union[ShuffleProof, str]] = ...) -> None: ...
 
 class ReviewDealRequest(_message.Message):
-    __slots__ = ("record", "rules")
+    __slots__ = ("record", "rules", "notation")
     RECORD_FIELD_NUMBER: _ClassVar[int]
     RULES_FIELD_NUMBER: _ClassVar[int]
+    NOTATION_FIELD_NUMBER: _ClassVar[int]
     record: DealRecord
     rules: RuleOptions
-    def __init__(self, record: _Optional[_Union[DealRecord, _Mapping]] = ..., rules: _Optional[_Union[RuleOptions, _Mapping]] = ...) -> None: ...
+    notation: str
+    def __init__(self, record: _Optional[_Union[DealRecord, _Mapping]] = ..., rules: _Optional[_Union[RuleOptions, _Mapping]] = ..., notation: _Optional[str] = ...) -> None: ...
 
 class HandProgress(_message.Message):
     __slots__ = ("distance", "improving", "points", "unseen", "outs")

@@ -1303,6 +1303,14 @@ export declare type ReplayDealRequest = Message<"remigio.referee.v1.ReplayDealRe
    * @generated from field: remigio.referee.v1.DealClaims claims = 3;
    */
   claims?: DealClaims | undefined;
+
+  /**
+   * The record in the notation of docs/records.md, instead of record: its tags give the rules,
+   * and the fields set in rules override them.
+   *
+   * @generated from field: string notation = 4;
+   */
+  notation: string;
 };
 
 /**
@@ -1486,6 +1494,14 @@ export declare type ReviewDealRequest = Message<"remigio.referee.v1.ReviewDealRe
    * @generated from field: remigio.referee.v1.RuleOptions rules = 2;
    */
   rules?: RuleOptions | undefined;
+
+  /**
+   * The record in the notation of docs/records.md, instead of record: its tags give the rules,
+   * and the fields set in rules override them.
+   *
+   * @generated from field: string notation = 3;
+   */
+  notation: string;
 };
 
 /**
