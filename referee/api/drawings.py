@@ -70,7 +70,7 @@ def _score_deal(request: pb.ScoreDealRequest, _: tuple[int, ...]) -> list[Pictur
 
 def _replay_deal(request: pb.ReplayDealRequest, _: tuple[int, ...]) -> list[Picture]:
     reply = handlers.replay_deal(request)  # every check and error of ReplayDeal first
-    record = records.record_from_proto(request.record, rules_from_proto(request.rules))
+    record, _ = handlers.record_of(request)
     replayed = replay(record, handlers.committed_shuffles_required())
     pictures = [Picture("The deal as replayed", render.replay_svg(replayed))]
     if reply.HasField("result"):

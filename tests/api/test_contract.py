@@ -297,7 +297,7 @@ MESSAGES = {
     "Shuffle": "algorithm server_seed server_seed_hash client_seed nonce",
     "Turn": "seat? draw drawn discard close restock",
     "DealRecord": "seats dealer deck shuffle turns eliminated",
-    "ReplayDealRequest": "record rules claims notation",
+    "ReplayDealRequest": "record rules claims notation stop_after_turn?",
     "Violation": "turn seat code message",
     "ReplayDealResponse": (
         "legal violation turns_played complete hands discard_pile stock discard result claims to_play? closer? reshuffles shuffle_proof"

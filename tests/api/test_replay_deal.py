@@ -465,3 +465,22 @@ def test_a_record_and_its_notation_both_are_refused(stub: Stub) -> None:
     with pytest.raises(grpc.RpcError) as caught:
         stub.ReplayDeal(request, timeout=30)
     assert field_violation(caught.value).field == "notation"
+
+
+def test_stop_after_turn_replays_the_first_turns_of_a_record_or_its_notation(stub: Stub) -> None:
+    from referee.play.record import format_notation
+
+    record = simulate(9, 3, FAST)
+    request = records.request_of(record)
+    for stop in (0, 1, 5, len(record.turns)):
+        cut = records.request_of(replace(record, turns=record.turns[:stop]))
+        expected = stub.ReplayDeal(cut, timeout=30)
+        request.stop_after_turn = stop
+        assert stub.ReplayDeal(request, timeout=30) == expected
+        written = pb.ReplayDealRequest(notation=format_notation(record), stop_after_turn=stop)
+        assert stub.ReplayDeal(written, timeout=30) == expected
+    for stop in (-1, len(record.turns) + 1):
+        request.stop_after_turn = stop
+        with pytest.raises(grpc.RpcError) as caught:
+            stub.ReplayDeal(request, timeout=30)
+        assert field_violation(caught.value).field == "stop_after_turn"

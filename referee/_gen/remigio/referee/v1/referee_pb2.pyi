@@ -545,16 +545,18 @@ class DealRecord(_message.Message):
     def __init__(self, seats: _Optional[_Iterable[_Union[Seat, _Mapping]]] = ..., dealer: _Optional[int] = ..., deck: _Optional[_Union[Pile, _Mapping]] = ..., shuffle: _Optional[_Union[Shuffle, _Mapping]] = ..., turns: _Optional[_Iterable[_Union[Turn, _Mapping]]] = ..., eliminated: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ReplayDealRequest(_message.Message):
-    __slots__ = ("record", "rules", "claims", "notation")
+    __slots__ = ("record", "rules", "claims", "notation", "stop_after_turn")
     RECORD_FIELD_NUMBER: _ClassVar[int]
     RULES_FIELD_NUMBER: _ClassVar[int]
     CLAIMS_FIELD_NUMBER: _ClassVar[int]
     NOTATION_FIELD_NUMBER: _ClassVar[int]
+    STOP_AFTER_TURN_FIELD_NUMBER: _ClassVar[int]
     record: DealRecord
     rules: RuleOptions
     claims: DealClaims
     notation: str
-    def __init__(self, record: _Optional[_Union[DealRecord, _Mapping]] = ..., rules: _Optional[_Union[RuleOptions, _Mapping]] = ..., claims: _Optional[_Union[DealClaims, _Mapping]] = ..., notation: _Optional[str] = ...) -> None: ...
+    stop_after_turn: int
+    def __init__(self, record: _Optional[_Union[DealRecord, _Mapping]] = ..., rules: _Optional[_Union[RuleOptions, _Mapping]] = ..., claims: _Optional[_Union[DealClaims, _Mapping]] = ..., notation: _Optional[str] = ..., stop_after_turn: _Optional[int] = ...) -> None: ...
 
 class Violation(_message.Message):
     __slots__ = ("turn", "seat", "code", "message")

@@ -1311,6 +1311,14 @@ export declare type ReplayDealRequest = Message<"remigio.referee.v1.ReplayDealRe
    * @generated from field: string notation = 4;
    */
   notation: string;
+
+  /**
+   * Play only the record's first turns: the deal as it stood after this turn (0: as dealt);
+   * unset: every turn. At most the record's count of turns.
+   *
+   * @generated from field: optional int32 stop_after_turn = 5;
+   */
+  stopAfterTurn?: number | undefined;
 };
 
 /**
