@@ -530,7 +530,9 @@ def replay_svg(replay: Replay, title: str = "") -> str:
     else:
         _badge(canvas, _MARGIN, y, "legal so far", GOOD)
         y += 32
-    # The table: the pile's face-up top, the stock face down, the close discard.
+    # What the record proves about its deck order (docs/records.md, "What a record proves").
+    mismatch = violation is not None and violation.code.value == "SEED_MISMATCH"
+    y = _paragraph(canvas, _MARGIN, y - 8, replay.shuffle_proof.sentence(mismatch), fill=MUTED) + 6
     x: float = _MARGIN
     pile = replay.discard_pile
     top_mark = BAD if violation is not None and violation.code.value in ("DRAWN_MISMATCH", "DISCARD_TAKEN") else ""

@@ -20,7 +20,6 @@ from referee.api.convert import (
     close_kind_from_proto,
     deal_result_from_proto,
     linking_from_proto,
-    rules_from_proto,
 )
 from referee.api.disputes import judge_case
 from referee.game.cards import Card, parse_cards, sort_cards
@@ -81,16 +80,11 @@ def _replay_deal(request: pb.ReplayDealRequest, _: tuple[int, ...]) -> list[Pict
 
 
 def _review_deal(request: pb.ReviewDealRequest, turns: tuple[int, ...]) -> list[Picture]:
-    reply = handlers.review_deal(request)
+    reply = handlers.review_deal(request)  # every check and error of ReviewDeal first
+    record, _ = handlers.record_of(request)
     if not reply.legal:
-        replayed = records.record_from_proto(request.record, rules_from_proto(request.rules))
-        return [
-            Picture(
-                "Not reviewed: the first violation",
-                render.replay_svg(replay(replayed, handlers.committed_shuffles_required())),
-            )
-        ]
-    record = records.record_from_proto(request.record, rules_from_proto(request.rules))
+        replayed = replay(record, handlers.committed_shuffles_required())
+        return [Picture("Not reviewed: the first violation", render.replay_svg(replayed))]
     return [Picture("The review", render.review_svg(record, review_deal(record), turns=turns or None))]
 
 

@@ -139,3 +139,18 @@ def test_the_json_route_answers_the_same_pictures(stub: Stub) -> None:
     question = pb.DrawAnswerRequest(solve_hand=pb.SolveHandRequest(cards=HAND))
     text = jsonmsg.to_json(stub.DrawAnswer(question, timeout=30))
     assert json.loads(text)["drawings"][0]["svg"].startswith("<svg ")
+
+
+def test_a_record_in_the_notation_is_drawn_as_its_message(stub: Stub) -> None:
+    from referee.play.record import format_notation
+
+    record = simulate(7, 3, SEARCH)
+    text = format_notation(record)
+    request = records.request_of(record)
+    for as_text, as_message in (
+        (pb.DrawAnswerRequest(review_deal=pb.ReviewDealRequest(notation=text)),
+         pb.DrawAnswerRequest(review_deal=pb.ReviewDealRequest(record=request.record, rules=request.rules))),
+        (pb.DrawAnswerRequest(replay_deal=pb.ReplayDealRequest(notation=text, stop_after_turn=4)),
+         pb.DrawAnswerRequest(replay_deal=pb.ReplayDealRequest(record=request.record, rules=request.rules, stop_after_turn=4))),
+    ):  # fmt: skip
+        assert stub.DrawAnswer(as_text, timeout=60) == stub.DrawAnswer(as_message, timeout=60)
