@@ -27,13 +27,17 @@ from google.protobuf import json_format
 from referee import render
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.api import jsonmsg
-from referee.api.drawings import verdict_drawings
+from referee.api.drawings import draw_answer, verdict_drawings
 from referee.api.records import shuffle_proof_from_proto, violation_code_name
+from referee.game.errors import RefereeError
 
 OUTCOMES = ("CONFIRMED", "WRONG", "INVALID", "ILLEGAL", "NO_CLAIM", "MALFORMED")
 DRAWN_CASES = 500
 DRAWN_BYTES = 4_000_000
 LISTED_CASES = 2_000
+# Legal records among the drawn cases whose review is drawn too: a review costs tens of
+# milliseconds of the batch's time a record, the page megabytes at most.
+REVIEWED_CASES = 20
 KEPT_CASE_CHARS = 200_000
 SECTION_CHARS = 200_000  # the drawings of one case at most (16 players' hands take about 60,000)  # a longer case is not kept to draw its claims (its verdict still is)
 _REASON_CHARS = 200
@@ -101,8 +105,11 @@ class Report:
         drawn_cases: int = DRAWN_CASES,
         drawn_bytes: int = DRAWN_BYTES,
         listed_cases: int = LISTED_CASES,
+        reviewed_cases: int = REVIEWED_CASES,
     ) -> None:
         self.title = title
+        self.reviewed_cases = reviewed_cases
+        self.reviewed = 0
         self.drawn_cases = drawn_cases
         self.drawn_bytes = drawn_bytes
         self.listed_cases = listed_cases
@@ -136,7 +143,9 @@ class Report:
         if outcome == "CONFIRMED":
             return
         if not self._full:
-            section = _case_section(len(self._sections) + 1, verdict, case)
+            review = self.reviewed < self.reviewed_cases
+            section = _case_section(len(self._sections) + 1, verdict, case, review)
+            self.reviewed += review and 'class="review"' in section
             if self._section_bytes + len(section) <= self.drawn_bytes:
                 self._sections.append(section)
                 self._section_bytes += len(section)
@@ -303,7 +312,7 @@ def _verdict_name(claim: pb.ClaimVerdict) -> str:
     return pb.Verdict.Name(claim.verdict).removeprefix("VERDICT_") if claim.verdict in pb.Verdict.values() else ""
 
 
-def _case_section(number: int, verdict: str, case: str | None) -> str:
+def _case_section(number: int, verdict: str, case: str | None, review: bool = False) -> str:
     """One case drawn: its id and outcome, the claims against the referee's values, and the
     claimed linking or close beside the referee's answer."""
     message = verdict_of(verdict)
@@ -312,10 +321,10 @@ def _case_section(number: int, verdict: str, case: str | None) -> str:
             f'<section class="case" data-outcome="UNREADABLE"><h3>verdict {number} '
             '<span class="outcome UNREADABLE">UNREADABLE</span></h3><p class="error">not a verdict</p></section>\n'
         )
-    return _drawn_section(message, outcome_of(verdict) or "UNREADABLE", case)
+    return _drawn_section(message, outcome_of(verdict) or "UNREADABLE", case, review)
 
 
-def _drawn_section(message: pb.CheckDisputesResponse, outcome: str, case: str | None) -> str:
+def _drawn_section(message: pb.CheckDisputesResponse, outcome: str, case: str | None, review: bool = False) -> str:
     out = [
         f'<section class="case" data-outcome="{outcome}"><h3>{_h(message.id)} '
         f'<span class="outcome {outcome}">{outcome}</span></h3>\n'
@@ -338,8 +347,23 @@ def _drawn_section(message: pb.CheckDisputesResponse, outcome: str, case: str | 
             if drawings:
                 out.append(f"<figure><figcaption>{caption}</figcaption>{''.join(drawings)}</figure>")
         out.append("</div>\n")
+    if review and message.HasField("record") and message.record.legal:
+        out.append(_review(case_of(case)))
     out.append("</section>\n")
     return "".join(out)
+
+
+def _review(case: pb.CheckDisputesRequest | None) -> str:
+    """A legal record's review drawn (docs/review.md), or "" when the case cannot be read again."""
+    if case is None or not case.HasField("record"):
+        return ""
+    record = case.record
+    question = pb.ReviewDealRequest(record=record.record, rules=record.rules, notation=record.notation)
+    try:
+        (picture,) = draw_answer(pb.DrawAnswerRequest(review_deal=question)).drawings
+    except (RefereeError, ValueError):
+        return ""
+    return f'<figure class="review"><figcaption>{_h(picture.caption)}</figcaption>{picture.svg}</figure>\n'
 
 
 def _shuffle_proof(record: pb.ReplayDealResponse) -> str:
