@@ -30,7 +30,7 @@ from servers import ServerProcess
 
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
 from referee.server.app import ServerThread
-from referee.server.servicer import ServiceLimits
+from referee.server.config import ServiceLimits
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -67,7 +67,7 @@ def _score_deal(request: pb.ScoreDealRequest, _: tuple[int, ...]) -> list[Pictur
     return [Picture("The deal scored", render.deal_svg(deal_result_from_proto(reply)))]
 
 
-def _replay_deal(request: pb.ReplayDealRequest, _: tuple[int, ...]) -> list[Picture]:
+def _replay_deal(request: pb.ReplayDealRequest, _turns: tuple[int, ...]) -> list[Picture]:
     reply = handlers.replay_deal(request)  # every check and error of ReplayDeal first
     record, _ = handlers.record_of(request)
     replayed = replay(record, handlers.committed_shuffles_required())

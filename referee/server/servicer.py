@@ -51,6 +51,7 @@ from referee.game.limits import MESSAGE_BYTES, check_reply
 from referee.game.linking import time_budget
 from referee.server import access, metrics, tracing
 from referee.server.compute import ComputePool, DisputeJobs, JobLost
+from referee.server.config import ServiceLimits
 from referee.server.status import (
     Busy,
     DeadlineExceeded,
@@ -63,29 +64,12 @@ from referee.server.status import (
 
 log = logging.getLogger("referee.service")
 
-DEFAULT_SOLVE_CAP_SECONDS = 5.0
-DEFAULT_RECEIVE_TIMEOUT_SECONDS = 10.0
-DEFAULT_STREAM_IDLE_SECONDS = 30.0
-DEFAULT_MAX_STREAMS = 8
-DEFAULT_MAX_STREAMS_PER_CLIENT = 4
 READ_AHEAD_PER_JOB = 8
 PID_KEY = "x-referee-pid"
 REQUEST_ID_KEY = "x-request-id"
 # gRFC A66's method label: the full method name without its leading slash.
 _METHOD_PREFIX = pb.DESCRIPTOR.services_by_name["RefereeService"].full_name + "/"
 _CLIENT_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
-
-
-@dataclass(frozen=True, slots=True)
-class ServiceLimits:
-    """The servicer's budgets and caps (each is a ``serve`` flag; docs/operations.md)."""
-
-    solve_cap_seconds: float = DEFAULT_SOLVE_CAP_SECONDS
-    receive_timeout_seconds: float = DEFAULT_RECEIVE_TIMEOUT_SECONDS
-    stream_idle_seconds: float = DEFAULT_STREAM_IDLE_SECONDS
-    max_streams: int = DEFAULT_MAX_STREAMS
-    max_streams_per_client: int = DEFAULT_MAX_STREAMS_PER_CLIENT
-    reveal_pid: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -663,12 +647,10 @@ _fresh_ids = _RequestIds()
 
 
 __all__ = [
-    "DEFAULT_SOLVE_CAP_SECONDS",
     "PID_KEY",
     "REQUEST_ID_KEY",
     "CallEnd",
     "RefereeServicer",
-    "ServiceLimits",
     "Undecodable",
     "add_to_server",
     "call_observers",

@@ -34,7 +34,8 @@ from referee.game.errors import SolverError, SolverTimeout
 from referee.game.linking import best_linking, forget_linkings, observe_linkings
 from referee.game.rules import RuleSet
 from referee.server.app import SERVICE_NAME, ServerThread
-from referee.server.servicer import Replies, ServiceLimits
+from referee.server.config import ServiceLimits
+from referee.server.servicer import Replies
 from referee.server.status import status_for
 
 pytestmark = pytest.mark.timeout(60)

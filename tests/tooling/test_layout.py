@@ -223,6 +223,7 @@ TESTED_BY = {
     "server/app.py": ("api/test_service.py", "api/test_disputes_stream.py"),
     "server/compute.py": ("server/test_dispute_jobs.py", "server/test_fair_share.py"),
     "server/config.py": ("cli/test_cli.py", "server/test_hostile_input.py"),
+    "server/defaults.py": ("cli/test_cli.py", "tooling/test_layout.py"),
     "server/console.py": ("server/test_server_process.py",),
     "server/health.py": ("server/test_hostile_health.py",),
     "server/job.py": ("server/test_dispute_jobs.py", "server/test_server_process.py"),
@@ -259,3 +260,20 @@ def test_each_test_folder_is_a_layer_and_holds_only_test_modules() -> None:
     folders = {path.name for path in TESTS.iterdir() if path.is_dir() and any(path.glob("test_*.py"))}
     assert folders == {"game", "play", "api", "server", "client", "cli", "gateway", "tooling"}
     assert not list(TESTS.glob("test_*.py")), "a test module beside the shared helpers: put it in its layer's folder"
+
+
+def test_the_configuration_imports_nothing_it_configures() -> None:
+    """``serve``'s configuration reads its defaults from ``defaults`` (which imports nothing of the
+    project) and its flag helper; the runtime modules import the configuration, never the reverse."""
+    config = {module for module, _, _ in _imports(MODULES["referee.server.config"]) if module.startswith("referee")}
+    assert config <= {"referee.game.limits", "referee.server", "referee.server.defaults", "referee.server.flags"}, (
+        config
+    )
+    names = {
+        n
+        for module, items, _ in _imports(MODULES["referee.server.config"])
+        if module == "referee.server"
+        for n in items
+    }
+    assert names <= {"defaults"}, names
+    assert not [m for m, _, _ in _imports(MODULES["referee.server.defaults"]) if m.startswith("referee")]

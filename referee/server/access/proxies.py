@@ -14,26 +14,13 @@ import ipaddress
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from referee.server.config import Network, parse_networks
+
 FORWARDED_FOR = "x-forwarded-for"
 # More hops than this in one header are not read: the header is the client's to make long.
 MAX_HOPS = 16
 
-Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
-
-
-def parse_networks(text: str) -> tuple[Network, ...]:
-    """``CIDR,CIDR,...`` (a bare address is a /32 or /128); ValueError naming the bad item."""
-    networks = []
-    for item in text.split(","):
-        item = item.strip()
-        if not item:
-            continue
-        try:
-            networks.append(ipaddress.ip_network(item, strict=False))
-        except ValueError:
-            raise ValueError(f"not an address or CIDR network: {item[:64]!r}") from None
-    return tuple(networks)
 
 
 def peer_address(peer: str) -> str:
@@ -109,4 +96,4 @@ def _hops(metadata: Iterable[tuple[str, str | bytes]] | None) -> Sequence[str]:
     return hops[-MAX_HOPS:]
 
 
-__all__ = ["FORWARDED_FOR", "TrustedProxies", "parse_networks", "peer_address"]
+__all__ = ["FORWARDED_FOR", "TrustedProxies", "peer_address"]
