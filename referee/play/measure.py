@@ -102,20 +102,12 @@ def _arc(ranks: Sequence[int], wrap: bool) -> int:
     return low
 
 
-def _cores_from(x: int, counts: dict[int, int], wrap: bool) -> tuple[tuple[Core, int], ...]:
-    """Every core whose lowest card is ``x`` (already taken out of ``counts``), with the least size
-    of a group holding it; the other cards come from ``counts``."""
-    rank, suit = _RANK[x], _SUIT[x]
-    same = tuple((i, counts.get(i, 0)) for i in range(rank - 1, JOKER_INDEX, RANKS_PER_SUIT) if counts.get(i, 0))
-    above = tuple(i for i in range(x + 1, (suit + 1) * RANKS_PER_SUIT) if counts.get(i, 0))
-    return _cores_of(x, same, above, wrap)
-
-
 @lru_cache(maxsize=1 << 16)
 def _cores_of(
     x: int, same: tuple[tuple[int, int], ...], above: tuple[int, ...], wrap: bool
 ) -> tuple[tuple[Core, int], ...]:
-    """``_cores_from`` given the cards of ``x``'s rank held (with copies) and those of its suit above it."""
+    """Every core whose lowest card is ``x``, with the least size of a group holding it, given the
+    other cards of ``x``'s rank held (with copies) and those of its suit above it."""
     found: list[tuple[Core, int]] = []
     for take in product(*(range(k + 1) for _, k in same)):
         members = tuple(i for (i, _), n in zip(same, take) for _ in range(n))
@@ -141,83 +133,83 @@ def _cores_of(
 MIN_GROUP_SIZE = 3
 
 
-def _coverable(counts: dict[int, int], codes: Sequence[int], pos: int, cores: int) -> int:
-    """The most of the cards left (``codes[pos:]``) that ``cores`` more cores can keep (a bound):
-    a core lies within one rank, or within one suit holding each rank once, so a suit's first core
-    keeps at most its distinct cards, its second those held twice, and so on."""
-    by_rank = [0] * (RANKS_PER_SUIT + 1)
-    layers: list[int] = []
-    by_suit = [[0] * 9 for _ in range(_SUITS)]
-    for c in codes[pos:]:
-        n = counts[c]
-        if n:
-            by_rank[_RANK[c]] += n
-            for layer in range(n):
-                by_suit[_SUIT[c]][layer] += 1
-    for suit in by_suit:
-        layers += [n for n in suit if n]
-    return sum(sorted(by_rank + layers, reverse=True)[:cores])
+# A multiset of cards packed in one integer: a field of _FIELD bits per card index, the count in its
+# low bits and a guard bit on top, so that "these cores fit in the hand together" is one subtraction
+# (a field whose cards are over-used borrows its guard bit).
+_FIELD = 7
+_GUARD = sum(1 << (_FIELD * i + _FIELD - 1) for i in range(CARD_KINDS))
+
+
+def _packed(cards: Iterable[int]) -> int:
+    return sum(1 << (_FIELD * c) for c in cards)
+
+
+# A core of a hand: (cards kept, the least size of its group, the cards packed, its order in the
+# walk by lowest card, the core).
+_HandCore = tuple[int, int, int, tuple[int, int], Core]
+
+
+@lru_cache(maxsize=1 << 12)
+def _hand_cores(naturals: tuple[int, ...], wrap: bool) -> tuple[int, tuple[_HandCore, ...]]:
+    """Every core of the hand ``naturals`` (each once, by its lowest card), largest first, and the
+    hand packed with its guard bits set."""
+    counts: dict[int, int] = {}
+    for i in naturals:
+        counts[i] = counts.get(i, 0) + 1
+    found: list[_HandCore] = []
+    for x in sorted(counts):
+        counts[x] -= 1  # its other cards are of higher indices: a lower card would be the lowest
+        same = tuple((i, counts[i]) for i in range(x, JOKER_INDEX, RANKS_PER_SUIT) if counts.get(i, 0))
+        above = tuple(i for i in range(x + 1, (_SUIT[x] + 1) * RANKS_PER_SUIT) if counts.get(i, 0))
+        for n, (core, size) in enumerate(_cores_of(x, same, above, wrap)):
+            if size <= SHOWN:
+                found.append((len(core[1]), size, _packed(core[1]), (x, n), core))
+        counts[x] += 1
+    found.sort(key=lambda entry: (-entry[0], entry[3]))
+    return _packed(naturals) | _GUARD, tuple(found)
 
 
 @lru_cache(maxsize=1 << 16)
 def _core_sets(naturals: tuple[int, ...], left_out: int, wrap: bool) -> tuple[tuple[Core, ...], ...]:
     """Every set of at most three cores that keeps all of ``naturals`` (ascending) but exactly
-    ``left_out`` of them and fits in 10 cards; each set once."""
-    counts: dict[int, int] = {}
-    for i in naturals:
-        counts[i] = counts.get(i, 0) + 1
-    codes = sorted(counts)
+    ``left_out`` of them and fits in 10 cards; each set once, its cores by lowest card.
+
+    The hand's cores are listed once; a set is chosen largest core first (so the first keeps at
+    least a third of the cards kept, the second half of the rest, the third exactly what is left),
+    and its cores fit in the hand together when their packed sum borrows no guard bit."""
+    keep = len(naturals) - left_out
+    if keep <= 0:
+        return ((),) if keep == 0 else ()
+    room, cores = _hand_cores(naturals, wrap)
     found: list[tuple[Core, ...]] = []
-    cores: list[Core] = []
-    remaining = [len(naturals)]
-
-    def walk(pos: int, out: int, need: int) -> None:
-        while pos < len(codes) and not counts[codes[pos]]:
-            pos += 1
-        if pos == len(codes):
-            if out == 0:
-                found.append(tuple(cores))
-            return
-        keep = remaining[0] - out
-        if keep < 0 or (len(cores) == MOST_GROUPS and keep):
-            return
-        if keep and (
-            need + max(MIN_GROUP_SIZE, keep) > SHOWN or keep > _coverable(counts, codes, pos, MOST_GROUPS - len(cores))
-        ):
-            return
-        x = codes[pos]
-        for u in range(min(counts[x], out) + 1):
-            counts[x] -= u
-            remaining[0] -= u
-            start(pos, x, out - u, need)
-            counts[x] += u
-            remaining[0] += u
-
-    def start(pos: int, x: int, out: int, need: int) -> None:
-        if not counts[x]:
-            walk(pos + 1, out, need)
-            return
-        if len(cores) == MOST_GROUPS:
-            return
-        counts[x] -= 1
-        remaining[0] -= 1
-        for core, size in _cores_from(x, counts, wrap):
-            if need + size > SHOWN:
+    total = len(cores)
+    for i in range(total):
+        li, si, pi, ki, ci = cores[i]
+        if li * MOST_GROUPS < keep:
+            break
+        if li > keep:
+            continue
+        if li == keep:
+            found.append((ci,))
+            continue
+        rest = keep - li
+        for j in range(i, total):
+            lj, sj, pj, kj, cj = cores[j]
+            if lj * 2 < rest:
+                break
+            if lj > rest or si + sj > SHOWN or (room - pi - pj) & _GUARD != _GUARD:
                 continue
-            members = core[1][1:]
-            for m in members:
-                counts[m] -= 1
-            remaining[0] -= len(members)
-            cores.append(core)
-            start(pos, x, out, need + size)
-            cores.pop()
-            for m in members:
-                counts[m] += 1
-            remaining[0] += len(members)
-        counts[x] += 1
-        remaining[0] += 1
-
-    walk(0, left_out, 0)
+            if lj == rest:
+                found.append((ci, cj) if ki <= kj else (cj, ci))
+                continue
+            last = rest - lj
+            for k in range(j, total):
+                lk, sk, pk, kk, ck = cores[k]
+                if lk < last:
+                    break
+                if lk > last or si + sj + sk > SHOWN or (room - pi - pj - pk) & _GUARD != _GUARD:
+                    continue
+                found.append(tuple(core for _, core in sorted(((ki, ci), (kj, cj), (kk, ck)))))
     return tuple(found)
 
 
@@ -971,3 +963,4 @@ def forget_measures() -> None:
     """Empty the caches of measures and of core sets (a benchmark times each deal cold)."""
     _measure.cache_clear()
     _core_sets.cache_clear()
+    _hand_cores.cache_clear()
