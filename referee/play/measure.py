@@ -336,6 +336,7 @@ class _Filler:
         self.shorts: dict[Completion, int] = {}
         self.drawn: dict[int, list[tuple[Completion, int]]] = {}
         self.ways: dict[Core, list[tuple[Completion, int]]] = {}
+        self.sizes: dict[Core, frozenset[int]] = {}  # the sizes of each core's ways
         self.values: dict[tuple[tuple[Core, ...], int], int] = {}
         self.outs: dict[tuple[tuple[Core, ...], int], frozenset[int]] = {}
 
@@ -510,7 +511,7 @@ class _Filler:
             # Jokers could fill every place: any completion whose sizes add up to 10 will do.
             if top < floor:
                 return -1
-            return top if self.sizes_fit(lists, free) else -1
+            return top if self.sizes_fit(cores, free) else -1
         for target in range(top, max(floor, 0) - 1, -1):
             extra = target - kept
 
@@ -532,6 +533,7 @@ class _Filler:
                 short = self.short
                 mine = [(o, s) for by_size in _completions(core, self.wrap) for o in by_size if (s := short(o)) >= 0]
                 self.ways[core] = mine
+                self.sizes[core] = frozenset(o[0] for o, _ in mine)
             if not mine:
                 return None
             out.append(mine)
@@ -544,60 +546,30 @@ class _Filler:
         key = (cores, -1)
         found = self.outs.get(key)
         if found is None:
-            cards: frozenset[int] = frozenset()
-            for core in cores:
-                for by_size in _core_drawable(core, self.wrap):
-                    cards |= by_size
+            cards = _core_drawable_any(cores[0], self.wrap)
+            for core in cores[1:]:
+                cards = cards | _core_drawable_any(core, self.wrap)
             found = self.outs[key] = cards & self.support
         return found
 
-    def sizes_fit(self, lists: Sequence[Sequence[tuple[Completion, int]]], free: int) -> bool:
-        """Whether one way of each core and up to ``free`` groups drawn whole can make 10 cards."""
+    def sizes_fit(self, cores: tuple[Core, ...], free: int) -> bool:
+        """Whether one way of each core and up to ``free`` groups drawn whole can make 10 cards
+        (``lists`` has listed the cores' ways)."""
         reach = {0}
-        for mine in lists:
-            reach = {a + o[0] for a in reach for o, _ in mine if a + o[0] <= SHOWN}
+        for core in cores:
+            reach = {a + n for a in reach for n in self.sizes[core] if a + n <= SHOWN}
         return any(a == SHOWN or (free and SHOWN - a >= MIN_GROUP_SIZE) for a in reach)
 
-    def collect_rich(
-        self, cores: tuple[Core, ...], lists: Sequence[Sequence[tuple[Completion, int]]]
-    ) -> frozenset[int]:
+    def collect_rich(self, cores: tuple[Core, ...]) -> frozenset[int]:
         """``collect`` when the jokers there are could fill every place (no joker limit): then every
         completion whose sizes add up to 10 can be filled, with any one place taking any card it
-        may hold and jokers in the others, so the outs are what those completions' places hold."""
+        may hold and jokers in the others, so the outs are what those completions' places hold
+        (``_rich_cards``: a table of the cores and the sizes of their ways, whatever is unseen)."""
         key = (cores, -2)
         known = self.outs.get(key)
         if known is not None:
             return known
-        support = self.support
-        free = MOST_GROUPS - len(cores)
-        sizes = [{o[0] for o, _ in mine} for mine in lists]
-
-        def sums(skip: int) -> set[int]:
-            reach = {0}
-            for k, mine in enumerate(sizes):
-                if k != skip:
-                    reach = {a + n for a in reach for n in mine if a + n <= SHOWN}
-            return reach
-
-        def closes(total: int, groups: int) -> bool:
-            """Whether ``groups`` groups drawn whole can bring ``total`` cards to 10."""
-            rest = SHOWN - total
-            return rest == 0 or (groups > 0 and rest >= MIN_GROUP_SIZE)
-
-        # Rich enough, every way of every core can be filled (the jokers needed are never more than
-        # the places), so what each core's ways of one size may draw is a table of the core alone.
-        cards: frozenset[int] = frozenset()
-        for k, core in enumerate(cores):
-            others = sums(k)
-            drawable = _core_drawable(core, self.wrap)
-            for n in sizes[k]:
-                if any(closes(n + a, free) for a in others):
-                    cards |= drawable[n]
-        if free:
-            total = sums(-1)
-            if any(closes(n + a, free - 1) for n in range(MIN_GROUP_SIZE, SHOWN + 1) for a in total if a + n <= SHOWN):
-                cards = ALL_KINDS  # a same-rank group drawn whole may hold any card, or a joker
-        found = cards & support
+        found = _rich_cards(cores, tuple(self.sizes[core] for core in cores), self.wrap) & self.support
         self.outs[key] = found
         return found
 
@@ -627,7 +599,7 @@ class _Filler:
 
         free = MOST_GROUPS - len(cores)
         if self.limit is JokerLimit.UNLIMITED and self.supply >= SHOWN - kept:
-            outs |= self.collect_rich(cores, lists)
+            outs |= self.collect_rich(cores)
             return
         # A lower bound on the jokers the best completion through each option needs: its own, plus
         # the fewest the other groups need on their own at sizes that make 10 cards in all.
@@ -730,9 +702,49 @@ ALL_KINDS = frozenset(range(CARD_KINDS))
 
 
 @lru_cache(maxsize=1 << 14)
+def _rich_cards(cores: tuple[Core, ...], sizes: tuple[frozenset[int], ...], wrap: bool) -> frozenset[int]:
+    """The cards some completion of ``cores`` whose sizes add up to 10 may draw, each core completed
+    at one of its ``sizes`` and the groups left drawn whole (feasibility aside: ``collect_rich``)."""
+    free = MOST_GROUPS - len(cores)
+
+    def sums(skip: int) -> set[int]:
+        reach = {0}
+        for k, mine in enumerate(sizes):
+            if k != skip:
+                reach = {a + n for a in reach for n in mine if a + n <= SHOWN}
+        return reach
+
+    def closes(total: int, groups: int) -> bool:
+        """Whether ``groups`` groups drawn whole can bring ``total`` cards to 10."""
+        rest = SHOWN - total
+        return rest == 0 or (groups > 0 and rest >= MIN_GROUP_SIZE)
+
+    # Rich enough, every way of every core can be filled (the jokers needed are never more than
+    # the places), so what each core's ways of one size may draw is a table of the core alone.
+    cards: frozenset[int] = frozenset()
+    for k, core in enumerate(cores):
+        others = sums(k)
+        drawable = _core_drawable(core, wrap)
+        for n in sizes[k]:
+            if any(closes(n + a, free) for a in others):
+                cards |= drawable[n]
+    if free:
+        total = sums(-1)
+        if any(closes(n + a, free - 1) for n in range(MIN_GROUP_SIZE, SHOWN + 1) for a in total if a + n <= SHOWN):
+            cards = ALL_KINDS  # a same-rank group drawn whole may hold any card, or a joker
+    return cards
+
+
+@lru_cache(maxsize=1 << 14)
 def _core_drawable(core: Core, wrap: bool) -> tuple[frozenset[int], ...]:
     """What the ways to complete ``core`` may draw, by group size (index: size)."""
     return tuple(frozenset().union(*(_drawable(o) for o in options)) for options in _completions(core, wrap))
+
+
+@lru_cache(maxsize=1 << 14)
+def _core_drawable_any(core: Core, wrap: bool) -> frozenset[int]:
+    """What the ways to complete ``core`` may draw, at any size."""
+    return frozenset().union(*_core_drawable(core, wrap))
 
 
 @lru_cache(maxsize=1 << 14)
@@ -964,3 +976,4 @@ def forget_measures() -> None:
     _measure.cache_clear()
     _core_sets.cache_clear()
     _hand_cores.cache_clear()
+    _rich_cards.cache_clear()
