@@ -333,6 +333,9 @@ class _Filler:
         self.supply = jokers + unseen[_JK]
         self.free = [0] + [sum(unseen[r - 1 + RANKS_PER_SUIT * s] for s in range(_SUITS)) for r in range(1, 14)]
         self.support = frozenset(c for c in range(CARD_KINDS) if unseen[c])
+        # The natural cards none of which is unseen, one bit each: a run place of one of them needs a joker.
+        self.absent = sum(1 << c for c in range(JOKER_INDEX) if not unseen[c])
+        self.caps = [joker_cap(shape.limit, n) for n in range(SHOWN + 1)]  # by group size
         self.shorts: dict[Completion, int] = {}
         self.drawn: dict[int, list[tuple[Completion, int]]] = {}
         self.ways: dict[Core, list[tuple[Completion, int]]] = {}
@@ -370,7 +373,8 @@ class _Filler:
 
     def room(self, groups: Sequence[Completion]) -> int:
         """The places of ``groups`` a joker may take, within the joker limit."""
-        return sum(min(len(need) + many, joker_cap(self.limit, n)) for n, need, rank, many in groups)
+        caps = self.caps
+        return sum(min(len(need) + many, caps[n]) for n, need, rank, many in groups)
 
     def exact(self, groups: Sequence[Completion], forced: tuple[int, int] | None = None) -> bool:
         """Whether the unseen cards and the hand's jokers fill ``groups`` keeping as many of the
@@ -384,7 +388,9 @@ class _Filler:
         """
         unseen = self.unseen
         limit = self.limit
-        caps = [min(len(need) + many, joker_cap(limit, n)) for n, need, rank, many in groups]
+        if limit is JokerLimit.UNLIMITED:
+            return self._fills(groups, forced)
+        caps = [min(len(need) + many, self.caps[n]) for n, need, rank, many in groups]
         kept = min(self.jokers, sum(caps))
         spec: dict[int, int] = {}
         pool: dict[int, int] = {}
@@ -426,8 +432,8 @@ class _Filler:
                 needed += wanted - free
         if needed > self.supply:
             return False
-        if limit is JokerLimit.UNLIMITED or not needed:
-            return True  # a group's cap is all its places: the jokers needed always fit
+        if not needed:
+            return True
         items: list[tuple[int, list[tuple[int, int]]]] = []
         for c, d in deficits.items():
             items.append(
@@ -443,6 +449,53 @@ class _Filler:
                     where.append((gi, places))
             items.append((d, where))
         return _assignable(items, caps)
+
+    def _fills(self, groups: Sequence[Completion], forced: tuple[int, int] | None) -> bool:
+        """``exact`` with no joker limit, where a group's cap is all its places: whether the jokers
+        there are cover the places no unseen natural card can take and, with a place forced, the
+        places left can still hold the hand's jokers."""
+        unseen = self.unseen
+        spec: dict[int, int] = {}
+        pool: dict[int, int] = {}
+        taken = -1
+        if forced is not None:
+            at, taken = forced
+            if not unseen[taken]:
+                return False
+            places = 0
+            for gi, (_, need, rank, many) in enumerate(groups):
+                places += len(need) + many
+                if gi == at:
+                    if taken in need:
+                        need = tuple(c for c in need if c != taken)
+                    else:
+                        many -= 1
+                for c in need:
+                    spec[c] = spec.get(c, 0) + 1
+                if many:
+                    pool[rank] = pool.get(rank, 0) + many
+            if places - 1 < min(self.jokers, places):
+                return False
+        else:
+            for _, need, rank, many in groups:
+                for c in need:
+                    spec[c] = spec.get(c, 0) + 1
+                if many:
+                    pool[rank] = pool.get(rank, 0) + many
+        needed = 0
+        for c, wanted in spec.items():
+            have = unseen[c] - (c == taken)
+            if wanted > have:
+                needed += wanted - have
+        for rank, wanted in pool.items():
+            free = 0
+            for c in range(rank - 1, JOKER_INDEX, RANKS_PER_SUIT):
+                left = unseen[c] - (c == taken) - spec.get(c, 0)
+                if left > 0:
+                    free += left
+            if wanted > free:
+                needed += wanted - free
+        return needed <= self.supply
 
     # The search for a completion ------------------------------------------------------------
 
@@ -530,8 +583,15 @@ class _Filler:
         for core in cores:
             mine = self.ways.get(core)
             if mine is None:
-                short = self.short
-                mine = [(o, s) for by_size in _completions(core, self.wrap) for o in by_size if (s := short(o)) >= 0]
+                mine = []
+                absent, free, caps, supply = self.absent, self.free, self.caps, self.supply
+                for option, bits, places in _ways(core, self.wrap):
+                    n, _, rank, many = option
+                    s = (bits & absent).bit_count()  # as ``short``, without remembering each option
+                    if many > free[rank]:
+                        s += many - free[rank]
+                    if s <= places and s <= caps[n] and s <= supply:
+                        mine.append((option, s))
                 self.ways[core] = mine
                 self.sizes[core] = frozenset(o[0] for o, _ in mine)
             if not mine:
@@ -739,6 +799,17 @@ def _rich_cards(cores: tuple[Core, ...], sizes: tuple[frozenset[int], ...], wrap
 def _core_drawable(core: Core, wrap: bool) -> tuple[frozenset[int], ...]:
     """What the ways to complete ``core`` may draw, by group size (index: size)."""
     return tuple(frozenset().union(*(_drawable(o) for o in options)) for options in _completions(core, wrap))
+
+
+@lru_cache(maxsize=1 << 14)
+def _ways(core: Core, wrap: bool) -> tuple[tuple[Completion, int, int], ...]:
+    """The ways to complete ``core``, smallest first, each with its run places' cards as bits and
+    its empty places."""
+    return tuple(
+        (option, sum(1 << c for c in option[1]), len(option[1]) + option[3])
+        for by_size in _completions(core, wrap)
+        for option in by_size
+    )
 
 
 @lru_cache(maxsize=1 << 14)
