@@ -340,6 +340,8 @@ class _Filler:
         self.drawn: dict[int, list[tuple[Completion, int]]] = {}
         self.ways: dict[Core, list[tuple[Completion, int]]] = {}
         self.sizes: dict[Core, frozenset[int]] = {}  # the sizes of each core's ways
+        self.least: dict[Core, dict[int, int]] = {}  # the fewest jokers its ways need, by size
+        self.wholes: list[dict[int, int]] | None = None
         self.values: dict[tuple[tuple[Core, ...], int], int] = {}
         self.outs: dict[tuple[tuple[Core, ...], int], frozenset[int]] = {}
 
@@ -370,6 +372,14 @@ class _Filler:
             found = sorted(((o, s) for o, s in pairs if s >= 0), key=lambda pair: pair[1])
             self.drawn[n] = found
         return found
+
+    def whole(self) -> list[dict[int, int]]:
+        """The fewest jokers up to 0, 1, 2 and 3 groups drawn whole need, by total size (built
+        when a core set leaves a group to draw whole)."""
+        if self.wholes is None:
+            drawn_least = {n: pairs[0][1] for n in range(MIN_GROUP_SIZE, SHOWN + 1) if (pairs := self.drawn_of(n))}
+            self.wholes = [_combine_drawn(drawn_least, groups) for groups in range(MOST_GROUPS + 1)]
+        return self.wholes
 
     def room(self, groups: Sequence[Completion]) -> int:
         """The places of ``groups`` a joker may take, within the joker limit."""
@@ -594,6 +604,7 @@ class _Filler:
                         mine.append((option, s))
                 self.ways[core] = mine
                 self.sizes[core] = frozenset(o[0] for o, _ in mine)
+                self.least[core] = _least_by_size(mine)
             if not mine:
                 return None
             out.append(mine)
@@ -633,16 +644,6 @@ class _Filler:
         self.outs[key] = found
         return found
 
-    def collected(self, cores: tuple[Core, ...], kept: int, target: int) -> frozenset[int]:
-        """The cards some completion of ``cores`` of overlap ``target`` draws (remembered)."""
-        key = (cores, target)
-        found = self.outs.get(key)
-        if found is None:
-            outs: set[int] = set()
-            self.collect(cores, kept, target, outs)
-            found = self.outs[key] = frozenset(outs)
-        return found
-
     def collect(self, cores: tuple[Core, ...], kept: int, target: int, outs: set[int]) -> None:
         """Add to ``outs`` the cards some completion of ``cores`` of overlap ``target`` draws."""
         lists = self.lists(cores)
@@ -663,31 +664,28 @@ class _Filler:
             return
         # A lower bound on the jokers the best completion through each option needs: its own, plus
         # the fewest the other groups need on their own at sizes that make 10 cards in all.
-        least = [_least_by_size(mine) for mine in lists]
-        drawn_least: dict[int, int] = {}
-        if free:
-            drawn_least = {n: pairs[0][1] for n in range(MIN_GROUP_SIZE, SHOWN + 1) if (pairs := self.drawn_of(n))}
-        whole = [_combine_drawn(drawn_least, groups) for groups in range(free + 1)]
+        least = [self.least[core] for core in cores]
+        whole = self.whole() if free else _NONE_DRAWN
         supply = self.supply
-        slots: list[tuple[int, Completion]] = []
+        slots: list[tuple[int, Completion, int]] = []
         for k, mine in enumerate(lists):
             others = _min_plus([least[j] for j in range(len(lists)) if j != k])
             bounds = {n: _best_total(others, whole[free], SHOWN - n) for n in least[k]}
-            slots += [(k, option) for option, short in mine if short + bounds[option[0]] <= supply]
+            slots += [(k, option, short) for option, short in mine if short + bounds[option[0]] <= supply]
         if free:
             all_cores = _min_plus(least)
             for n in range(MIN_GROUP_SIZE, SHOWN + 1):
                 pairs = self.drawn_of(n)
                 bound = _best_total(all_cores, whole[free - 1], SHOWN - n)
-                slots += [(-1, o) for o, short in pairs if short + bound <= supply]
-        for k, option in slots:
+                slots += [(-1, o, short) for o, short in pairs if short + bound <= supply]
+        for k, option, short in slots:
             if outs >= support:
                 return
             wanted = (_drawable(option) & support) - outs
             if not wanted:
                 continue
             if k >= 0:
-                mine_lists = [mine if j != k else [(option, self.short(option))] for j, mine in enumerate(lists)]
+                mine_lists = [mine if j != k else [(option, short)] for j, mine in enumerate(lists)]
                 fixed: tuple[Completion, ...] = ()
                 drawn_groups, at = free, k
             else:
@@ -716,6 +714,7 @@ class _Filler:
 
 
 _NEVER = 1 << 20
+_NONE_DRAWN = [{0: 0}]  # no group drawn whole: none needs a joker
 
 
 def _least_by_size(mine: Sequence[tuple[Completion, int]]) -> dict[int, int]:
@@ -917,8 +916,8 @@ def throw_overlaps(held: Counts, unseen: Counts, shape: _Shape) -> dict[int, tup
             for t in serves:
                 best[t] = max(best[t], value)
             found.append((cores, kept, value, serves))
-    # Each throw's outs, from the core sets that serve it (each collected once, for every throw it
-    # serves); a core set that could draw nothing new is skipped.
+    # Each throw's outs, from the core sets that serve it, each adding only the cards not yet found
+    # (a core set that could draw nothing new is skipped).
     out: dict[int, tuple[int, frozenset[int]]] = {}
     for t in kinds:
         outs: set[int] = set()
@@ -926,7 +925,7 @@ def throw_overlaps(held: Counts, unseen: Counts, shape: _Shape) -> dict[int, tup
             outs |= colors[t].get(best[t], set())
             for cores, kept, value, serves in found:
                 if value == best[t] and t in serves and not filler.potential(cores) <= outs:
-                    outs |= filler.collected(cores, kept, value)
+                    filler.collect(cores, kept, value, outs)
         out[t] = (best[t], frozenset(outs))
     return out
 
