@@ -342,6 +342,8 @@ class _Filler:
         self.sizes: dict[Core, frozenset[int]] = {}  # the sizes of each core's ways
         self.least: dict[Core, dict[int, int]] = {}  # the fewest jokers its ways need, by size
         self.wholes: list[dict[int, int]] | None = None
+        self.listed: dict[tuple[Core, ...], list[list[tuple[Completion, int]]] | None] = {}
+        self.slotted: dict[tuple[Core, ...], list[tuple[int, Completion, int]]] = {}
         self.values: dict[tuple[tuple[Core, ...], int], int] = {}
         self.outs: dict[tuple[tuple[Core, ...], int], frozenset[int]] = {}
 
@@ -588,7 +590,14 @@ class _Filler:
         return -1
 
     def lists(self, cores: tuple[Core, ...]) -> list[list[tuple[Completion, int]]] | None:
-        """Each core's ways to be completed that can be filled on their own, smallest first."""
+        """Each core's ways to be completed that can be filled on their own, smallest first
+        (remembered by core set: the value, then the outs of one set, ask for them again)."""
+        if cores in self.listed:
+            return self.listed[cores]
+        found = self.listed[cores] = self._lists(cores)
+        return found
+
+    def _lists(self, cores: tuple[Core, ...]) -> list[list[tuple[Completion, int]]] | None:
         out = []
         for core in cores:
             mine = self.ways.get(core)
@@ -644,6 +653,30 @@ class _Filler:
         self.outs[key] = found
         return found
 
+    def slots(
+        self, cores: tuple[Core, ...], lists: Sequence[Sequence[tuple[Completion, int]]]
+    ) -> list[tuple[int, Completion, int]]:
+        """The options a completion of ``cores`` may hold (the core it completes, or -1 for a group
+        drawn whole; the option; its jokers needed): those within a lower bound on the jokers the
+        best completion through each needs, its own plus the fewest the other groups need on their
+        own at sizes that make 10 cards in all."""
+        free = MOST_GROUPS - len(cores)
+        least = [self.least[core] for core in cores]
+        whole = self.whole() if free else _NONE_DRAWN
+        supply = self.supply
+        slots: list[tuple[int, Completion, int]] = []
+        for k, mine in enumerate(lists):
+            others = _min_plus([least[j] for j in range(len(lists)) if j != k])
+            bounds = {n: _best_total(others, whole[free], SHOWN - n) for n in least[k]}
+            slots += [(k, option, short) for option, short in mine if short + bounds[option[0]] <= supply]
+        if free:
+            all_cores = _min_plus(least)
+            for n in range(MIN_GROUP_SIZE, SHOWN + 1):
+                pairs = self.drawn_of(n)
+                bound = _best_total(all_cores, whole[free - 1], SHOWN - n)
+                slots += [(-1, o, short) for o, short in pairs if short + bound <= supply]
+        return slots
+
     def collect(self, cores: tuple[Core, ...], kept: int, target: int, outs: set[int]) -> None:
         """Add to ``outs`` the cards some completion of ``cores`` of overlap ``target`` draws."""
         lists = self.lists(cores)
@@ -662,22 +695,9 @@ class _Filler:
         if self.limit is JokerLimit.UNLIMITED and self.supply >= SHOWN - kept:
             outs |= self.collect_rich(cores)
             return
-        # A lower bound on the jokers the best completion through each option needs: its own, plus
-        # the fewest the other groups need on their own at sizes that make 10 cards in all.
-        least = [self.least[core] for core in cores]
-        whole = self.whole() if free else _NONE_DRAWN
-        supply = self.supply
-        slots: list[tuple[int, Completion, int]] = []
-        for k, mine in enumerate(lists):
-            others = _min_plus([least[j] for j in range(len(lists)) if j != k])
-            bounds = {n: _best_total(others, whole[free], SHOWN - n) for n in least[k]}
-            slots += [(k, option, short) for option, short in mine if short + bounds[option[0]] <= supply]
-        if free:
-            all_cores = _min_plus(least)
-            for n in range(MIN_GROUP_SIZE, SHOWN + 1):
-                pairs = self.drawn_of(n)
-                bound = _best_total(all_cores, whole[free - 1], SHOWN - n)
-                slots += [(-1, o, short) for o, short in pairs if short + bound <= supply]
+        slots = self.slotted.get(cores)
+        if slots is None:
+            slots = self.slotted[cores] = self.slots(cores, lists)
         for k, option, short in slots:
             if outs >= support:
                 return
@@ -714,6 +734,7 @@ class _Filler:
 
 
 _NEVER = 1 << 20
+_UP_TO_SHOWN = (1 << (SHOWN + 1)) - 1  # the bits of sums 0 to 10
 _NONE_DRAWN = [{0: 0}]  # no group drawn whole: none needs a joker
 
 
@@ -766,17 +787,22 @@ def _rich_cards(cores: tuple[Core, ...], sizes: tuple[frozenset[int], ...], wrap
     at one of its ``sizes`` and the groups left drawn whole (feasibility aside: ``collect_rich``)."""
     free = MOST_GROUPS - len(cores)
 
-    def sums(skip: int) -> set[int]:
-        reach = {0}
+    def sums(skip: int) -> int:
+        """The totals of one size of each core but ``skip``, as bits (bit a: a total of a, at most 10)."""
+        reach = 1
         for k, mine in enumerate(sizes):
             if k != skip:
-                reach = {a + n for a in reach for n in mine if a + n <= SHOWN}
+                step = 0
+                for n in mine:
+                    step |= reach << n
+                reach = step & _UP_TO_SHOWN
         return reach
 
-    def closes(total: int, groups: int) -> bool:
-        """Whether ``groups`` groups drawn whole can bring ``total`` cards to 10."""
-        rest = SHOWN - total
-        return rest == 0 or (groups > 0 and rest >= MIN_GROUP_SIZE)
+    def closes(n: int, totals: int, groups: int) -> bool:
+        """Whether a group of ``n`` cards and one of ``totals`` make 10, or leave room for one
+        of ``groups`` groups drawn whole (3 cards or more)."""
+        room = SHOWN - MIN_GROUP_SIZE - n + 1  # the totals 0 to 7 - n leave 3 or more
+        return bool(totals >> (SHOWN - n) & 1) or (groups > 0 and room > 0 and bool(totals & ((1 << room) - 1)))
 
     # Rich enough, every way of every core can be filled (the jokers needed are never more than
     # the places), so what each core's ways of one size may draw is a table of the core alone.
@@ -785,12 +811,14 @@ def _rich_cards(cores: tuple[Core, ...], sizes: tuple[frozenset[int], ...], wrap
         others = sums(k)
         drawable = _core_drawable(core, wrap)
         for n in sizes[k]:
-            if any(closes(n + a, free) for a in others):
+            if closes(n, others, free):
                 cards |= drawable[n]
     if free:
         total = sums(-1)
-        if any(closes(n + a, free - 1) for n in range(MIN_GROUP_SIZE, SHOWN + 1) for a in total if a + n <= SHOWN):
-            cards = ALL_KINDS  # a same-rank group drawn whole may hold any card, or a joker
+        for n in range(MIN_GROUP_SIZE, SHOWN + 1):  # a group drawn whole of n cards
+            if closes(n, total, free - 1):
+                cards = ALL_KINDS  # a same-rank group drawn whole may hold any card, or a joker
+                break
     return cards
 
 
