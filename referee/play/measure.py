@@ -667,7 +667,10 @@ class _Filler:
         slots: list[tuple[int, Completion, int]] = []
         for k, mine in enumerate(lists):
             others = _min_plus([least[j] for j in range(len(lists)) if j != k])
-            bounds = {n: _best_total(others, whole[free], SHOWN - n) for n in least[k]}
+            if free:
+                bounds = {n: _best_total(others, whole[free], SHOWN - n) for n in least[k]}
+            else:  # no group drawn whole: the others make the 10 cards alone
+                bounds = {n: others.get(SHOWN - n, _NEVER) for n in least[k]}
             slots += [(k, option, short) for option, short in mine if short + bounds[option[0]] <= supply]
         if free:
             all_cores = _min_plus(least)
@@ -858,19 +861,42 @@ def _drawable(option: Completion) -> frozenset[int]:
 
 def _color_value(hand: Counts, unseen: Counts, outs_by_value: dict[int, set[int]]) -> int:
     """The highest overlap of a color target (10 cards of one suit, jokers standing in), -1 if none."""
+    return _color_of(_by_suit(hand), _Suits.of(unseen), hand[_JK], outs_by_value)
+
+
+def _by_suit(hand: Counts) -> list[int]:
+    return [sum(hand[suit * RANKS_PER_SUIT : (suit + 1) * RANKS_PER_SUIT]) for suit in range(_SUITS)]
+
+
+@dataclass(frozen=True, slots=True)
+class _Suits:
+    """The unseen cards by suit: how many (jokers added), and the kinds a color of the suit draws."""
+
+    room: tuple[int, ...]
+    draws: tuple[frozenset[int], ...]
+
+    @staticmethod
+    def of(unseen: Counts) -> _Suits:
+        jokers = unseen[_JK]
+        room, draws = [], []
+        for suit in range(_SUITS):
+            cards = range(suit * RANKS_PER_SUIT, (suit + 1) * RANKS_PER_SUIT)
+            room.append(sum(unseen[c] for c in cards) + jokers)
+            draws.append(frozenset([*(c for c in cards if unseen[c]), *((_JK,) if jokers else ())]))
+        return _Suits(tuple(room), tuple(draws))
+
+
+def _color_of(held_by_suit: Sequence[int], suits: _Suits, jokers: int, outs_by_value: dict[int, set[int]]) -> int:
+    """``_color_value`` from the hand's natural cards by suit and its jokers."""
     best = -1
     for suit in range(_SUITS):
-        cards = range(suit * RANKS_PER_SUIT, (suit + 1) * RANKS_PER_SUIT)
-        held = sum(hand[c] for c in cards) + hand[_JK]
-        if held + sum(unseen[c] for c in cards) + unseen[_JK] < SHOWN:
+        held = held_by_suit[suit] + jokers
+        if held + suits.room[suit] < SHOWN:
             continue
         value = min(SHOWN, held)
         best = max(best, value)
         if value < SHOWN:
-            outs = outs_by_value.setdefault(value, set())
-            outs.update(c for c in cards if unseen[c])
-            if unseen[_JK]:
-                outs.add(_JK)
+            outs_by_value.setdefault(value, set()).update(suits.draws[suit])
     return best
 
 
@@ -918,9 +944,12 @@ def throw_overlaps(held: Counts, unseen: Counts, shape: _Shape) -> dict[int, tup
     kinds = sorted(set(naturals))
     best: dict[int, int] = {}
     colors: dict[int, dict[int, set[int]]] = {}
+    by_suit, suits = _by_suit(held), _Suits.of(unseen)
     for t in kinds:
         colors[t] = {}
-        best[t] = _color_value(add_card(held, t, -1), unseen, colors[t])
+        by_suit[_SUIT[t]] -= 1
+        best[t] = _color_of(by_suit, suits, jokers, colors[t])
+        by_suit[_SUIT[t]] += 1
     filler = _Filler(unseen, shape, jokers)
     found: list[tuple[tuple[Core, ...], int, int, list[int]]] = []
     total = len(naturals)
