@@ -213,6 +213,19 @@ def _core_sets(naturals: tuple[int, ...], left_out: int, wrap: bool) -> tuple[tu
     return tuple(found)
 
 
+@lru_cache(maxsize=1 << 16)
+def _left_kinds(naturals: tuple[int, ...], left_out: int, wrap: bool) -> tuple[tuple[int, ...], ...]:
+    """The kinds of card each set of ``_core_sets(naturals, left_out, wrap)`` leaves out."""
+    out = []
+    for cores in _core_sets(naturals, left_out, wrap):
+        left = list(naturals)
+        for _, cards in cores:
+            for c in cards:
+                left.remove(c)
+        out.append(tuple(sorted(set(left))))
+    return tuple(out)
+
+
 def _run_windows(ranks: Sequence[int], suit: int, wrap: bool, kept: int) -> Iterator[Completion]:
     """Every run of 3 to 10 places of ``suit`` holding ``ranks`` (distinct; ``kept`` of them from
     the hand), with the cards its other places need."""
@@ -959,12 +972,8 @@ def throw_overlaps(held: Counts, unseen: Counts, shape: _Shape) -> dict[int, tup
         if not open_kinds:
             break
         kept = total - left_out
-        for cores in _core_sets(naturals, left_out, shape.wrap):
-            left = list(naturals)
-            for _, cards in cores:
-                for c in cards:
-                    left.remove(c)
-            serves = [t for t in set(left) if t in open_kinds]
+        for cores, left in zip(_core_sets(naturals, left_out, shape.wrap), _left_kinds(naturals, left_out, shape.wrap)):
+            serves = [t for t in left if t in open_kinds]
             if not serves:
                 continue
             value = filler.value(cores, kept, min(best[t] for t in serves))
@@ -1057,7 +1066,7 @@ def _progress(hand: Counts, unseen: Counts, rules: RuleSet, best: int, outs: fro
         outs = frozenset()
     improving = sum(unseen[c] for c in outs)
     total = sum(unseen)
-    points = best_linking(cards_of(hand), search_rules(rules)).points
+    points = _points(hand, rules)
     return Progress(
         distance=distance,
         improving=improving,
@@ -1066,6 +1075,12 @@ def _progress(hand: Counts, unseen: Counts, rules: RuleSet, best: int, outs: fro
         outs=tuple(CARD_BY_INDEX[c] for c in sorted(outs)),
         value=hand_value(distance, improving, points, total, rules),
     )
+
+
+@lru_cache(maxsize=1 << 15)
+def _points(hand: Counts, rules: RuleSet) -> int:
+    """What the best linking of ``hand`` leaves (a hand's throws are measured twice a turn)."""
+    return best_linking(cards_of(hand), search_rules(rules)).points
 
 
 def measure_throws(held: Counts, unseen: Counts, rules: RuleSet) -> dict[Card, Progress]:
@@ -1099,8 +1114,10 @@ def _as_counts(value: Iterable[Card] | Counts) -> Counts:
 
 
 def forget_measures() -> None:
-    """Empty the caches of measures and of core sets (a benchmark times each deal cold)."""
+    """Empty the caches of measures and of what depends on a hand (a benchmark times each deal cold)."""
     _measure.cache_clear()
     _core_sets.cache_clear()
     _hand_cores.cache_clear()
     _rich_cards.cache_clear()
+    _left_kinds.cache_clear()
+    _points.cache_clear()
