@@ -379,12 +379,26 @@ class _Filler:
         self.shorts[option] = s
         return s
 
+    def fillable(self, table: Iterable[tuple[Completion, int, int]]) -> list[tuple[Completion, int]]:
+        """The options of ``table`` (each with its run places' cards as bits and its places) that
+        can be filled on their own, each with its jokers needed: ``short``, without remembering
+        each option."""
+        found = []
+        absent, free, caps, supply = self.absent, self.free, self.caps, self.supply
+        for option, bits, places in table:
+            n, _, rank, many = option
+            s = (bits & absent).bit_count()
+            if many > free[rank]:
+                s += many - free[rank]
+            if s <= places and s <= caps[n] and s <= supply:
+                found.append((option, s))
+        return found
+
     def drawn_of(self, n: int) -> list[tuple[Completion, int]]:
         """The groups of ``n`` cards that may be drawn whole, fewest jokers first."""
         found = self.drawn.get(n)
         if found is None:
-            pairs = [(option, self.short(option)) for option in _drawn_groups(n, self.wrap)]
-            found = sorted(((o, s) for o, s in pairs if s >= 0), key=lambda pair: pair[1])
+            found = sorted(self.fillable(_drawn_table(n, self.wrap)), key=lambda pair: pair[1])
             self.drawn[n] = found
         return found
 
@@ -615,16 +629,7 @@ class _Filler:
         for core in cores:
             mine = self.ways.get(core)
             if mine is None:
-                mine = []
-                absent, free, caps, supply = self.absent, self.free, self.caps, self.supply
-                for option, bits, places in _ways(core, self.wrap):
-                    n, _, rank, many = option
-                    s = (bits & absent).bit_count()  # as ``short``, without remembering each option
-                    if many > free[rank]:
-                        s += many - free[rank]
-                    if s <= places and s <= caps[n] and s <= supply:
-                        mine.append((option, s))
-                self.ways[core] = mine
+                mine = self.ways[core] = self.fillable(_ways(core, self.wrap))
                 self.sizes[core] = frozenset(o[0] for o, _ in mine)
                 self.least[core] = _least_by_size(mine)
             if not mine:
@@ -648,10 +653,13 @@ class _Filler:
     def sizes_fit(self, cores: tuple[Core, ...], free: int) -> bool:
         """Whether one way of each core and up to ``free`` groups drawn whole can make 10 cards
         (``lists`` has listed the cores' ways)."""
-        reach = {0}
+        reach = 1  # bit a: some choice of sizes adds up to a (at most 10)
         for core in cores:
-            reach = {a + n for a in reach for n in self.sizes[core] if a + n <= SHOWN}
-        return any(a == SHOWN or (free and SHOWN - a >= MIN_GROUP_SIZE) for a in reach)
+            step = 0
+            for n in self.sizes[core]:
+                step |= reach << n
+            reach = step & _UP_TO_SHOWN
+        return bool(reach >> SHOWN & 1) or (free > 0 and bool(reach & _ROOM_LEFT))
 
     def collect_rich(self, cores: tuple[Core, ...]) -> frozenset[int]:
         """``collect`` when the jokers there are could fill every place (no joker limit): then every
@@ -751,6 +759,7 @@ class _Filler:
 
 _NEVER = 1 << 20
 _UP_TO_SHOWN = (1 << (SHOWN + 1)) - 1  # the bits of sums 0 to 10
+_ROOM_LEFT = (1 << (SHOWN - MIN_GROUP_SIZE + 1)) - 1  # sums 0 to 7: room for a group drawn whole
 _NONE_DRAWN = [{0: 0}]  # no group drawn whole: none needs a joker
 
 
@@ -852,6 +861,14 @@ def _ways(core: Core, wrap: bool) -> tuple[tuple[Completion, int, int], ...]:
         (option, sum(1 << c for c in option[1]), len(option[1]) + option[3])
         for by_size in _completions(core, wrap)
         for option in by_size
+    )
+
+
+@lru_cache(maxsize=64)
+def _drawn_table(n: int, wrap: bool) -> tuple[tuple[Completion, int, int], ...]:
+    """``_drawn_groups`` with each group's run places' cards as bits and its places."""
+    return tuple(
+        (option, sum(1 << c for c in option[1]), len(option[1]) + option[3]) for option in _drawn_groups(n, wrap)
     )
 
 
