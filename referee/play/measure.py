@@ -357,6 +357,9 @@ class _Filler:
         self.wholes: list[dict[int, int]] | None = None
         self.listed: dict[tuple[Core, ...], list[list[tuple[Completion, int]]] | None] = {}
         self.slotted: dict[tuple[Core, ...], list[tuple[int, Completion, int]]] = {}
+        # The fewest jokers the ways of some cores need together, by total size (shared by the
+        # core sets that hold those cores).
+        self.combined: dict[tuple[Core, ...], dict[int, int]] = {}
         self.values: dict[tuple[tuple[Core, ...], int], int] = {}
         self.outs: dict[tuple[tuple[Core, ...], int], frozenset[int]] = {}
 
@@ -687,7 +690,10 @@ class _Filler:
         supply = self.supply
         slots: list[tuple[int, Completion, int]] = []
         for k, mine in enumerate(lists):
-            others = _min_plus([least[j] for j in range(len(lists)) if j != k])
+            rest = cores[:k] + cores[k + 1 :]
+            others = self.combined.get(rest)
+            if others is None:
+                others = self.combined[rest] = _min_plus([self.least[core] for core in rest])
             if free:
                 bounds = {n: _best_total(others, whole[free], SHOWN - n) for n in least[k]}
             else:  # no group drawn whole: the others make the 10 cards alone
