@@ -641,17 +641,11 @@ class _Filler:
         return out
 
     def potential(self, cores: tuple[Core, ...]) -> frozenset[int]:
-        """Every unseen card some completion of ``cores`` could draw (a bound: feasibility aside)."""
-        if len(cores) < MOST_GROUPS:
-            return self.support  # a group drawn whole may hold any card
-        key = (cores, -1)
-        found = self.outs.get(key)
-        if found is None:
-            cards = _core_drawable_any(cores[0], self.wrap)
-            for core in cores[1:]:
-                cards = cards | _core_drawable_any(core, self.wrap)
-            found = self.outs[key] = cards & self.support
-        return found
+        """Every unseen card some completion of ``cores`` could draw (a bound, feasibility aside:
+        what the ways each core can fill on its own draw, at sizes that make 10 cards)."""
+        if self.lists(cores) is None:
+            return frozenset()
+        return self.collect_rich(cores)
 
     def sizes_fit(self, cores: tuple[Core, ...], free: int) -> bool:
         """Whether one way of each core and up to ``free`` groups drawn whole can make 10 cards
@@ -876,12 +870,6 @@ def _drawn_table(n: int, wrap: bool) -> tuple[tuple[Completion, int, int], ...]:
     return tuple(
         (option, sum(1 << c for c in option[1]), len(option[1]) + option[3]) for option in _drawn_groups(n, wrap)
     )
-
-
-@lru_cache(maxsize=1 << 14)
-def _core_drawable_any(core: Core, wrap: bool) -> frozenset[int]:
-    """What the ways to complete ``core`` may draw, at any size."""
-    return frozenset().union(*_core_drawable(core, wrap))
 
 
 @lru_cache(maxsize=1 << 14)
