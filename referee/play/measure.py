@@ -172,7 +172,7 @@ def _hand_cores(naturals: tuple[int, ...], wrap: bool) -> tuple[int, tuple[_Hand
 @lru_cache(maxsize=1 << 16)
 def _core_sets(naturals: tuple[int, ...], left_out: int, wrap: bool) -> tuple[tuple[Core, ...], ...]:
     """Every set of at most three cores that keeps all of ``naturals`` (ascending) but exactly
-    ``left_out`` of them and fits in 10 cards; each set once, its cores by lowest card.
+    ``left_out`` of them and fits in 10 cards; each set once, its cores largest first.
 
     The hand's cores are listed once; a set is chosen largest core first (so the first keeps at
     least a third of the cards kept, the second half of the rest, the third exactly what is left),
@@ -184,7 +184,7 @@ def _core_sets(naturals: tuple[int, ...], left_out: int, wrap: bool) -> tuple[tu
     found: list[tuple[Core, ...]] = []
     total = len(cores)
     for i in range(total):
-        li, si, pi, ki, ci = cores[i]
+        li, si, pi, _, ci = cores[i]
         if li * MOST_GROUPS < keep:
             break
         if li > keep:
@@ -194,22 +194,22 @@ def _core_sets(naturals: tuple[int, ...], left_out: int, wrap: bool) -> tuple[tu
             continue
         rest = keep - li
         for j in range(i, total):
-            lj, sj, pj, kj, cj = cores[j]
+            lj, sj, pj, _, cj = cores[j]
             if lj * 2 < rest:
                 break
             if lj > rest or si + sj > SHOWN or (room - pi - pj) & _GUARD != _GUARD:
                 continue
             if lj == rest:
-                found.append((ci, cj) if ki <= kj else (cj, ci))
+                found.append((ci, cj))
                 continue
             last = rest - lj
             for k in range(j, total):
-                lk, sk, pk, kk, ck = cores[k]
+                lk, sk, pk, _, ck = cores[k]
                 if lk < last:
                     break
                 if lk > last or si + sj + sk > SHOWN or (room - pi - pj - pk) & _GUARD != _GUARD:
                     continue
-                found.append(tuple(core for _, core in sorted(((ki, ci), (kj, cj), (kk, ck)))))
+                found.append((ci, cj, ck))
     return tuple(found)
 
 
