@@ -356,7 +356,7 @@ class _Filler:
         self.least: dict[Core, dict[int, int]] = {}  # the fewest jokers its ways need, by size
         self.wholes: list[dict[int, int]] | None = None
         self.listed: dict[tuple[Core, ...], list[list[tuple[Completion, int]]] | None] = {}
-        self.slotted: dict[tuple[Core, ...], list[tuple[int, Completion, int]]] = {}
+        self.slotted: dict[tuple[Core, ...], list[tuple[int, Completion, int, frozenset[int]]]] = {}
         # The fewest jokers the ways of some cores need together, by total size (shared by the
         # core sets that hold those cores).
         self.combined: dict[tuple[Core, ...], dict[int, int]] = {}
@@ -673,16 +673,17 @@ class _Filler:
 
     def slots(
         self, cores: tuple[Core, ...], lists: Sequence[Sequence[tuple[Completion, int]]]
-    ) -> list[tuple[int, Completion, int]]:
+    ) -> list[tuple[int, Completion, int, frozenset[int]]]:
         """The options a completion of ``cores`` may hold (the core it completes, or -1 for a group
-        drawn whole; the option; its jokers needed): those within a lower bound on the jokers the
+        drawn whole; the option; its jokers needed; the unseen cards it may draw): those within a lower bound on the jokers the
         best completion through each needs, its own plus the fewest the other groups need on their
         own at sizes that make 10 cards in all."""
         free = MOST_GROUPS - len(cores)
         least = [self.least[core] for core in cores]
         whole = self.whole() if free else _NONE_DRAWN
         supply = self.supply
-        slots: list[tuple[int, Completion, int]] = []
+        slots: list[tuple[int, Completion, int, frozenset[int]]] = []
+        support = self.support
         for k, mine in enumerate(lists):
             rest = cores[:k] + cores[k + 1 :]
             others = self.combined.get(rest)
@@ -692,13 +693,17 @@ class _Filler:
                 bounds = {n: _best_total(others, whole[free], SHOWN - n) for n in least[k]}
             else:  # no group drawn whole: the others make the 10 cards alone
                 bounds = {n: others.get(SHOWN - n, _NEVER) for n in least[k]}
-            slots += [(k, option, short) for option, short in mine if short + bounds[option[0]] <= supply]
+            slots += [
+                (k, option, short, _drawable(option) & support)
+                for option, short in mine
+                if short + bounds[option[0]] <= supply
+            ]
         if free:
             all_cores = _min_plus(least)
             for n in range(MIN_GROUP_SIZE, SHOWN + 1):
                 pairs = self.drawn_of(n)
                 bound = _best_total(all_cores, whole[free - 1], SHOWN - n)
-                slots += [(-1, o, short) for o, short in pairs if short + bound <= supply]
+                slots += [(-1, o, short, _drawable(o) & support) for o, short in pairs if short + bound <= supply]
         return slots
 
     def collect(self, cores: tuple[Core, ...], kept: int, target: int, outs: set[int]) -> None:
@@ -722,10 +727,11 @@ class _Filler:
         slots = self.slotted.get(cores)
         if slots is None:
             slots = self.slotted[cores] = self.slots(cores, lists)
-        for k, option, short in slots:
-            if outs >= support:
+        everything = len(support)  # the outs are unseen cards: all of them once this many
+        for k, option, short, draws in slots:
+            if len(outs) >= everything:
                 return
-            wanted = (_drawable(option) & support) - outs
+            wanted = draws - outs
             if not wanted:
                 continue
             if k >= 0:
