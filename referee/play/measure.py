@@ -344,10 +344,11 @@ class _Filler:
         self.wrap = shape.wrap
         self.jokers = jokers
         self.supply = jokers + unseen[_JK]
-        self.free = [0] + [sum(unseen[r - 1 + RANKS_PER_SUIT * s] for s in range(_SUITS)) for r in range(1, 14)]
-        self.support = frozenset(c for c in range(CARD_KINDS) if unseen[c])
+        # By rank (index: rank 1-13): the unseen natural cards of that rank.
+        self.free = [0, *map(sum, zip(*(unseen[s * RANKS_PER_SUIT : (s + 1) * RANKS_PER_SUIT] for s in range(_SUITS))))]
+        self.support = frozenset([c for c, n in enumerate(unseen) if n])
         # The natural cards none of which is unseen, one bit each: a run place of one of them needs a joker.
-        self.absent = sum(1 << c for c in range(JOKER_INDEX) if not unseen[c])
+        self.absent = sum([1 << c for c in range(JOKER_INDEX) if not unseen[c]])
         self.caps = [joker_cap(shape.limit, n) for n in range(SHOWN + 1)]  # by group size
         self.shorts: dict[Completion, int] = {}
         self.drawn: dict[int, list[tuple[Completion, int]]] = {}
@@ -558,6 +559,8 @@ class _Filler:
         for k in range(len(lists) - 1, -1, -1):
             least[k] = least[k + 1] + (lists[k][0][0][0] if lists[k] else SHOWN + 1)
         supply = self.supply
+        # With no group drawn whole, the last core's group is exactly the cards left.
+        last = len(lists) - 1 if drawn_groups == 0 else -1
 
         def cores(k: int, left: int, short: int) -> bool:
             if k == len(lists):
@@ -566,7 +569,7 @@ class _Filler:
                 n = option[0]
                 if n + least[k + 1] > left:
                     break
-                if short + s > supply:
+                if short + s > supply or (k == last and n != left):
                     continue
                 chosen.append(option)
                 if cores(k + 1, left - n, short + s):
@@ -633,7 +636,7 @@ class _Filler:
             mine = self.ways.get(core)
             if mine is None:
                 mine = self.ways[core] = self.fillable(_ways(core, self.wrap))
-                self.sizes[core] = frozenset(o[0] for o, _ in mine)
+                self.sizes[core] = frozenset({o[0] for o, _ in mine})
                 self.least[core] = _least_by_size(mine)
             if not mine:
                 return None
@@ -842,7 +845,9 @@ def _rich_cards(cores: tuple[Core, ...], sizes: tuple[frozenset[int], ...], wrap
         others = sums(k)
         drawable = _core_drawable(core, wrap)
         for n in sizes[k]:
-            if closes(n, others, free):
+            # ``closes``, inline: this loop runs for every core set judged.
+            room = SHOWN - MIN_GROUP_SIZE - n + 1
+            if others >> (SHOWN - n) & 1 or (free > 0 and room > 0 and others & ((1 << room) - 1)):
                 cards |= drawable[n]
     if free:
         total = sums(-1)
@@ -1081,7 +1086,7 @@ def _progress(hand: Counts, unseen: Counts, rules: RuleSet, best: int, outs: fro
     distance = UNREACHABLE if best < 0 else SHOWN - best
     if distance in (0, UNREACHABLE):
         outs = frozenset()
-    improving = sum(unseen[c] for c in outs)
+    improving = sum([unseen[c] for c in outs])
     total = sum(unseen)
     points = _points(hand, rules)
     return Progress(
