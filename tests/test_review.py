@@ -514,7 +514,8 @@ def _plus(counts: tuple[int, ...], code: str, n: int = 1) -> tuple[int, ...]:
 
 # --- the review of a fixed corpus of deals, against its golden digests -------------------------------
 
-GOLDEN = Path(__file__).resolve().parent / "golden" / "review-digests.json"
+# The tests' folder (this module sits in it, or in one of its subfolders) holds the golden files.
+GOLDEN = next(up for up in Path(__file__).resolve().parents if up.name == "tests") / "golden" / "review-digests.json"
 # The corpus: simulated four-seat deals of fixed seeds, most under the default rules, some under each
 # option the measure depends on (a joker limit, wrap_runs, a forbidden pile card, three decks) and
 # one of ten seats whose stock runs out (reshuffles).
