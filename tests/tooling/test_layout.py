@@ -213,6 +213,7 @@ TESTED_BY = {
     "game/linking/cpsat.py": ("game/test_cpsat_paths.py", "game/test_engines.py"),
     "game/linking/dispatch.py": ("game/test_oracle.py", "game/test_engines.py"),
     "game/linking/search.py": ("game/test_engines.py",),
+    "play/measure.py": ("play/test_review.py",),
     "play/simulate.py": ("api/test_replay_deal.py", "cli/test_cli_records.py"),
     "server/access/interceptor.py": ("server/test_access.py",),
     "server/access/keys.py": ("server/test_access.py", "server/test_access_parts.py"),
