@@ -311,7 +311,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         args.records = QUICK_RECORDS if args.quick else DEFAULT_RECORDS
     if args.only_records and not args.records:
         parser.error("--only-records needs --records above 0")
-    if args.baseline is not None and not (args.baseline / "referee" / "batch.py").is_file():
+    if args.baseline is not None and not any(
+        (args.baseline / "referee" / where).is_file() for where in ("cli/batch.py", "batch.py")
+    ):
         parser.error(f"--baseline {args.baseline}: not a checkout of this project")
     args.cpsat_count = min(args.cpsat_count, args.count)
     args.engine_list = [e for e in args.engines.split(",") if e]
