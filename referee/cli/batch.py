@@ -5,9 +5,11 @@ One case per input line (protobuf JSON of ``CheckDisputesRequest``), one verdict
 chunks of lines and the verdicts come back in chunks, each written and flushed as soon as it and
 every chunk before it are known, so ``--resume`` can skip the ids already written.
 
-Locally the worker processes read and write the JSON themselves: the main process only splits the
-input into chunks of raw lines and writes the chunks of verdict lines back in order, so it stays
-off the workers' cores, and a chunk is one message each way instead of a pickle per case.
+Locally the worker processes read and write the JSON themselves: the main process only cuts the
+input into blocks of bytes (after a newline) and writes the chunks of verdict text back in order,
+so it stays off the workers' cores, and a chunk is one message each way instead of a pickle per
+case. The first pass, which must see every id before anything is written, also judges the cases
+it reads while their verdicts fit in ``AHEAD_BYTES``, so most cases are read once.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import argparse
 import contextlib
 import gc
 import io
+import itertools
 import json
 import multiprocessing
 import os
@@ -30,7 +33,7 @@ from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TextIO, TypeVar
+from typing import TYPE_CHECKING, Any, BinaryIO, TextIO, TypeVar
 
 from google.protobuf import json_format
 from google.protobuf.message import Message
@@ -163,11 +166,19 @@ def run(args: argparse.Namespace) -> int:
 def _judge_all(args: argparse.Namespace, source: TextIO, pool: Pool | None) -> int:
     """``run`` once the input is open and the local workers (if any) have started."""
     # A file whose ids repeat is bad usage too (--resume could not tell its cases apart): refused
-    # before any case is judged and before the output is touched.
+    # before the output is touched, and before any verdict is written.
+    name = "stdin" if args.input == "-" else args.input
+    # Its total is known once the ids are read; the first pass may judge cases already.
+    progress = Progress(None, enabled=sys.stderr.isatty())
+    ahead = None
     try:
-        total = _scan(source, "stdin" if args.input == "-" else args.input, pool)
+        if args.target or args.resume or args.report:
+            total = _scan(source, name, pool)
+        else:
+            total, ahead = _scan_judging(source, name, args, pool, progress.step)
     except ValueError as error:
         source.close()
+        progress.close()
         print(f"remigio-referee batch: {error}", file=sys.stderr)
         return 2
     if args.report and not _writable(args.report):
@@ -194,21 +205,34 @@ def _judge_all(args: argparse.Namespace, source: TextIO, pool: Pool | None) -> i
         report = Report(f"Dispute report: {'stdin' if args.input == '-' else os.path.basename(args.input)}")
         report.skipped = len(done)
         lines = report.watch(lines)
-    progress = Progress(total - len(done), enabled=sys.stderr.isatty())
+    progress.total = total - len(done)
+    counted = len(ahead.chunks) if ahead is not None else 0  # the first pass's, on the bar already
     counts: Counter[str] = Counter()
     status = EXIT_OK
     try:
-        chunks = _remote(lines, args) if args.target else _local(lines, args, total - len(done), pool)
-        for chunk in chunks:
+        chunks: Iterator[Judged]
+        if args.target:
+            chunks = map(judged, _remote(lines, args))
+        elif ahead is not None:
+            # The first pass judged the cases it could hold; the workers judge the rest, reading
+            # the input's blocks themselves.
+            rest = _local_blocks(source, args, total, pool, ahead.offset, ahead.number)
+            chunks = itertools.chain(ahead.chunks, rest)
+        elif done or report is not None:
+            chunks = map(judged, _local(lines, args, total - len(done), pool))
+        else:
+            chunks = _local_blocks(source, args, total, pool)
+        for n, chunk in enumerate(chunks):
             # One write and one flush per chunk: a crash loses at most the chunk being written,
             # and --resume cuts a line it left half written.
-            sink.write("".join(f"{verdict}\n" for verdict in chunk))
+            sink.write(chunk.text)
             sink.flush()
-            for verdict in chunk:
-                counts[_outcome_of(verdict)] += 1
-                if report is not None:
+            counts.update(dict(chunk.outcomes))
+            if report is not None:
+                for verdict in chunk.text.split("\n")[:-1]:
                     report.add(verdict)
-            progress.step(len(chunk))
+            if n >= counted:
+                progress.step(chunk.cases)
     except _Unreachable as error:
         print(f"\nremigio-referee batch: {error}", file=sys.stderr)
         status = EXIT_UNREACHABLE
@@ -277,15 +301,16 @@ def _scan(source: TextIO, name: str, pool: Pool | None = None) -> int:
     both lines when two cases have the same id, or when the text is not UTF-8.
 
     Reading an id reads its line's whole JSON, a twentieth of the work of judging a deal record;
-    the workers of ``pool``, when given, read them (the lines still found in the order of the
-    file), so no core waits while this process reads the whole file alone."""
+    the workers of ``pool``, when given, read them (the blocks of the file still taken in order),
+    so no core waits while this process reads the whole file alone; this process only cuts the
+    file into blocks of bytes."""
     seen: dict[str, int] = {}
+    raw = source.buffer
     try:
-        cases = (Line(n, text) for n, text in enumerate(source, start=1) if text.strip())
+        tasks = ((first, block) for first, block in _blocks(raw, SCAN_CHUNK))
         if pool is None:
-            found: Iterable[tuple[str, int]] = ((_line_id(line), line.number) for line in cases)
+            found: Iterable[tuple[str, int]] = (pair for task in tasks for pair in _ids_of(*task))
         else:
-            tasks = (([(line.number, line.text) for line in window],) for window in _windows(cases, SCAN_CHUNK))
             found = (pair for ids in _in_order(pool, _ids_of, tasks, SCAN_IN_FLIGHT) for pair in ids)
         for case_id, number in found:
             first = seen.setdefault(case_id, number)
@@ -299,9 +324,160 @@ def _scan(source: TextIO, name: str, pool: Pool | None = None) -> int:
     return len(seen)  # no id given twice: one per case
 
 
-def _ids_of(lines: list[tuple[int, str]]) -> list[tuple[str, int]]:
-    """The ids of numbered lines, with their numbers (in a worker, for ``_scan``)."""
-    return [(_line_id(Line(number, text)), number) for number, text in lines]
+# The verdicts the first pass holds (their text), at most: the cases after them are judged once
+# their ids are all known, their JSON read a second time.
+AHEAD_BYTES = 64 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class _Ahead:
+    """What the first pass judged while it read the ids: the chunks of verdicts, in order, and
+    where the blocks it did not judge begin (a byte offset and a line number)."""
+
+    chunks: tuple[Judged, ...]
+    offset: int
+    number: int
+
+
+def _scan_judging(
+    source: TextIO, name: str, args: argparse.Namespace, pool: Pool | None, step: Callable[[int], None]
+) -> tuple[int, _Ahead]:
+    """``_scan``, judging the cases as it reads their ids, as long as their verdicts fit in
+    ``AHEAD_BYTES``; past that, it only reads the ids. Nothing is written until every id is known
+    (a repeated one refuses the whole file as before), but a case judged here is not read again.
+
+    A case's id is read off its verdict, which names it as ``_line_id`` reads it from its line:
+    the ``id`` the JSON gives, or ``line:N`` when it gives none, or one too long, or when the line
+    is no case at all. ``step`` is told how many cases each chunk judged holds (the progress bar)."""
+    raw = source.buffer
+    size = chunk_size(_newline_count(raw), args.jobs)
+    seen: dict[str, int] = {}
+    held: list[Judged] = []
+    room = AHEAD_BYTES
+    spans: deque[tuple[int, int]] = deque()  # (offset after it, first line after it) per block sent
+    offset, number = 0, 1  # where the blocks not judged begin
+
+    def tasks() -> Iterator[tuple[Any, ...]]:
+        at = 0
+        for first, block in _blocks(raw, size):
+            at += len(block)
+            spans.append((at, first + _newlines(block)))
+            yield (first, block, args.engine, room > 0)
+
+    try:
+        if pool is None:
+            found: Iterable[tuple[list[tuple[str, int]], Judged | None]] = (_first_pass(*task) for task in tasks())
+        else:
+            found = _in_order(pool, _first_pass, tasks(), CHUNKS_PER_JOB * args.jobs)
+        for ids, chunk in found:
+            after = spans.popleft()
+            if chunk is not None:
+                held.append(chunk)
+                room -= len(chunk.text)
+                step(chunk.cases)
+                offset, number = after
+            for case_id, line_number in ids:
+                first = seen.setdefault(case_id, line_number)
+                if first != line_number:
+                    raise ValueError(
+                        f"{name}: lines {first} and {line_number} both have the id {case_id!r} "
+                        "(ids must be unique in a batch)"
+                    )
+    except UnicodeDecodeError:
+        raise ValueError(f"{name}: not UTF-8 text") from None
+    return len(seen), _Ahead(tuple(held), offset, number)
+
+
+def _first_pass(
+    first: int, block: bytes, engine: str | None, judging: bool
+) -> tuple[list[tuple[str, int]], Judged | None]:
+    """The ids of a block's cases with their line numbers, and (``judging``) its verdicts."""
+    if not judging:
+        return _ids_of(first, block), None
+    lines = _lines_of(first, block)
+    verdicts = [judge_line(line, engine) for line in lines]
+    return [(_verdict_id(verdict), line.number) for verdict, line in zip(verdicts, lines)], judged(verdicts)
+
+
+_DECODER = json.JSONDecoder()
+
+
+def _verdict_id(verdict: str) -> str:
+    """The id a verdict line names (its first field, as the verdicts are written)."""
+    if verdict.startswith('{"id":"'):
+        return str(_DECODER.raw_decode(verdict, 6)[0])
+    return str(json.loads(verdict)["id"])
+
+
+def _newline_count(raw: BinaryIO) -> int:
+    """The newlines of the input (about its cases), rewound."""
+    count = 0
+    while block := raw.read(BLOCK_READ):
+        count += block.count(b"\n")
+    raw.seek(0)
+    return max(count, 1)
+
+
+def _ids_of(first: int, block: bytes) -> list[tuple[str, int]]:
+    """The ids of a block's cases, with their line numbers (in a worker, for ``_scan``)."""
+    return [(_line_id(line), line.number) for line in _lines_of(first, block)]
+
+
+# The blocks of an input ------------------------------------------------------------------------
+
+BLOCK_READ = 1 << 20  # bytes read at once while cutting blocks (more when a line is longer)
+
+
+def _blocks(raw: BinaryIO, lines: int, number: int = 1) -> Iterator[tuple[int, bytes]]:
+    """The input's bytes in blocks of ``lines`` lines (the last may hold fewer), each with the
+    number of its first line (``number`` the first block's: 1 from the start of the input).
+
+    A block ends after a newline byte, never inside a character, so each decodes alone; the
+    workers cut it into lines (``_lines_of``), and this process does no work per line."""
+    pending, size = b"", BLOCK_READ
+    while True:
+        more = raw.read(size)
+        data = pending + more if pending else more
+        start = 0
+        while True:
+            end = start
+            for _ in range(lines):
+                end = data.find(b"\n", end) + 1
+                if not end:
+                    break
+            if not end:
+                break
+            block = data[start:end]
+            yield number, block
+            number += _newlines(block)
+            start = end
+        pending = data[start:]
+        if not more:
+            if pending:
+                yield number, pending
+            return
+        # A block longer than a read: read more at once, so cutting stays linear in the size.
+        size = max(BLOCK_READ, len(pending))
+
+
+def _newlines(block: bytes) -> int:
+    """The lines a block ending in a newline holds as a text file reads them (universal newlines:
+    \\r\\n, \\r and \\n each end a line)."""
+    return block.count(b"\n") + block.count(b"\r") - block.count(b"\r\n")
+
+
+def _lines_of(first: int, block: bytes) -> list[Line]:
+    """The non-blank lines of a block, numbered from ``first``, each as ``open(..., encoding="utf-8")``
+    reads it (its newline ending it, \\r\\n and \\r read as \\n); UnicodeDecodeError when it is not UTF-8."""
+    text = block.decode("utf-8")
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    parts = text.split("\n")
+    last = parts.pop()  # after the last newline: "" or a last line without one
+    lines = [Line(number, part + "\n") for number, part in enumerate(parts, first) if part.strip()]
+    if last.strip():
+        lines.append(Line(first + len(parts), last))
+    return lines
 
 
 def judge_line(line: Line, engine: str | None = None) -> str:
@@ -387,6 +563,27 @@ def judge_lines(lines: Iterable[tuple[int, str]], engine: str | None = None) -> 
     return [judge_line(Line(number, text), engine) for number, text in lines]
 
 
+@dataclass(frozen=True, slots=True)
+class Judged:
+    """A chunk of verdicts as the output takes them: their lines in one text (each ending in a
+    newline), how many, and how many of each outcome (what the summary adds up)."""
+
+    text: str
+    cases: int
+    outcomes: tuple[tuple[str, int], ...]
+
+
+def judged(verdicts: list[str]) -> Judged:
+    """The chunk of verdict lines ``verdicts``."""
+    counts = Counter(map(_outcome_of, verdicts))
+    return Judged("".join(f"{verdict}\n" for verdict in verdicts), len(verdicts), tuple(counts.items()))
+
+
+def judge_block(first: int, block: bytes, engine: str | None = None) -> Judged:
+    """The verdicts on a block of the input (``_blocks``), in the order of its lines."""
+    return judged([judge_line(line, engine) for line in _lines_of(first, block)])
+
+
 def _windows(lines: Iterable[Line], size: int) -> Iterator[list[Line]]:
     window: list[Line] = []
     for line in lines:
@@ -438,6 +635,22 @@ def _local(lines: Iterable[Line], args: argparse.Namespace, cases: int, pool: Po
         return
     tasks = (([(line.number, line.text) for line in chunk], args.engine) for chunk in chunks)
     yield from _in_order(pool, judge_lines, tasks, CHUNKS_PER_JOB * args.jobs)
+
+
+def _local_blocks(
+    source: TextIO, args: argparse.Namespace, cases: int, pool: Pool | None, offset: int = 0, number: int = 1
+) -> Iterator[Judged]:
+    """The verdicts on the cases of ``source`` from byte ``offset`` (line ``number``) on, in chunks,
+    in the order of the lines: each chunk a block of the input's bytes that a worker of ``pool``
+    (or this process, when None) cuts into lines, judges and writes as one text, so this process
+    only moves bytes."""
+    raw = source.buffer
+    raw.seek(offset)
+    tasks = ((first, block, args.engine) for first, block in _blocks(raw, chunk_size(cases, args.jobs), number))
+    if pool is None:
+        yield from (judge_block(*task) for task in tasks)
+        return
+    yield from _in_order(pool, judge_block, tasks, CHUNKS_PER_JOB * args.jobs)
 
 
 def _in_order(pool: Pool, work: Callable[..., _R], tasks: Iterable[tuple[Any, ...]], in_flight: int) -> Iterator[_R]:
