@@ -18,7 +18,6 @@ import argparse
 import contextlib
 import gc
 import io
-import itertools
 import json
 import multiprocessing
 import os
@@ -166,19 +165,11 @@ def run(args: argparse.Namespace) -> int:
 def _judge_all(args: argparse.Namespace, source: TextIO, pool: Pool | None) -> int:
     """``run`` once the input is open and the local workers (if any) have started."""
     # A file whose ids repeat is bad usage too (--resume could not tell its cases apart): refused
-    # before the output is touched, and before any verdict is written.
-    name = "stdin" if args.input == "-" else args.input
-    # Its total is known once the ids are read; the first pass may judge cases already.
-    progress = Progress(None, enabled=sys.stderr.isatty())
-    ahead = None
+    # before any case is judged and before the output is touched.
     try:
-        if args.target or args.resume or args.report:
-            total = _scan(source, name, pool)
-        else:
-            total, ahead = _scan_judging(source, name, args, pool, progress.step)
+        total = _scan(source, "stdin" if args.input == "-" else args.input, pool)
     except ValueError as error:
         source.close()
-        progress.close()
         print(f"remigio-referee batch: {error}", file=sys.stderr)
         return 2
     if args.report and not _writable(args.report):
@@ -205,24 +196,19 @@ def _judge_all(args: argparse.Namespace, source: TextIO, pool: Pool | None) -> i
         report = Report(f"Dispute report: {'stdin' if args.input == '-' else os.path.basename(args.input)}")
         report.skipped = len(done)
         lines = report.watch(lines)
-    progress.total = total - len(done)
-    counted = len(ahead.chunks) if ahead is not None else 0  # the first pass's, on the bar already
+    progress = Progress(total - len(done), enabled=sys.stderr.isatty())
     counts: Counter[str] = Counter()
     status = EXIT_OK
     try:
         chunks: Iterator[Judged]
         if args.target:
             chunks = map(judged, _remote(lines, args))
-        elif ahead is not None:
-            # The first pass judged the cases it could hold; the workers judge the rest, reading
-            # the input's blocks themselves.
-            rest = _local_blocks(source, args, total, pool, ahead.offset, ahead.number)
-            chunks = itertools.chain(ahead.chunks, rest)
         elif done or report is not None:
             chunks = map(judged, _local(lines, args, total - len(done), pool))
         else:
+            # Every case is judged: the workers read the input's blocks themselves.
             chunks = _local_blocks(source, args, total, pool)
-        for n, chunk in enumerate(chunks):
+        for chunk in chunks:
             # One write and one flush per chunk: a crash loses at most the chunk being written,
             # and --resume cuts a line it left half written.
             sink.write(chunk.text)
@@ -231,8 +217,7 @@ def _judge_all(args: argparse.Namespace, source: TextIO, pool: Pool | None) -> i
             if report is not None:
                 for verdict in chunk.text.split("\n")[:-1]:
                     report.add(verdict)
-            if n >= counted:
-                progress.step(chunk.cases)
+            progress.step(chunk.cases)
     except _Unreachable as error:
         print(f"\nremigio-referee batch: {error}", file=sys.stderr)
         status = EXIT_UNREACHABLE
@@ -324,100 +309,6 @@ def _scan(source: TextIO, name: str, pool: Pool | None = None) -> int:
     return len(seen)  # no id given twice: one per case
 
 
-# The verdicts the first pass holds (their text), at most: the cases after them are judged once
-# their ids are all known, their JSON read a second time.
-AHEAD_BYTES = 64 << 20
-
-
-@dataclass(frozen=True, slots=True)
-class _Ahead:
-    """What the first pass judged while it read the ids: the chunks of verdicts, in order, and
-    where the blocks it did not judge begin (a byte offset and a line number)."""
-
-    chunks: tuple[Judged, ...]
-    offset: int
-    number: int
-
-
-def _scan_judging(
-    source: TextIO, name: str, args: argparse.Namespace, pool: Pool | None, step: Callable[[int], None]
-) -> tuple[int, _Ahead]:
-    """``_scan``, judging the cases as it reads their ids, as long as their verdicts fit in
-    ``AHEAD_BYTES``; past that, it only reads the ids. Nothing is written until every id is known
-    (a repeated one refuses the whole file as before), but a case judged here is not read again.
-
-    A case's id is read off its verdict, which names it as ``_line_id`` reads it from its line:
-    the ``id`` the JSON gives, or ``line:N`` when it gives none, or one too long, or when the line
-    is no case at all. ``step`` is told how many cases each chunk judged holds (the progress bar)."""
-    raw = source.buffer
-    size = chunk_size(_newline_count(raw), args.jobs)
-    seen: dict[str, int] = {}
-    held: list[Judged] = []
-    room = AHEAD_BYTES
-    spans: deque[tuple[int, int]] = deque()  # (offset after it, first line after it) per block sent
-    offset, number = 0, 1  # where the blocks not judged begin
-
-    def tasks() -> Iterator[tuple[Any, ...]]:
-        at = 0
-        for first, block in _blocks(raw, size):
-            at += len(block)
-            spans.append((at, first + _newlines(block)))
-            yield (first, block, args.engine, room > 0)
-
-    try:
-        if pool is None:
-            found: Iterable[tuple[list[tuple[str, int]], Judged | None]] = (_first_pass(*task) for task in tasks())
-        else:
-            found = _in_order(pool, _first_pass, tasks(), CHUNKS_PER_JOB * args.jobs)
-        for ids, chunk in found:
-            after = spans.popleft()
-            if chunk is not None:
-                held.append(chunk)
-                room -= len(chunk.text)
-                step(chunk.cases)
-                offset, number = after
-            for case_id, line_number in ids:
-                first = seen.setdefault(case_id, line_number)
-                if first != line_number:
-                    raise ValueError(
-                        f"{name}: lines {first} and {line_number} both have the id {case_id!r} "
-                        "(ids must be unique in a batch)"
-                    )
-    except UnicodeDecodeError:
-        raise ValueError(f"{name}: not UTF-8 text") from None
-    return len(seen), _Ahead(tuple(held), offset, number)
-
-
-def _first_pass(
-    first: int, block: bytes, engine: str | None, judging: bool
-) -> tuple[list[tuple[str, int]], Judged | None]:
-    """The ids of a block's cases with their line numbers, and (``judging``) its verdicts."""
-    if not judging:
-        return _ids_of(first, block), None
-    lines = _lines_of(first, block)
-    verdicts = [judge_line(line, engine) for line in lines]
-    return [(_verdict_id(verdict), line.number) for verdict, line in zip(verdicts, lines)], judged(verdicts)
-
-
-_DECODER = json.JSONDecoder()
-
-
-def _verdict_id(verdict: str) -> str:
-    """The id a verdict line names (its first field, as the verdicts are written)."""
-    if verdict.startswith('{"id":"'):
-        return str(_DECODER.raw_decode(verdict, 6)[0])
-    return str(json.loads(verdict)["id"])
-
-
-def _newline_count(raw: BinaryIO) -> int:
-    """The newlines of the input (about its cases), rewound."""
-    count = 0
-    while block := raw.read(BLOCK_READ):
-        count += block.count(b"\n")
-    raw.seek(0)
-    return max(count, 1)
-
-
 def _ids_of(first: int, block: bytes) -> list[tuple[str, int]]:
     """The ids of a block's cases, with their line numbers (in a worker, for ``_scan``)."""
     return [(_line_id(line), line.number) for line in _lines_of(first, block)]
@@ -428,13 +319,13 @@ def _ids_of(first: int, block: bytes) -> list[tuple[str, int]]:
 BLOCK_READ = 1 << 20  # bytes read at once while cutting blocks (more when a line is longer)
 
 
-def _blocks(raw: BinaryIO, lines: int, number: int = 1) -> Iterator[tuple[int, bytes]]:
+def _blocks(raw: BinaryIO, lines: int) -> Iterator[tuple[int, bytes]]:
     """The input's bytes in blocks of ``lines`` lines (the last may hold fewer), each with the
-    number of its first line (``number`` the first block's: 1 from the start of the input).
+    number of its first line (from 1).
 
     A block ends after a newline byte, never inside a character, so each decodes alone; the
     workers cut it into lines (``_lines_of``), and this process does no work per line."""
-    pending, size = b"", BLOCK_READ
+    number, pending, size = 1, b"", BLOCK_READ
     while True:
         more = raw.read(size)
         data = pending + more if pending else more
@@ -637,16 +528,11 @@ def _local(lines: Iterable[Line], args: argparse.Namespace, cases: int, pool: Po
     yield from _in_order(pool, judge_lines, tasks, CHUNKS_PER_JOB * args.jobs)
 
 
-def _local_blocks(
-    source: TextIO, args: argparse.Namespace, cases: int, pool: Pool | None, offset: int = 0, number: int = 1
-) -> Iterator[Judged]:
-    """The verdicts on the cases of ``source`` from byte ``offset`` (line ``number``) on, in chunks,
-    in the order of the lines: each chunk a block of the input's bytes that a worker of ``pool``
-    (or this process, when None) cuts into lines, judges and writes as one text, so this process
-    only moves bytes."""
-    raw = source.buffer
-    raw.seek(offset)
-    tasks = ((first, block, args.engine) for first, block in _blocks(raw, chunk_size(cases, args.jobs), number))
+def _local_blocks(source: TextIO, args: argparse.Namespace, cases: int, pool: Pool | None) -> Iterator[Judged]:
+    """The verdicts on every case of ``source`` in chunks, in the order of the lines: each chunk
+    a block of the input's bytes that a worker of ``pool`` (or this process, when None) cuts into
+    lines, judges and writes as one text, so this process only moves bytes."""
+    tasks = ((first, block, args.engine) for first, block in _blocks(source.buffer, chunk_size(cases, args.jobs)))
     if pool is None:
         yield from (judge_block(*task) for task in tasks)
         return

@@ -340,65 +340,6 @@ def test_the_blocks_verdicts_are_the_bytes_of_judging_each_line(tmp_path: Path) 
     assert out.read_text(encoding="utf-8") == expected
 
 
-def test_a_verdict_names_its_case_as_the_id_scan_reads_it() -> None:
-    # The first pass reads each case's id off its verdict: it must be the id _line_id reads from
-    # the line, for every kind of line (no id, an empty one, one too long, one given twice, one
-    # not a string, escapes, a line that is no JSON or no object, a camelCase case).
-    from referee.cli.batch import Line, _line_id, _verdict_id, judge_line
-
-    odd = [
-        '{"hand":{"cards":["AH"]}}',
-        '{"id":"","hand":{"cards":["AH"]}}',
-        json.dumps({"id": "x" * 500, "hand": {"cards": ["AH"]}}),
-        '{"id":"a","hand":{"cards":["AH"]},"id":"b"}',
-        '{"id":7,"hand":{"cards":["AH"]}}',
-        '{"id":null,"hand":{"cards":["AH"]}}',
-        '{"id":"caf\\u00e9 \\"q\\" \\\\ é","hand":{"cards":["AH"]}}',
-        '{"id":"h1","hand":{"cards":["ZZ"]}}',
-        '{"id":"h2","nonsense":1}',
-        "[1, 2]",
-        "not json",
-        '{"id": "spaced" , "hand": {"cards": ["AH"]}}',
-        '"just a string"',
-    ]
-    for number, text in enumerate([*odd, *_many_mixed_lines(80)], 1):
-        line = Line(number, text + "\n")
-        assert _verdict_id(judge_line(line, "search")) == _line_id(line), text[:120]
-
-
-def test_past_what_the_first_pass_holds_the_rest_is_judged_after_and_repeats_still_refuse(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # The first pass holds a few chunks' verdicts only: the cases after them are judged once every
-    # id is known, and the output is the same bytes; a repeated id past what it holds still
-    # refuses the file with nothing written.
-    import argparse
-
-    from referee.cli import batch
-
-    lines = _many_mixed_lines(200)
-    path = tmp_path / "mixed.jsonl"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    expected = tmp_path / "expected.jsonl"
-    assert run_batch(path, "-o", expected, "--jobs", "1", "--engine", "search").returncode == 3
-    monkeypatch.setattr(batch, "AHEAD_BYTES", 20_000)
-    for jobs in ("1", "2"):
-        parser = argparse.ArgumentParser()
-        batch.add_arguments(parser)
-        out = tmp_path / f"out{jobs}.jsonl"
-        args = parser.parse_args([str(path), "-o", str(out), "--jobs", jobs, "--engine", "search"])
-        assert batch.run(args) == batch.EXIT_MALFORMED
-        assert out.read_bytes() == expected.read_bytes(), f"--jobs {jobs}"
-    repeated = tmp_path / "repeated.jsonl"
-    first_id = next(json.loads(line)["id"] for line in lines if '"id":"record-' in line)
-    repeated.write_text("\n".join([*lines, json.dumps({"id": first_id, **HAND_CASE})]) + "\n", encoding="utf-8")
-    parser = argparse.ArgumentParser()
-    batch.add_arguments(parser)
-    out = tmp_path / "refused.jsonl"
-    assert batch.run(parser.parse_args([str(repeated), "-o", str(out), "--jobs", "2"])) == 2
-    assert not out.exists(), "the output was touched"
-
-
 def test_a_run_in_this_process_gives_the_frozen_heap_back(tmp_path: Path) -> None:
     # The loaded heap is frozen while the cases are judged (the collector leaves it alone); a
     # caller that runs the command in its own process gets its collector back whole.
@@ -694,12 +635,8 @@ def test_resume_after_sigkill_neither_redoes_nor_loses_cases(tmp_path: Path) -> 
     assert [json.loads(line)["id"] for line in reference_lines] == list(expected)
 
     out = tmp_path / "verdicts.jsonl"
-    # A plain run holds its first verdicts until it has read every id (nothing is written before
-    # a repeated id could refuse the file), and these 2,000 cases fit in what it holds: a run
-    # with --resume (nothing to resume yet) writes each chunk as it is judged, so it is killed
-    # with half of them written.
     proc = subprocess.Popen(
-        batch_command(path, "-o", out, "--jobs", "1", "--resume", *engine),
+        batch_command(path, "-o", out, "--jobs", "1", *engine),
         cwd=ROOT,
         env=server_env(),
         stdin=subprocess.DEVNULL,
