@@ -8,8 +8,7 @@ every chunk before it are known, so ``--resume`` can skip the ids already writte
 Locally the worker processes read and write the JSON themselves: the main process only cuts the
 input into blocks of bytes (after a newline) and writes the chunks of verdict text back in order,
 so it stays off the workers' cores, and a chunk is one message each way instead of a pickle per
-case. The first pass, which must see every id before anything is written, also judges the cases
-it reads while their verdicts fit in ``AHEAD_BYTES``, so most cases are read once.
+case.
 """
 
 from __future__ import annotations
