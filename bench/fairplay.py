@@ -65,33 +65,40 @@ def _rows(index: int) -> tuple[float, list[dict[str, object]]]:
 def reviewed(
     seed: int, players: tuple[Player, ...], deals: int, jobs: int, out: Path
 ) -> tuple[list[list[Observation]], list[Record], float]:
-    """The rows of each deal of a population (cached), its records, and the median CPU seconds a deal."""
+    """The rows of each deal of a population, its records, and the median CPU seconds a deal. The
+    rows are cached a deal a line as they come (the first deals of a population do not depend on
+    how many follow), so an interrupted run resumes and a longer one extends a shorter one."""
     rules = RuleSet().with_options(engine=Engine.SEARCH)
     records = list(population(seed, players, deals, rules))
-    cache = out / f"population-{seed}-{len(players)}-{deals}.jsonl"
+    out.mkdir(parents=True, exist_ok=True)
+    cache = out / f"population-{seed}-{len(players)}.jsonl"
+    done: list[tuple[float, list[dict[str, object]]]] = []
     if cache.exists():
-        lines = cache.read_text(encoding="utf-8").splitlines()
-        if len(lines) == deals:
-            data = [json.loads(line) for line in lines]
-            return (
-                [[Observation(**row) for row in d["rows"]] for d in data],
-                records,
-                statistics.median(d["cpu"] for d in data),
-            )
+        for line in cache.read_text(encoding="utf-8").splitlines()[:deals]:
+            try:
+                data = json.loads(line)
+            except ValueError:
+                break  # a line cut short by an interrupted run
+            done.append((data["cpu"], data["rows"]))
     _RECORDS[:] = records
     started = time.monotonic()
-    done: list[tuple[float, list[dict[str, object]]]] = []
-    with multiprocessing.get_context("fork").Pool(jobs) as pool:
-        for i, item in enumerate(pool.imap(_rows, range(deals), chunksize=4), 1):
-            done.append(item)
-            if i % 100 == 0 or i == deals:
-                rate = i / (time.monotonic() - started)
-                print(
-                    f"  population {seed}: {i}/{deals} deals reviewed, {rate:.2f} deals/s", file=sys.stderr, flush=True
-                )
-    out.mkdir(parents=True, exist_ok=True)
-    cache.write_text("".join(json.dumps({"cpu": cpu, "rows": rows}) + "\n" for cpu, rows in done), encoding="utf-8")
-    return [[Observation(**row) for row in rows] for _, rows in done], records, statistics.median(c for c, _ in done)
+    if len(done) < deals:
+        with open(cache, "w", encoding="utf-8") as sink, multiprocessing.get_context("fork").Pool(jobs) as pool:
+            sink.write("".join(json.dumps({"cpu": cpu, "rows": rows}) + "\n" for cpu, rows in done))
+            first = len(done)
+            for i, item in enumerate(pool.imap(_rows, range(first, deals), chunksize=2), first + 1):
+                done.append(item)
+                sink.write(json.dumps({"cpu": item[0], "rows": item[1]}) + "\n")
+                sink.flush()
+                if i % 50 == 0 or i == deals:
+                    rate = (i - first) / (time.monotonic() - started)
+                    print(
+                        f"  population {seed}: {i}/{deals} deals reviewed, {rate:.2f} deals/s",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+    rows = [[Observation(**row) for row in item] for _, item in done[:deals]]
+    return rows, records, statistics.median(cpu for cpu, _ in done[:deals])
 
 
 def _flagged(results: object, player: Player) -> bool:

@@ -39,7 +39,7 @@ ACCURACY = "ACCURACY"
 # only with at least the measure's least opportunities.
 Z_FLAG = 4.0
 LEAST = {
-    "stock_outs": 60,  # stock draws of a hand not ready to close
+    "stock_outs": 30,  # stock draws of a hand not ready to close
     "omniscient_agreement": 60,  # decisions where the omniscient best differs
     "passed_closes": 20,  # chances to close
     "feeding": 30,  # throws to the taker
@@ -49,8 +49,7 @@ LEAST = {
 # Rates the batch's median is not believed below: people and bots miss a close now and then.
 RATE_FLOOR = {"passed_closes": 0.05, "passed_while_ahead": 0.05}
 PRIOR = 30  # pseudo-opportunities shrinking a player's own rate towards the batch's (pair tests)
-# Fewer for passes: a taker's passes while others were ahead are few, and whether it also passes
-# when this player is not ahead is what tells collusion from a player who is ahead at the time.
+# Fewer for passes: the control (the taker's chances while the player was not ahead) is small.
 PASS_PRIOR = 5
 # Players differ in strength: the spread of mean accuracies between honest players is taken as at
 # least this many points (a standard deviation), however alike the batch's players are.
@@ -67,7 +66,8 @@ class Observation:
     agreement, the chances to close and those passed, the throws the next seat could take and
     those it was ``FED``, and the same received from the seat before. Pair rows: the throws
     ``player`` made to ``taker`` and those ``FED``; the chances ``taker`` had to close while
-    ``player`` was ahead in the match, and those it passed.
+    ``player`` alone was ahead of it in the match, and those it passed; and the same while
+    ``player`` sat at the table not ahead of it (the control).
     """
 
     player: str
@@ -91,6 +91,8 @@ class Observation:
     received_fed: int = 0
     ahead_chances: int = 0
     ahead_passed: int = 0
+    behind_chances: int = 0
+    behind_passed: int = 0
 
     @property
     def key(self) -> tuple[str, str]:
@@ -150,13 +152,16 @@ def observations(record: Record, review: DealReview) -> tuple[Observation, ...]:
             elif decision.kind is DecisionKind.CLOSE:
                 passed = int(Mark.PASSED_CLOSE in decision.marks)
                 add(name, "", close_chances=1, closes_passed=passed)
-                for other in range(seats):
-                    if (
-                        other != turn.seat
-                        and names[other] != name
-                        and ahead(record.seats, record.rules, turn.seat, other)
-                    ):
+                # COLLUSION, passing: a chance while one player alone is ahead is that player's
+                # (several ahead could not tell whose it is); one while a player is not ahead is
+                # that player's control.
+                others = [o for o in range(seats) if o != turn.seat and names[o] != name]
+                leading = [o for o in others if ahead(record.seats, record.rules, turn.seat, o)]
+                for other in others:
+                    if leading == [other]:
                         add(names[other], name, ahead_chances=1, ahead_passed=passed)
+                    elif other not in leading:
+                        add(names[other], name, behind_chances=1, behind_passed=passed)
             elif decision.kind is DecisionKind.THROW and at + 1 < len(turns):
                 # A throw the next seat could take (the deal went on).
                 taker = names[turns[at + 1].seat]
@@ -400,17 +405,20 @@ def judge(aggregates: Mapping[tuple[str, str], Observation] | Iterable[Observati
             gave = _shrunk(giver.fed - row.fed, giver.throws - row.throws, base)
             p = min(1.0, took * gave / base) if base else took
             n = row.throws
-            uncertainty = p * (1 - p) / (receiver.received - row.throws + PRIOR)
-            variance = n * p * (1 - p) + n * n * (feeding.spread + uncertainty)
+            # Chance, and how uncertain the two rates are (each from the others' throws).
+            uncertainty = p * p * (
+                (1 - took) / took / (receiver.received - row.throws + PRIOR)
+                + (1 - gave) / gave / (giver.throws - row.throws + PRIOR)
+            )
+            variance = n * p * (1 - p) + n * n * uncertainty
             signals.append(Signal(COLLUSION, "feeding", n, float(row.fed), n * p, _z(row.fed, n * p, variance)))
-        if row.ahead_chances and receiver is not None:
-            # Passing while the player was ahead, against the taker's own passing elsewhere.
-            base = passing.rate
-            others = receiver.close_chances - row.ahead_chances
-            p = _shrunk(receiver.closes_passed - row.ahead_passed, others, base, PASS_PRIOR)
+        if row.ahead_chances:
+            # Passing while the player alone was ahead, against the taker's passing while the
+            # same player sat at the table not ahead of it.
+            p = _shrunk(row.behind_passed, row.behind_chances, passing.rate, PASS_PRIOR)
             p = max(p, RATE_FLOOR["passed_while_ahead"])
             n = row.ahead_chances
-            variance = n * p * (1 - p) + n * n * p * (1 - p) / (others + PASS_PRIOR)
+            variance = n * p * (1 - p) + n * n * p * (1 - p) / (row.behind_chances + PASS_PRIOR)
             signals.append(
                 Signal(
                     COLLUSION,

@@ -70,7 +70,8 @@ class Style(enum.Enum):
 
 
 # The default strength of each style: for a peeker the chance, per deal, that it also knows the
-# next seat's hand; for a feeder the chance it feeds when it can; for a taker the chance it
+# next seat's hand (at 1 it also never draws a top it knows useless); for a feeder the chance it
+# feeds when it can (at 1 it also gives up cards its own groups need); for a taker the chance it
 # passes a close while its partner is ahead; for a soft player the chance it passes a close.
 DEFAULT_STRENGTH = {
     Style.PLAIN: 0.0,
@@ -304,12 +305,13 @@ class _Bots:
         if player is not None and player.style is Style.PEEKER and self.stock and with_top is None:
             # The peeker draws the stock's top when it knows it helps (it closes the hand, or has
             # two partners and the face-up card no more), and takes the face-up card instead of a
-            # top it knows is of no use when the face-up card has a partner.
+            # top it knows is of no use when the face-up card has a partner (at full strength,
+            # always: it never draws a card it knows useless).
             peeked = self.stock[-1]
             near = self.partners(hand, peeked.index)
             if self.closes(hand, peeked) is not None or (near >= 2 and near >= partners):
                 take = False
-            elif near < 2 and partners >= 1:
+            elif near < 2 and partners >= (0 if player.power >= 1 else 1):
                 take = True
         self.fresh.discard(seat)
         restock = None
@@ -356,16 +358,17 @@ class _Bots:
         if player.style is Style.CAREFUL:
             return self.throw(hand, taken, careful=True)
         if player.style is Style.FEEDER and self.partner_seat[seat] == following and self.rng.random() < player.power:
-            fed = self.feed(hand, self.hands[following], taken)
+            fed = self.feed(hand, self.hands[following], taken, spare=1 if player.power < 1 else HAND)
             if fed is not None:
                 return fed
         if player.style is Style.PEEKER and self.sees_next[seat]:
             return self.throw(hand, taken, wary_of=self.hands[following])
         return self.throw(hand, taken)
 
-    def feed(self, hand: list[int], theirs: list[int], taken: Card | None) -> Card | None:
+    def feed(self, hand: list[int], theirs: list[int], taken: Card | None, spare: int = 1) -> Card | None:
         """A card the partner's hand ``theirs`` has two partners for, that this hand can spare (at most
-        one partner here): the one the partner wants most; None when there is none."""
+        ``spare`` partners here; at full strength any): the one the partner wants most; None when
+        there is none."""
         forbidden = taken is not None and self.rules.discard_taken is DiscardTaken.FORBIDDEN
         wanted = [
             (-self.partners(theirs, i), self.partners(hand, i), -self.points[i], i)
@@ -373,7 +376,7 @@ class _Bots:
             if hand[i]
             and not (forbidden and taken is not None and i == taken.index)
             and self.partners(theirs, i) >= 2
-            and self.partners(hand, i) <= 1
+            and self.partners(hand, i) <= spare
         ]
         return CARD_BY_INDEX[min(wanted)[3]] if wanted else None
 
