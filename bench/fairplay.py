@@ -151,6 +151,27 @@ def detect(
     return found, len(honest), len(named), notes
 
 
+def windows(rows: list[list[Observation]], players: tuple[Player, ...], parts: int) -> tuple[int, int, list[str]]:
+    """More honest samples from one population: its deals cut into ``parts`` disjoint runs, each
+    judged alone (each honest player a sample in each part: fewer deals each, so less is seen)."""
+    honest = {p.name for p in players if p.style in (Style.PLAIN, Style.CAREFUL)}
+    size = len(rows) // parts
+    samples = flagged = 0
+    notes = []
+    for part in range(parts):
+        totals = aggregate(row for deal in rows[part * size : (part + 1) * size] for row in deal)
+        results = judge(totals)
+        named = {name for flag in results.flags for name in flag.players if name in honest}
+        samples += len({key[0] for key in totals if key[0] in honest and not key[1]})
+        flagged += len(named)
+        notes += [
+            f"{flag.signal} {flag.measure} {'/'.join(flag.players)} z {flag.z:.2f} over {flag.opportunities}"
+            for flag in results.flags
+            if set(flag.players) & honest
+        ]
+    return samples, flagged, notes
+
+
 def speed(records: list[Record], jobs: int) -> tuple[int, float]:
     """Records per second of ``remigio-referee fairplay --jobs`` on these records (wall time)."""
     from referee.api import jsonmsg
@@ -181,6 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2, help="processes reviewing deals")
     parser.add_argument("--speed-deals", type=int, default=120, help="records timed through the command")
     parser.add_argument("--out", type=Path, default=Path(".bench") / "fairplay", help="where reviews are cached")
+    parser.add_argument("--parts", type=int, default=4, help="also judge each population cut into this many runs")
     parser.add_argument("--quick", action="store_true", help="one population of 200 deals")
     args = parser.parse_args(argv)
     if args.quick:
@@ -192,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     print("planted: " + ", ".join(p.spell() for p in players if p.style not in (Style.PLAIN, Style.CAREFUL)))
     delays: dict[str, list[int | None]] = {}
-    honest_total = honest_flagged = 0
+    honest_total = honest_flagged = part_samples = part_flagged = 0
     cpu: list[float] = []
     first_records: list[Record] = []
     for seed in args.seeds:
@@ -208,6 +230,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  false flag: {note}")
         for name, at in found.items():
             delays.setdefault(name, []).append(at)
+        if args.parts > 1:
+            samples, wrong, notes = windows(rows, players, args.parts)
+            part_samples += samples
+            part_flagged += wrong
+            print(f"  cut into {args.parts} runs of {args.deals // args.parts} deals: honest flagged {wrong}/{samples}")
+            for note in notes:
+                print(f"    false flag: {note}")
     print()
     print("| planted behaviour | player | deals until flagged, per population | target |")
     print("|---|---|---|---|")
@@ -231,6 +260,11 @@ def main(argv: list[str] | None = None) -> int:
         f"{'met' if rate <= TARGET_FALSE and honest_total >= 500 else 'NOT met'}"
         + ("" if honest_total >= 500 else f" (only {honest_total} samples)")
     )
+    if part_samples:
+        print(
+            f"in runs of {args.deals // args.parts} deals: {part_flagged} of {part_samples} honest player samples "
+            f"flagged ({100 * part_flagged / part_samples:.2f}%)"
+        )
     print(f"review and counting, median CPU per deal: {1000 * statistics.median(cpu):.0f} ms")
     count, per_second = speed(first_records[: args.speed_deals], 2)
     print(f"remigio-referee fairplay --jobs 2: {count} records, {per_second:.2f} records/s (wall, 2 cores)")

@@ -49,6 +49,9 @@ LEAST = {
 # Rates the batch's median is not believed below: people and bots miss a close now and then.
 RATE_FLOOR = {"passed_closes": 0.05, "passed_while_ahead": 0.05}
 PRIOR = 30  # pseudo-opportunities shrinking a player's own rate towards the batch's (pair tests)
+# The least spread (a variance) between players' true feeding rates the pair test assumes: the
+# batch's own estimate can come out near 0 by chance.
+LEAST_SPREAD = 0.01**2
 # Fewer for passes: the control (the taker's chances while the player was not ahead) is small.
 PASS_PRIOR = 5
 # Players differ in strength: the spread of mean accuracies between honest players is taken as at
@@ -357,7 +360,8 @@ def judge(aggregates: Mapping[tuple[str, str], Observation] | Iterable[Observati
     passing = Population.of(
         [(r.closes_passed, r.close_chances) for r in ordered], LEAST["passed_closes"], RATE_FLOOR["passed_closes"]
     )
-    feeding = Population.of([(r.received_fed, r.received) for r in ordered], LEAST["feeding"])
+    fed_by = Population.of([(r.received_fed, r.received) for r in ordered], LEAST["feeding"])
+    feeds = Population.of([(r.fed, r.throws) for r in ordered], LEAST["feeding"])
     accuracy = _accuracy_population(ordered)
 
     results = []
@@ -398,19 +402,18 @@ def judge(aggregates: Mapping[tuple[str, str], Observation] | Iterable[Observati
         signals = []
         giver, receiver = players.get(feeder), players.get(taker)
         if row.throws and giver is not None and receiver is not None:
-            # What this seating makes expected: how often the taker is fed by others, times how
-            # often the feeder feeds others against the batch, each shrunk towards the batch.
-            base = feeding.rate
-            took = _shrunk(receiver.received_fed - row.fed, receiver.received - row.throws, base)
-            gave = _shrunk(giver.fed - row.fed, giver.throws - row.throws, base)
-            p = min(1.0, took * gave / base) if base else took
+            # What this seating makes expected: how often the taker is fed by the others it
+            # follows, times how often the feeder feeds the others who follow it, over the batch's
+            # rate; each rate estimated from the throws without the pair and pulled towards the
+            # batch's as far as the batch's players differ (empirical Bayes).
+            took, took_variance = _estimate(receiver.received_fed - row.fed, receiver.received - row.throws, fed_by)
+            gave, gave_variance = _estimate(giver.fed - row.fed, giver.throws - row.throws, feeds)
+            base = fed_by.rate
+            p = min(1.0, took * gave / base) if base and took and gave else took
             n = row.throws
-            # Chance, and how uncertain the two rates are (each from the others' throws).
-            uncertainty = p * p * (
-                (1 - took) / took / (receiver.received - row.throws + PRIOR)
-                + (1 - gave) / gave / (giver.throws - row.throws + PRIOR)
-            )
-            variance = n * p * (1 - p) + n * n * uncertainty
+            # Chance, and how uncertain the expected rate is (the two estimates').
+            relative = (took_variance / took**2 if took else 0.0) + (gave_variance / gave**2 if gave else 0.0)
+            variance = n * p * (1 - p) + n * n * p * p * relative
             signals.append(Signal(COLLUSION, "feeding", n, float(row.fed), n * p, _z(row.fed, n * p, variance)))
         if row.ahead_chances:
             # Passing while the player alone was ahead, against the taker's passing while the
@@ -445,6 +448,20 @@ def _ratio_population(rows: Sequence[Observation]) -> Population:
     deviation = MAD_SCALE * median(abs(x - middle) for x in ratios)
     chance = median(middle * r.stock_variance * SCALE / r.stock_expected**2 for r in rows)
     return Population(middle, max(0.0, deviation**2 - chance))
+
+
+def _estimate(x: int, n: int, population: Population) -> tuple[float, float]:
+    """A player's own rate from ``x`` in ``n``, and its variance, by empirical Bayes: the batch's
+    rate with the spread between players (at least ``LEAST_SPREAD``) as the prior, the binomial
+    chance of the player's own opportunities as the likelihood."""
+    rate = population.rate
+    spread = max(population.spread, LEAST_SPREAD)
+    chance = rate * (1 - rate)
+    if not chance:
+        return rate, 0.0
+    weight = chance / spread  # the prior's worth in opportunities
+    n = max(0, n)
+    return (x + weight * rate) / (n + weight), 1.0 / (1.0 / spread + n / chance)
 
 
 def _shrunk(x: int, n: int, base: float, prior: int = PRIOR) -> float:
