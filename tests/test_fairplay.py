@@ -144,7 +144,7 @@ ROSTER = (
     Player("carla", Style.TAKER, "beto"),
     *(Player(name, Style.CAREFUL if i % 2 else Style.PLAIN) for i, name in enumerate(NAMES[3:8])),
 )
-DEALS = 48
+DEALS = 64
 _RECORDS: list[Record] = []
 
 
