@@ -48,11 +48,11 @@ LEAST = {
 }
 # Rates the batch's median is not believed below: people and bots miss a close now and then.
 RATE_FLOOR = {"passed_closes": 0.05, "passed_while_ahead": 0.05}
-PRIOR = 30  # pseudo-opportunities shrinking a player's own rate towards the batch's (pair tests)
 # The least spread (a variance) between players' true feeding rates the pair test assumes: the
 # batch's own estimate can come out near 0 by chance.
 LEAST_SPREAD = 0.01**2
-# Fewer for passes: the control (the taker's chances while the player was not ahead) is small.
+# Pseudo-chances pulling the control of passes (the taker's chances while the player was not
+# ahead, few) towards the batch's rate.
 PASS_PRIOR = 5
 # Players differ in strength: the spread of mean accuracies between honest players is taken as at
 # least this many points (a standard deviation), however alike the batch's players are.
@@ -464,7 +464,7 @@ def _estimate(x: int, n: int, population: Population) -> tuple[float, float]:
     return (x + weight * rate) / (n + weight), 1.0 / (1.0 / spread + n / chance)
 
 
-def _shrunk(x: int, n: int, base: float, prior: int = PRIOR) -> float:
+def _shrunk(x: int, n: int, base: float, prior: int) -> float:
     """A rate of ``x`` in ``n`` pulled towards ``base`` by ``prior`` pseudo-opportunities."""
     return (x + prior * base) / (max(0, n) + prior)
 
@@ -510,6 +510,7 @@ __all__ = [
     "Observation",
     "PairResult",
     "PlayerResult",
+    "Population",
     "Results",
     "Signal",
     "aggregate",
