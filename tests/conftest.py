@@ -137,6 +137,7 @@ TIERS: dict[str, tuple[str, ...]] = {
         "test_access",
         "test_access_parts",
         "test_desk_browser",
+        "test_fairplay",
         "test_gateway",
         "test_gateway_browser",
         "test_metrics",

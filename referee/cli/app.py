@@ -95,6 +95,13 @@ def build_parser(serving: bool = True) -> argparse.ArgumentParser:
     batch = commands.add_parser("batch", help="judge a file of dispute cases (JSON lines)")
     add_batch_arguments(batch)
     batch.set_defaults(run=run_batch)
+
+    from referee.cli.fairplay import add_arguments as add_fairplay_arguments
+    from referee.cli.fairplay import run as run_fairplay
+
+    fairplay = commands.add_parser("fairplay", help="fair-play statistics and flags over deal records (JSON lines)")
+    add_fairplay_arguments(fairplay)
+    fairplay.set_defaults(run=run_fairplay)
     return parser
 
 

@@ -81,6 +81,14 @@ def add_commands(commands: Any) -> None:
         "--max-turns", type=int, default=300, metavar="N", help="stop unfinished after N turns (default 300)"
     )
     simulate.add_argument("-o", "--output", default="-", metavar="FILE", help="where to write (default - for stdout)")
+    simulate.add_argument(
+        "--player",
+        action="append",
+        default=[],
+        metavar="NAME=STYLE[:PARTNER][@STRENGTH]",
+        help="the player of the next seat (from the first) and how it plays: plain, careful, peeker, soft, "
+        "feeder:PARTNER or taker:PARTNER (docs/commands.md); the other seats are plain bots",
+    )
     add_rule_flags(simulate)
     simulate.set_defaults(run=_run_simulate)
 
@@ -316,6 +324,7 @@ def _run_simulate(args: argparse.Namespace) -> int:
         raise UsageError(f"--players must be 2 to {most} with {rules.decks} decks ({args.players})")
     if args.max_turns < 0:
         raise UsageError(f"--max-turns must be 0 or more ({args.max_turns})")
+    seating = _seating(args.player, args.players)
     # Every engine links alike, so the bots play with the fast one; the record keeps the rules asked for.
     played = simulate(
         args.seed,
@@ -323,6 +332,7 @@ def _run_simulate(args: argparse.Namespace) -> int:
         rules.with_options(engine=Engine.SEARCH),
         seeded=not args.explicit_deck,
         max_turns=args.max_turns,
+        seating=seating,
     )
     record = replace(played, rules=rules)
     text = jsonmsg.to_json(request_of(record)) + "\n" if args.json else format_notation(record)
@@ -336,6 +346,28 @@ def _run_simulate(args: argparse.Namespace) -> int:
     with sink:
         sink.write(text)
     return EXIT_OK
+
+
+def _seating(spelled: list[str], players: int) -> Any:
+    """The seating ``--player`` asks for: the players named, then plain bots named from the
+    simulator's names not taken; None when no player is named (the bots as they always were)."""
+    from referee.play.simulate import NAMES, Player
+
+    if not spelled:
+        return None
+    if len(spelled) > players:
+        raise UsageError(f"--player names {len(spelled)} players for {players} seats")
+    named = []
+    for text in spelled:
+        try:
+            named.append(Player.parse(text))
+        except (ValueError, RefereeError) as error:
+            raise UsageError(f"--player: {error}") from None
+    taken = {player.name for player in named}
+    if len(taken) != len(named):
+        raise UsageError(f"--player: a player sits once at a table ({', '.join(p.name for p in named)})")
+    rest = [Player(name) for name in NAMES if name not in taken]
+    return (*named, *rest[: players - len(named)])
 
 
 __all__ = ["add_commands", "format_replay", "notation_of", "read_request"]

@@ -9,12 +9,24 @@ close is valid (laying down the first discard found that leaves 10 linked cards,
 close's). Long deals run the stock out, so records reshuffle. A stacked deck deals the first
 player a hand that closes on the very first turn. Some turns state their seat and the card drawn,
 as a record may.
+
+Players with planted behaviours (``Player``, ``Style``; ``docs/commands.md``, ``docs/review.md``) sit
+at a table when ``seating`` names each seat's player: honest players of two strengths (``plain``,
+the bots above, and ``careful``, which never throws at random), a ``peeker`` (knows the stock's
+top card and draws it when it helps; in a deal, with a stated probability, also knows the next
+seat's hand and keeps from feeding it), a colluding pair (a ``feeder`` throws its partner, seated
+next, cards the partner can use; a ``taker`` never closes while its partner is ahead in the
+match), and a ``soft`` player (passes some closes). Without ``seating`` the bots are as they
+always were: the same seed gives the same record, byte for byte. ``population`` seats a roster of
+such players at random over many deals, the load of ``bench.fairplay``.
 """
 
 from __future__ import annotations
 
+import enum
 import random
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from itertools import compress
 
 from referee.game.cards import (
@@ -31,6 +43,7 @@ from referee.game.cards import (
 from referee.game.closing import best_close, check_close, discard_allowed
 from referee.game.deal import HAND, most_players
 from referee.game.groups import judge_group
+from referee.game.limits import NAME
 from referee.game.linking import best_linking, links_fully
 from referee.game.rules import DiscardTaken, RuleSet, ScoringMode
 from referee.play.record import DrawSource, Record, Seat, Turn
@@ -45,6 +58,96 @@ _CLIENT_SEEDS = ("", "table 7", "lucky", "mesa-3:ronda 2", "ñandú")
 _CLOSE_SHAPES = ("REMIGIO", "RUN", "COLOR", "LINKED")
 
 
+class Style(enum.Enum):
+    """How a simulated player plays (``docs/review.md``, "Planted players")."""
+
+    PLAIN = "plain"  # the honest bot: keeps cards with partners, throws at random now and then
+    CAREFUL = "careful"  # an honest, stronger bot: never throws at random
+    PEEKER = "peeker"  # knows the stock's top card (and sometimes the next seat's hand)
+    FEEDER = "feeder"  # of a colluding pair: throws its partner cards the partner can use
+    TAKER = "taker"  # of a colluding pair: never closes while its partner is ahead in the match
+    SOFT = "soft"  # passes some of its closes
+
+
+# The default strength of each style: for a peeker the chance, per deal, that it also knows the
+# next seat's hand (at 1 it also never draws a top it knows useless); for a feeder the chance it
+# feeds when it can (at 1 it also gives up cards its own groups need); for a taker the chance it
+# passes a close while its partner is ahead; for a soft player the chance it passes a close.
+DEFAULT_STRENGTH = {
+    Style.PLAIN: 0.0,
+    Style.CAREFUL: 0.0,
+    Style.PEEKER: 0.5,
+    Style.FEEDER: 0.8,
+    Style.TAKER: 1.0,
+    Style.SOFT: 0.3,
+}
+_PAIRED = (Style.FEEDER, Style.TAKER)
+
+
+@dataclass(frozen=True, slots=True)
+class Player:
+    """A simulated player: a seat's name, how it plays, its partner (a colluding pair's other
+    player) and the strength of its planted behaviour (None: the style's default)."""
+
+    name: str
+    style: Style = Style.PLAIN
+    partner: str | None = None
+    strength: float | None = None
+
+    def __post_init__(self) -> None:
+        NAME.check_length(self.name, "player")
+        if not self.name:
+            raise ValueError("a player has a name")
+        if (self.partner is not None) != (self.style in _PAIRED):
+            raise ValueError(f"player {self.name}: a partner is named for a feeder or a taker, and only for them")
+        if self.strength is not None and not 0.0 <= self.strength <= 1.0:
+            raise ValueError(f"player {self.name}: a strength is 0 to 1 ({self.strength})")
+
+    @property
+    def power(self) -> float:
+        """The strength of the planted behaviour."""
+        return DEFAULT_STRENGTH[self.style] if self.strength is None else self.strength
+
+    @classmethod
+    def parse(cls, text: str) -> Player:
+        """A player as the command line spells it: ``NAME=STYLE[:PARTNER][@STRENGTH]``."""
+        name, sep, rest = text.partition("=")
+        if not sep:
+            raise ValueError(f"a player is NAME=STYLE[:PARTNER][@STRENGTH] ({text!r})")
+        rest, at, power = rest.partition("@")
+        style_name, _, partner = rest.partition(":")
+        try:
+            style = Style(style_name.lower())
+        except ValueError:
+            styles = ", ".join(s.value for s in Style)
+            raise ValueError(f"player {name}: the style is one of {styles} ({style_name!r})") from None
+        strength = None
+        if at:
+            try:
+                strength = float(power)
+            except ValueError:
+                raise ValueError(f"player {name}: the strength is a number from 0 to 1 ({power!r})") from None
+        return cls(name, style, partner or None, strength)
+
+    def spell(self) -> str:
+        """The command line's spelling (``parse`` reads it back)."""
+        partner = f":{self.partner}" if self.partner else ""
+        strength = "" if self.strength is None else f"@{self.strength:g}"
+        return f"{self.name}={self.style.value}{partner}{strength}"
+
+
+def ahead(seats: Sequence[Seat], rules: RuleSet, seat: int, other: int) -> bool:
+    """Whether ``other`` is ahead of ``seat`` in the match: both scores given, and ``other``'s the
+    better one (higher in HEAD_TO_HEAD and POOL, which are won by reaching a target; lower in
+    ELIMINATION, which is lost past a limit; RULES §5)."""
+    mine, theirs = seats[seat].score, seats[other].score
+    if mine is None or theirs is None:
+        return False
+    if rules.scoring.resolved(len(seats)).mode is ScoringMode.ELIMINATION:
+        return theirs < mine
+    return theirs > mine
+
+
 def simulate(
     seed: int,
     players: int = 4,
@@ -54,16 +157,22 @@ def simulate(
     stacked: bool = False,
     closing: bool = True,
     max_turns: int = 300,
+    seating: Sequence[Player] | None = None,
 ) -> Record:
     """The record of a deal of ``players`` bots from ``seed``: a seeded shuffle, or an explicit
     deck (``seeded`` False; ``stacked`` deals the first player a hand that closes at once). The
     deal ends at the first valid close, or unfinished after ``max_turns`` turns (never closed
-    when ``closing`` is False)."""
+    when ``closing`` is False). ``seating`` names the player of each seat and how it plays
+    (``Player``); without it every seat is a plain bot named from ``NAMES``."""
     rules = rules or RuleSet()
     if not 2 <= players <= most_players(rules.decks):
         raise ValueError(f"{players} players: a deal of {rules.decks} decks seats 2 to {most_players(rules.decks)}")
+    if seating is not None:
+        _check_seating(seating, players)
     rng = random.Random(seed)
     seats = _seats(rng, players, rules)
+    if seating is not None:
+        seats = tuple(Seat(player.name, seat.score) for player, seat in zip(seating, seats))
     dealer = rng.randrange(players)
     shuffle = None
     if stacked:
@@ -80,7 +189,10 @@ def simulate(
     else:
         order = list(deck(rules.decks))
         rng.shuffle(order)
-    turns = _Bots(rng, rules, players, dealer, order, shuffle, closing).play(max_turns)
+    bots = _Bots(rng, rules, players, dealer, order, shuffle, closing)
+    if seating is not None:
+        bots.plant(seating, seats)
+    turns = bots.play(max_turns)
     out = tuple(f"out{i}" for i in range(rng.choice((0, 0, 1, 2))))
     return Record(
         seats=seats,
@@ -91,6 +203,15 @@ def simulate(
         eliminated=out,
         rules=rules,
     )
+
+
+def _check_seating(seating: Sequence[Player], players: int) -> None:
+    """A seating names one player a seat, each once."""
+    if len(seating) != players:
+        raise ValueError(f"a seating of {len(seating)} players for {players} seats")
+    names = [player.name for player in seating]
+    if len(set(names)) != len(names):
+        raise ValueError(f"a player sits once at a table ({', '.join(names)})")
 
 
 def _seats(rng: random.Random, players: int, rules: RuleSet) -> tuple[Seat, ...]:
@@ -131,6 +252,25 @@ class _Bots:
         self.stock = list(reversed(order[HAND * players + 1 :]))  # the top last
         self.reshuffles = 0
         self.fresh = set(range(players))  # the seats yet to play
+        # Planted players (``plant``); without them every seat plays as the plain bot.
+        self.styles: tuple[Player, ...] | None = None
+        self.partner_seat: list[int | None] = [None] * players
+        self.partner_ahead = [False] * players
+        self.sees_next = [False] * players
+
+    def plant(self, seating: Sequence[Player], seats: Sequence[Seat]) -> None:
+        """Seat planted players: each seat's style, its partner's seat (a colluding pair's other
+        player, when at this table), whether that partner is ahead in the match, and whether a
+        peeker also knows the next seat's hand this deal."""
+        self.styles = tuple(seating)
+        by_name = {player.name: seat for seat, player in enumerate(seating)}
+        for seat, player in enumerate(seating):
+            if player.partner is not None:
+                partner = by_name.get(player.partner)
+                self.partner_seat[seat] = partner
+                self.partner_ahead[seat] = partner is not None and ahead(seats, self.rules, seat, partner)
+            if player.style is Style.PEEKER:
+                self.sees_next[seat] = self.rng.random() < player.power
 
     def play(self, max_turns: int) -> list[Turn]:
         """Turns until a bot closes or ``max_turns`` are played."""
@@ -161,6 +301,18 @@ class _Bots:
         looked = worth_a_look and partners < 2
         with_top = self.closes(hand, top) if looked else None
         take = partners >= 2 or with_top is not None
+        player = self.styles[seat] if self.styles is not None else None
+        if player is not None and player.style is Style.PEEKER and self.stock and with_top is None:
+            # The peeker draws the stock's top when it knows it helps (it closes the hand, or has
+            # two partners and the face-up card no more), and takes the face-up card instead of a
+            # top it knows is of no use when the face-up card has a partner (at full strength,
+            # always: it never draws a card it knows useless).
+            peeked = self.stock[-1]
+            near = self.partners(hand, peeked.index)
+            if self.closes(hand, peeked) is not None or (near >= 2 and near >= partners):
+                take = False
+            elif near < 2 and partners >= (0 if player.power >= 1 else 1):
+                take = True
         self.fresh.discard(seat)
         restock = None
         if take:
@@ -174,13 +326,59 @@ class _Bots:
         said_drawn = card if rng.random() < 0.5 else None
         draw = DrawSource.DISCARD if take else DrawSource.STOCK
         close = with_top if take and looked else self.closes(hand, None)
+        if close is not None and player is not None and self.passes(seat, player):
+            close = None
         if close is not None:
             hand[close.index] -= 1
             return Turn(draw, close, close=True, seat=said_seat, drawn=said_drawn, restock=restock)
-        thrown = self.throw(hand, card if take else None)
+        thrown = (
+            self.throw(hand, card if take else None)
+            if player is None
+            else self.planted_throw(seat, player, card if take else None)
+        )
         hand[thrown.index] -= 1
         self.pile.append(thrown)
         return Turn(draw, thrown, seat=said_seat, drawn=said_drawn, restock=restock)
+
+    def passes(self, seat: int, player: Player) -> bool:
+        """Whether a planted player passes the close it holds: a soft player now and then, a
+        colluding taker while its partner is at the table and ahead in the match."""
+        if player.style is Style.SOFT:
+            return self.rng.random() < player.power
+        if player.style is Style.TAKER and self.partner_ahead[seat]:
+            return self.rng.random() < player.power
+        return False
+
+    def planted_throw(self, seat: int, player: Player, taken: Card | None) -> Card:
+        """The throw of a seat whose player is planted: as the plain bot, but the careful player never
+        throws at random, a feeder throws its partner next in turn a card it can use, and a peeker
+        who knows the next seat's hand keeps from throwing it a card it could use."""
+        hand = self.hands[seat]
+        following = (seat + 1) % len(self.hands)
+        if player.style is Style.CAREFUL:
+            return self.throw(hand, taken, careful=True)
+        if player.style is Style.FEEDER and self.partner_seat[seat] == following and self.rng.random() < player.power:
+            fed = self.feed(hand, self.hands[following], taken, spare=1 if player.power < 1 else HAND)
+            if fed is not None:
+                return fed
+        if player.style is Style.PEEKER and self.sees_next[seat]:
+            return self.throw(hand, taken, wary_of=self.hands[following])
+        return self.throw(hand, taken)
+
+    def feed(self, hand: list[int], theirs: list[int], taken: Card | None, spare: int = 1) -> Card | None:
+        """A card the partner's hand ``theirs`` has two partners for, that this hand can spare (at most
+        ``spare`` partners here; at full strength any): the one the partner wants most; None when
+        there is none."""
+        forbidden = taken is not None and self.rules.discard_taken is DiscardTaken.FORBIDDEN
+        wanted = [
+            (-self.partners(theirs, i), self.partners(hand, i), -self.points[i], i)
+            for i in range(JOKER_INDEX)
+            if hand[i]
+            and not (forbidden and taken is not None and i == taken.index)
+            and self.partners(theirs, i) >= 2
+            and self.partners(hand, i) <= spare
+        ]
+        return CARD_BY_INDEX[min(wanted)[3]] if wanted else None
 
     def restock(self) -> tuple[Card, ...] | None:
         """Reshuffle the discard pile less its top into the stock; the restock the record gives."""
@@ -239,15 +437,26 @@ class _Bots:
         verdict = best_close(cards, self.rules)
         return verdict.discard if verdict.valid else None
 
-    def throw(self, hand: list[int], taken: Card | None) -> Card:
-        """The card to throw: fewest partners, most points; never a joker while another card is held."""
+    def throw(
+        self, hand: list[int], taken: Card | None, careful: bool = False, wary_of: list[int] | None = None
+    ) -> Card:
+        """The card to throw: fewest partners, most points; never a joker while another card is held.
+        One throw in ten is at random, unless ``careful``; ``wary_of``, a hand the card would go
+        to, counts a card it has two partners for as two partners more here."""
         forbidden = taken is not None and self.rules.discard_taken is DiscardTaken.FORBIDDEN
         choices = [
             i for i in range(JOKER_INDEX) if hand[i] and not (forbidden and taken is not None and i == taken.index)
         ] or [JOKER_INDEX]
         rng, points = self.rng, self.points
-        if rng.random() < 0.1:
+        if rng.random() < 0.1 and not careful:
             return CARD_BY_INDEX[rng.choice(choices)]
+        if wary_of is not None:
+            return CARD_BY_INDEX[
+                min(
+                    (self.partners(hand, i) + 2 * (self.partners(wary_of, i) >= 2), -points[i], rng.random(), i)
+                    for i in choices
+                )[3]
+            ]
         return CARD_BY_INDEX[min([(self.partners(hand, i), -points[i], rng.random(), i) for i in choices])[3]]
 
 
@@ -429,4 +638,56 @@ def _group(rng: random.Random, size: int) -> list[Card] | None:
     return [Card(1 if r == 14 else r, suit) for r in range(low, low + size)]
 
 
-__all__ = ["NAMES", "simulate"]
+def population(
+    seed: int, roster: Sequence[Player], deals: int, rules: RuleSet | None = None, together: float = 0.5
+) -> Iterator[Record]:
+    """``deals`` four-seat deals of players drawn at random from ``roster`` (at least four), each
+    deal from its own seed; the same seed gives the same deals. A colluding pair at the table
+    sits feeder then taker (they choose their seats); with the chance ``together`` a pair's
+    players, when one of them is drawn, join the same table, as colluders seek each other out."""
+    rules = rules or RuleSet()
+    if len(roster) < 4:
+        raise ValueError(f"a population of {len(roster)} players: four-seat deals need at least 4")
+    _check_seating(roster, len(roster))
+    by_name = {player.name: player for player in roster}
+    for player in roster:
+        partner = by_name.get(player.partner or "")
+        if player.partner is not None and (partner is None or partner.partner != player.name):
+            raise ValueError(f"player {player.name}: its partner {player.partner} is not in the roster naming it back")
+    rng = random.Random(seed)
+    for _ in range(deals):
+        table = rng.sample(list(roster), 4)
+        for player in list(table):
+            partner = by_name.get(player.partner or "")
+            if partner is not None and partner not in table and rng.random() < together:
+                seat = next((i for i, p in enumerate(table) if p is not player and p.partner is None), None)
+                if seat is not None:
+                    table[seat] = partner
+        # A pair at the table sits feeder then taker, the rest of the order as drawn.
+        feeders = [player for player in table if player.style is Style.FEEDER]
+        for player in feeders:
+            partner = by_name.get(player.partner or "")
+            if partner is not None and partner in table:
+                table.remove(partner)
+                table.insert(table.index(player) + 1, partner)
+        yield simulate(rng.randrange(2**63), 4, rules, seating=table)
+
+
+def roster(players: int = 24, strength: float | None = None) -> tuple[Player, ...]:
+    """A population of ``players`` (at least 8): a peeker, a colluding pair, a soft player (each of
+    ``strength``, None for the default), and honest players, plain and careful in turn, named from
+    ``NAMES`` and then ``p22``, ``p23`` ..."""
+    if players < 8:
+        raise ValueError(f"a roster of {players} players: the planted four and at least four honest")
+    names = [*NAMES, *(f"p{i}" for i in range(len(NAMES) + 1, players + 1))][:players]
+    planted = [
+        Player(names[0], Style.PEEKER, strength=strength),
+        Player(names[1], Style.FEEDER, names[2], strength),
+        Player(names[2], Style.TAKER, names[1], strength),
+        Player(names[3], Style.SOFT, strength=strength),
+    ]
+    honest = [Player(name, Style.CAREFUL if i % 2 else Style.PLAIN) for i, name in enumerate(names[4:])]
+    return (*planted, *honest)
+
+
+__all__ = ["DEFAULT_STRENGTH", "NAMES", "Player", "Style", "ahead", "population", "roster", "simulate"]

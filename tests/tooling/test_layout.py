@@ -201,6 +201,7 @@ TESTED_BY = {
     "api/reviews.py": ("api/test_review_deal.py",),
     "cli/app.py": ("cli/test_cli.py",),
     "cli/common.py": ("cli/test_cli.py", "cli/test_cli_json.py"),
+    "cli/fairplay.py": ("play/test_fairplay.py",),
     "cli/hands.py": ("cli/test_cli.py", "cli/test_cli_json.py"),
     "cli/records.py": ("cli/test_cli_records.py",),
     "cli/serve.py": ("cli/test_cli.py", "server/test_server_process.py"),
