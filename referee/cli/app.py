@@ -83,11 +83,15 @@ def build_parser(serving: bool = True) -> argparse.ArgumentParser:
     keygen.set_defaults(run=run_keygen)
 
     from referee.cli.batch import add_arguments as add_batch_arguments
-    from referee.cli.batch import run as run_batch
+    from referee.cli.cluster import run_batch
 
     batch = commands.add_parser("batch", help="judge a file of dispute cases (JSON lines)")
     add_batch_arguments(batch)
     batch.set_defaults(run=run_batch)
+
+    from referee.cli.merge import add_command as add_merge_command
+
+    add_merge_command(commands)
     return parser
 
 
