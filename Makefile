@@ -16,7 +16,7 @@ CONNECT     := 2.3.0
 # protoc-gen-es generates the typed TypeScript client (make clients); protobuf-es is its runtime
 # and the gateway test's messages.
 PROTOBUF_ES := 2.17.0
-# tsc type-checks the typed example against the generated declarations (tests/test_contract.py).
+# tsc type-checks the typed example against the generated declarations (tests/api/test_contract.py).
 TYPESCRIPT  := 5.9.3
 TYPES_NODE  := 20.19.43
 # buf lints the proto; grpc-js and proto-loader are the tests' client in another language.

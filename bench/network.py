@@ -5,7 +5,7 @@ Run from the repository root, as root (network namespaces)::
     python -m bench.network               # five runs of the fault tests (a few minutes)
     python -m bench.network --runs 1      # one run
 
-Each run is one pass of ``tests/test_hostile_network.py``: clients and two replicas on hosts of
+Each run is one pass of ``tests/server/test_hostile_network.py``: clients and two replicas on hosts of
 their own (network namespaces joined by veth cables to a bridge), the replicas one DNS name, and
 each fault in turn. The tests' clients ping every second with a second to answer, so a silent
 connection is found within 2 s (the defaults: 25 s). Each test prints its figures as
@@ -34,7 +34,7 @@ def run_once() -> tuple[dict[str, float], str]:
     """One pass of the fault tests: their figures, and pytest's output when a test failed ("" else)."""
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:randomly", "-p", "no:cacheprovider"]
-        + ["tests/test_hostile_network.py"],
+        + ["tests/server/test_hostile_network.py"],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -4,7 +4,7 @@ Run from the repository root::
 
     python -m bench.suite                  # make test (about six and a half minutes on 2 cores)
     python -m bench.suite -- make test-fast
-    python -m bench.suite -- .venv/bin/python -m pytest tests/test_cards.py
+    python -m bench.suite -- .venv/bin/python -m pytest tests/game/test_cards.py
 
 The command runs as it would alone, its output passed through. Meanwhile the command and every
 process below it are read from ``/proc`` every ``--interval`` seconds (Linux only): a process's

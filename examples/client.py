@@ -1,6 +1,6 @@
 """A Python client of the referee: a hand, a close, the sample deal and the sample disputes.
 
-    python examples/client.py [HOST:PORT]
+    .venv/bin/python examples/client.py [HOST:PORT]
 
 It needs the package installed (``pip install .``, or ``make venv``) and a server listening
 (``make serve``). A server that wants a key gets the one in ``REMIGIO_API_KEY``.

@@ -9,6 +9,12 @@ seeded hands, and other bulk runs; a test of another module joins it with
 faults against real server processes), ``cluster`` (batches on a real local Ray cluster: the ray
 extra) and ``tooling`` (lint, types, buf, hadolint, schemas,
 documents, wheel builds). ``make test-fast`` runs ``unit``; ``make test`` runs them all.
+
+The test modules are in folders by the layer they test (game, play, api, server, client, cli,
+gateway, tooling), named after the module they test (``tests/play/test_record.py`` for
+``referee/play/record.py``); the shared helpers (servers, commands, oracle, played...) are here,
+beside this file, and every test folder is on the import path (pyproject.toml), so a module's
+basename is unique across the folders.
 """
 
 from __future__ import annotations
@@ -122,6 +128,7 @@ TIERS: dict[str, tuple[str, ...]] = {
         "test_disputes_stream",
         "test_h2client",
         "test_replay_deal",
+        "test_review_deal",
         "test_service",
         "test_shuffle_proof",
         "test_wire",
@@ -178,7 +185,7 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     helper's) names it as ``mark.NAME``: those are the markers the expression is tried with.
     """
     expression = _mark_expression(config)
-    if expression is None or collection_path.parent != _TESTS or collection_path.suffix != ".py":
+    if expression is None or collection_path.parent.parent != _TESTS or collection_path.suffix != ".py":
         return None
     tier = _TIER_OF.get(collection_path.stem)
     if tier is None:

@@ -1,5 +1,5 @@
 // A Node.js client of the referee: the contract loaded from protos/ at run time, nothing generated.
-// Install its packages once, then run it from any directory (see the README's Examples):
+// Install its packages once, then run it from any directory (docs/clients.md, "Examples"):
 //   npm install --prefix examples/node
 //   node examples/node/client.js [HOST:PORT]
 const path = require("path");

@@ -12,7 +12,7 @@ from functools import lru_cache
 from typing import TypeVar
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
-from referee.game.cards import Card, card_codes, parse_cards
+from referee.game.cards import Card, card_codes, parse_cards, sort_cards
 from referee.game.claims import ClaimVerdict, DealClaims, PlayerClaim, Verdict
 from referee.game.closing import Close
 from referee.game.deal import Deal, PlayerHand
@@ -42,6 +42,7 @@ from referee.game.rules import (
     ScoringRules,
     check_multiplier,
 )
+from referee.game.scoring import DealResult, PlayerResult
 
 # Enum tables, built from the names so a renamed member fails at import rather than at a call.
 _JOKER_LIMITS = {pb.JokerLimit.Value(f"JOKER_LIMIT_{m.name}"): m for m in JokerLimit}
@@ -328,6 +329,69 @@ def close_to_proto(close: Close) -> pb.Close:
     )
 
 
+# Answers read back (the report and --svg draw a batch's or a reply's JSON) -------------------
+# The referee's own replies, so a card that does not parse is an error of the file, not a claim.
+
+_GROUP_KIND_OF = {number: kind for kind, number in _GROUP_KINDS.items()}
+
+
+def group_from_proto(group: pb.Group) -> Group:
+    """A Group message of a reply as the domain's group."""
+    return Group(
+        _enum(_GROUP_KIND_OF, group.kind, "kind", "group kind"), parse_cards(list(group.cards)), tuple(group.stands_for)
+    )
+
+
+def linking_from_proto(linking: pb.Linking) -> Linking:
+    """A Linking message of a reply as the domain's linking."""
+    return Linking(
+        tuple(group_from_proto(group) for group in linking.groups),
+        parse_cards(list(linking.unlinked)),
+        linking.points,
+    )
+
+
+def close_from_proto(close: pb.Close) -> Close:
+    """A Close message of a reply as the domain's close verdict.
+
+    The message does not carry the points of the shown cards' linking: the linking read here has
+    none (the drawing of a close shows no points)."""
+    groups = tuple(group_from_proto(group) for group in close.groups)
+    unlinked = parse_cards(list(close.unlinked))
+    return Close(
+        valid=close.valid,
+        kind=close_kind_from_proto(close.kind, "kind"),
+        multiplier=close.multiplier,
+        discard=Card.parse(close.discard, "discard") if close.discard else None,
+        shown=sort_cards([card for group in groups for card in group.cards] + list(unlinked)),
+        linking=Linking(groups, unlinked, 0),
+        reason=close.reason,
+    )
+
+
+def deal_result_from_proto(result: pb.ScoreDealResponse) -> DealResult:
+    """A ScoreDealResponse as the domain's scored deal (its scoring rules, which the message does
+    not carry, left unresolved)."""
+    return DealResult(
+        close=close_from_proto(result.close),
+        players=tuple(
+            PlayerResult(
+                name=player.name,
+                closer=player.closer,
+                linking=linking_from_proto(player.linking),
+                points=player.points,
+                score_change=player.score_change,
+                score=player.score,
+                eliminated=player.eliminated,
+            )
+            for player in result.players
+        ),
+        scoring=ScoringRules(),
+        match_over=result.match_over,
+        winner=result.winner or None,
+    )
+
+
 def claim_to_proto(claim: ClaimVerdict) -> pb.ClaimVerdict:
     """A claim verdict as its message."""
     return pb.ClaimVerdict(
@@ -343,6 +407,10 @@ def claim_to_proto(claim: ClaimVerdict) -> pb.ClaimVerdict:
 
 __all__ = [
     "cards_from_proto",
+    "close_from_proto",
+    "deal_result_from_proto",
+    "group_from_proto",
+    "linking_from_proto",
     "claimed_groups_from_proto",
     "claim_to_proto",
     "close_kind_from_proto",

@@ -10,7 +10,7 @@ request's field with ``rooted_at``.
 from __future__ import annotations
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
-from referee.api import records
+from referee.api import records, reviews
 from referee.api.convert import (
     cards_from_proto,
     claim_to_proto,
@@ -30,6 +30,7 @@ from referee.game.limits import HAND_CARDS
 from referee.game.linking import best_linking
 from referee.game.rules import RuleSet
 from referee.play.replay import replay
+from referee.play.review import review_deal as review_of
 
 CLOSE_SHOWN = 10
 
@@ -143,10 +144,23 @@ def replay_deal(request: pb.ReplayDealRequest, into: pb.ReplayDealResponse | Non
     if result.deal is not None:
         # ScoreDeal's own path on the end state, without writing it as a message and reading it
         # back: the replay's deal is what ``deal_from_proto`` would read from ``deal_to_proto``'s
-        # message (tests/test_replay_deal.py holds every record of its corpus to ScoreDeal's answer).
+        # message (tests/api/test_replay_deal.py holds every record of its corpus to ScoreDeal's answer).
         scored = _scored(result.deal, rules, claims, into=response.result)
         response.claims.extend(scored.claims)
     return response
+
+
+def review_deal(request: pb.ReviewDealRequest) -> pb.ReviewDealResponse:
+    """ReviewDeal: a legal record reviewed decision by decision; an illegal one answered with its
+    first violation, as ReplayDeal names it, and not reviewed."""
+    rules = _rules(request.rules)
+    with rooted_at("record"):
+        record = records.record_from_proto(request.record, rules)
+    with rooted_at("record"), records.proto_paths():
+        result = replay(record, _committed_only)
+    if not result.legal:
+        return reviews.unreviewed(result)
+    return reviews.review_to_proto(review_of(record), result)
 
 
 def _rules(options: pb.RuleOptions) -> RuleSet:
@@ -154,4 +168,4 @@ def _rules(options: pb.RuleOptions) -> RuleSet:
         return rules_from_proto(options)
 
 
-__all__ = ["check_close", "replay_deal", "score_deal", "solve_hand"]
+__all__ = ["check_close", "replay_deal", "review_deal", "score_deal", "solve_hand"]

@@ -19,9 +19,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
-from referee.api.convert import MAX_SCORE, cards_from_proto, close_kind_to_proto
-from referee.game.cards import Card, card_codes, known_card
+from referee.api.convert import MAX_SCORE, cards_from_proto, close_from_proto, close_kind_to_proto
+from referee.game.cards import Card, card_codes, known_card, parse_cards
 from referee.game.claims import DealClaims
+from referee.game.deal import PlayerHand
 from referee.game.errors import InvalidDealError, InvalidRecordError, RefereeError, rooted_at
 from referee.game.limits import ELIMINATED, NAME, PILE_CARDS, PLAYERS, SHUFFLE_TEXT, TURNS
 from referee.game.rules import (
@@ -35,7 +36,7 @@ from referee.game.rules import (
     ScoringMode,
 )
 from referee.play.record import DrawSource, Record, Seat, Turn
-from referee.play.replay import Replay, ViolationCode
+from referee.play.replay import Replay, Violation, ViolationCode
 from referee.play.shuffle import Shuffle, ShuffleProof
 
 # Enum tables, built from the names so a renamed member fails at import rather than at a call.
@@ -177,22 +178,62 @@ def replay_to_proto(result: Replay, into: pb.ReplayDealResponse | None = None) -
     response.stock.SetInParent()
     response.discard = result.discard.code() if result.discard is not None else ""
     response.reshuffles = result.reshuffles
-    response.shuffle_proof = _SHUFFLE_PROOFS[result.shuffle_proof]
-    violation = result.violation
-    if violation is not None:
-        response.violation.CopyFrom(
-            pb.Violation(
-                turn=violation.turn,
-                seat=violation.seat,
-                code=_VIOLATION_CODES[violation.code],
-                message=violation.message,
-            )
-        )
+    response.shuffle_proof = shuffle_proof_to_proto(result.shuffle_proof)
+    if result.violation is not None:
+        response.violation.CopyFrom(violation_to_proto(result.violation))
     if result.to_play is not None:
         response.to_play = result.to_play
     if result.closer is not None:
         response.closer = result.closer
     return response
+
+
+_VIOLATION_CODE_OF = {number: code for code, number in _VIOLATION_CODES.items()}
+_SHUFFLE_PROOF_OF = {number: proof for proof, number in _SHUFFLE_PROOFS.items()}
+
+
+def replay_from_proto(response: pb.ReplayDealResponse) -> Replay:
+    """A ReplayDealResponse read back as the domain's replay, as far as a drawing needs it: the
+    violation, the hands, the piles, the seats to play and that closed, the close (the dispute
+    report and ``--svg`` draw a reply's JSON)."""
+    violation = None
+    if response.HasField("violation"):
+        found = response.violation
+        code = _VIOLATION_CODE_OF.get(found.code)
+        if code is None:
+            raise InvalidRecordError("violation.code", found.code, "not a violation code")
+        violation = Violation(turn=found.turn, seat=found.seat, code=code, message=found.message)
+    return Replay(
+        violation=violation,
+        turns_played=response.turns_played,
+        complete=response.complete,
+        hands=tuple(PlayerHand(hand.name, parse_cards(list(hand.cards))) for hand in response.hands),
+        discard_pile=parse_cards(list(response.discard_pile.cards)),
+        stock=parse_cards(list(response.stock.cards)),
+        to_play=response.to_play if response.HasField("to_play") else None,
+        closer=response.closer if response.HasField("closer") else None,
+        discard=Card.parse(response.discard, "discard") if response.discard else None,
+        close=close_from_proto(response.result.close) if response.HasField("result") else None,
+        reshuffles=response.reshuffles,
+        shuffle_proof=shuffle_proof_from_proto(response.shuffle_proof),
+    )
+
+
+def violation_to_proto(violation: Violation) -> pb.Violation:
+    """A replay's first violation (ReplayDeal's and ReviewDeal's answers share it)."""
+    return pb.Violation(
+        turn=violation.turn, seat=violation.seat, code=_VIOLATION_CODES[violation.code], message=violation.message
+    )
+
+
+def shuffle_proof_from_proto(number: int) -> ShuffleProof:
+    """The proof of a reply's enum number (an unknown number proves least: an explicit deck)."""
+    return _SHUFFLE_PROOF_OF.get(number, ShuffleProof.EXPLICIT_DECK)
+
+
+def shuffle_proof_to_proto(proof: ShuffleProof) -> pb.ShuffleProof:
+    """What a record proves about its deck order, as the contract's enum."""
+    return _SHUFFLE_PROOFS[proof]
 
 
 def violation_code_to_proto(code: ViolationCode) -> pb.ViolationCode:
@@ -290,10 +331,14 @@ __all__ = [
     "proto_paths",
     "record_from_proto",
     "record_to_proto",
+    "replay_from_proto",
     "replay_to_proto",
     "request_of",
     "rules_to_proto",
     "shuffle_from_proto",
+    "shuffle_proof_from_proto",
+    "shuffle_proof_to_proto",
     "violation_code_name",
     "violation_code_to_proto",
+    "violation_to_proto",
 ]

@@ -1,5 +1,12 @@
 """``remigio-referee``: the parser of every command, and ``main``, which runs one and turns its
-errors into one line and an exit status (0 done, 1 a request the referee refused, 2 bad usage)."""
+errors into one line and an exit status.
+
+One convention for every command but ``batch`` (docs/commands.md, "Exit status"): **0** it
+answered (an invalid close or an illegal record is an answer); **1** the referee refused the
+input, what the service answers INVALID_ARGUMENT, on one line ``remigio-referee COMMAND: error:
+FIELD: what`` (``serve``: it could not start); **2** the command line itself is wrong (an unknown
+or contradictory flag, a file it cannot read or write), on one line ``remigio-referee COMMAND:
+what``."""
 
 from __future__ import annotations
 
@@ -29,7 +36,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.run(args))
     except RefereeError as error:
-        print(f"remigio-referee: error: {error}", file=sys.stderr)
+        print(f"remigio-referee {args.command}: error: {error}", file=sys.stderr)
         return EXIT_ERROR
     except UsageError as error:
         print(f"remigio-referee {args.command}: {error}", file=sys.stderr)

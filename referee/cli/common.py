@@ -11,7 +11,6 @@ from typing import Any, TextIO
 
 from google.protobuf.message import Message
 
-from referee.api import jsonmsg
 from referee.game.cards import Card
 from referee.game.errors import RefereeError
 from referee.game.rules import RULE_OPTIONS
@@ -48,17 +47,16 @@ def write_svg(path: str | None, answer: Message) -> None:
     if not path:
         return
     from referee import render
-    from referee.cli import report
+    from referee.api import convert
 
-    # The drawings take domain values: the answer is read back from its JSON, as a report reads it.
-    data = jsonmsg.to_dict(answer)
+    # The drawings take domain values: the answer is read back from its message, as a report reads it.
     name = answer.DESCRIPTOR.name
     if name == "Linking":
-        drawing = render.linking_svg(report.linking_from_json(data))
+        drawing = render.linking_svg(convert.linking_from_proto(answer))
     elif name == "Close":
-        drawing = render.close_svg(report.close_from_json(data))
+        drawing = render.close_svg(convert.close_from_proto(answer))
     else:
-        drawing = render.deal_svg(report.deal_from_json(data))
+        drawing = render.deal_svg(convert.deal_result_from_proto(answer))
     write_drawing(path, drawing)
 
 

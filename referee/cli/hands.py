@@ -70,14 +70,23 @@ def run_close(args: argparse.Namespace) -> int:
     from referee._gen.remigio.referee.v1 import referee_pb2 as pb
     from referee.api.handlers import check_close
 
-    # The request's own errors name its fields; here the flags that set them are named instead.
+    # A wrong count is a request the referee refuses (status 1), as solve's is; the words name the
+    # flag that would fix it.
     count = len(args.cards)
     if count == 10 and not args.discard:
-        raise UsageError("10 cards are a close's shown cards: name the face-down discard with --discard CARD")
+        raise RefereeError(
+            "discard", "", "10 cards are a close's shown cards: name the face-down discard with --discard CARD"
+        )
     if count == 11 and args.discard:
-        raise UsageError("with 11 cards the referee picks the discard: leave out --discard, or give the 10 shown")
+        raise RefereeError(
+            "discard",
+            args.discard,
+            "with 11 cards the referee picks the discard: leave out --discard, or give the 10 shown",
+        )
     if count not in (10, 11):
-        raise UsageError(f"a close takes 11 cards, or 10 shown cards and --discard CARD; {count} given")
+        raise RefereeError(
+            "cards", count, f"a close takes 11 cards, or 10 shown cards and --discard CARD; {count} given"
+        )
     request = pb.CheckCloseRequest(cards=args.cards, discard=args.discard or "")
     rule_options(args, request.rules)
     close = check_close(request).close

@@ -1,9 +1,10 @@
-"""The deal record commands of ``remigio-referee``: ``replay``, ``shuffle`` and ``simulate``.
+"""The deal record commands of ``remigio-referee``: ``replay``, ``review``, ``shuffle`` and ``simulate``.
 
 ``replay`` reads a record in the notation of docs/records.md, or a ReplayDealRequest (or a bare
 DealRecord) in protobuf JSON, builds the request the service takes and calls the same handler.
 ``shuffle`` prints the commitment and the deck order of ``remigio-shuffle-v1``, so a platform can
-check its own implementation. ``simulate`` plays a deal with simple bots and prints its record.
+check its own implementation. ``review`` annotates every decision of a legal record as a chess
+annotator does (``?!``, ``?``, ``??`` and the better choice). ``simulate`` plays a deal with simple bots and prints its record.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ CARDS_A_LINE = 18
 
 
 def add_commands(commands: Any) -> None:
-    """Add ``replay``, ``shuffle`` and ``simulate`` to the subcommands of ``remigio-referee``."""
+    """Add ``replay``, ``review``, ``shuffle`` and ``simulate`` to the subcommands of ``remigio-referee``."""
     replay = commands.add_parser(
         "replay", help="replay a deal record (the notation, or ReplayDealRequest JSON; - for stdin)"
     )
@@ -54,6 +55,14 @@ def add_commands(commands: Any) -> None:
     add_rule_flags(replay)
     add_svg_flag(replay, "the deal as replayed (every hand, the pile, the first violation)")
     replay.set_defaults(run=_run_replay)
+
+    review = commands.add_parser(
+        "review",
+        help="review every decision of a deal record: losses, marks, accuracy (docs/review.md; - for stdin)",
+    )
+    review.add_argument("file", metavar="FILE")
+    add_rule_flags(review)
+    review.set_defaults(run=_run_review)
 
     shuffle = commands.add_parser("shuffle", help="the commitment and the deck order of remigio-shuffle-v1")
     shuffle.add_argument("--server-seed", required=True, metavar="HEX", help="the server seed: 64 hex digits")
@@ -123,6 +132,66 @@ def _run_replay(args: argparse.Namespace) -> int:
     else:
         print(format_replay(response))
     return EXIT_OK
+
+
+def _run_review(args: argparse.Namespace) -> int:
+    from referee._gen.remigio.referee.v1 import referee_pb2 as pb
+    from referee.api.handlers import review_deal
+
+    text = sys.stdin.read() if args.file == "-" else read_input(args.file)
+    replayed = read_request(text, args.file)
+    rule_options(args, replayed.rules)
+    response = review_deal(pb.ReviewDealRequest(record=replayed.record, rules=replayed.rules))
+    if args.json:
+        dump_json(jsonmsg.to_dict(response), sys.stdout)
+    else:
+        print(format_review(response, [seat.name for seat in replayed.record.seats]))
+    return EXIT_OK
+
+
+# A decision's marks as a chess annotator writes them; the others in words.
+_SYMBOLS = {"REVIEW_MARK_INACCURACY": "?!", "REVIEW_MARK_MISTAKE": "?", "REVIEW_MARK_BLUNDER": "??"}
+_WORDS = {"REVIEW_MARK_PASSED_CLOSE": "passed a close", "REVIEW_MARK_FED": "fed the next seat"}
+
+
+def format_review(response: Any, names: list[str]) -> str:
+    """A reviewed deal for people: each seat's accuracy and marks, then every turn annotated."""
+    from referee._gen.remigio.referee.v1 import referee_pb2 as pb
+    from referee.api.records import violation_code_name
+
+    if not response.legal:
+        violation = response.violation
+        return f"not reviewed: illegal: {violation.message}\n  {violation_code_name(violation.code)}"
+    width = max([len(name) for name in names] + [6])
+    lines = [
+        f"{'player':<{width}}  accuracy  decisions  ?!   ?  ??  passed  fed  all-seeing agrees",
+    ]
+    for seat in response.seats:
+        accuracy = f"{seat.accuracy:.1f}%" if seat.HasField("accuracy") else "-"
+        agrees = f"{seat.omniscient_agrees}/{seat.omniscient_differs}"
+        lines.append(
+            f"{seat.name:<{width}}  {accuracy:>8}  {seat.decisions:>9}  {seat.inaccuracies:>2}  {seat.mistakes:>2}"
+            f"  {seat.blunders:>2}  {seat.passed_closes:>6}  {seat.fed:>3}  {agrees:>17}"
+        )
+    lines += ["", "turn, player, the draw, then the card thrown or CLOSE; ?! ? ?? mark a loss (docs/review.md)"]
+    for turn in response.turns:
+        parts = []
+        notes = []
+        for decision in turn.decisions:
+            marks = [pb.ReviewMark.Name(mark) for mark in decision.marks]
+            symbol = "".join(_SYMBOLS.get(mark, "") for mark in marks)
+            choice = pretty(decision.choice) if decision.kind == pb.DECISION_KIND_THROW else decision.choice
+            parts.append(f"{choice}{symbol}")
+            notes += [_WORDS[mark] for mark in marks if mark in _WORDS]
+            if symbol or any(mark == "REVIEW_MARK_PASSED_CLOSE" for mark in marks):
+                better = " or ".join(
+                    pretty(best) if decision.kind == pb.DECISION_KIND_THROW else best for best in decision.judged.best
+                )
+                notes.append(f"better {better}, loss {decision.judged.loss:.2f}")
+        line = f"{turn.turn:>3}. {names[turn.seat]:<{width}}  {' '.join(parts)}"
+        lines.append(line + (f"  ({'; '.join(notes)})" if notes else ""))
+    lines += ["", "Evidence for a person to weigh, not a verdict on a player (docs/review.md)."]
+    return "\n".join(lines)
 
 
 def _write_replay_svg(path: str, request: Any) -> None:

@@ -10,28 +10,28 @@ Whatever the batch's size the page stays small enough to open quickly: the first
 ``DRAWN_BYTES``), the next ``LISTED_CASES`` are listed by id, outcome and reason, and the rest are
 only counted; the page says how many of each. Only what is drawn or listed is kept in memory.
 
-The verdicts and cases are read as protobuf JSON (the batch files' one shape) with the ``json``
-module: the domain values the drawings take are rebuilt from them here.
+The verdicts and cases are read as their messages with ``referee.api.jsonmsg`` (the batch
+files' one shape, read the one way the rest of the referee reads it), and the domain values the
+drawings take are read from the messages by ``referee.api.convert`` and ``referee.api.records``.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter, deque
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any, Protocol, TypeVar
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Protocol, TypeVar
+
+from google.protobuf import json_format
 
 from referee import render
+from referee._gen.remigio.referee.v1 import referee_pb2 as pb
+from referee.api import jsonmsg
+from referee.api.convert import close_from_proto as close_answer
+from referee.api.convert import close_kind_from_proto, deal_result_from_proto, linking_from_proto
+from referee.api.records import replay_from_proto, shuffle_proof_from_proto, violation_code_name
 from referee.game.cards import Card, parse_cards, sort_cards
-from referee.game.closing import Close
-from referee.game.deal import PlayerHand
-from referee.game.groups import Group, GroupKind
-from referee.game.linking import Linking
-from referee.game.rules import CloseKind, ScoringRules
-from referee.game.scoring import DealResult, PlayerResult
-from referee.play.replay import Replay, Violation, ViolationCode
-from referee.play.shuffle import ShuffleProof
+from referee.game.errors import RefereeError
 
 OUTCOMES = ("CONFIRMED", "WRONG", "INVALID", "ILLEGAL", "NO_CLAIM", "MALFORMED")
 DRAWN_CASES = 500
@@ -52,115 +52,30 @@ _COLOURS = {
 _OUTCOME = re.compile(r'"outcome"\s*:\s*"DISPUTE_OUTCOME_([A-Z_]+)"')
 
 
-# Reading the referee's answers back ----------------------------------------------------------
+# Reading the lines ---------------------------------------------------------------------------
 
 
-def _field(message: Mapping[str, Any], name: str, default: Any = None) -> Any:
-    """A field of a protobuf JSON object by its proto name or its JSON (lowerCamel) name."""
-    if name in message:
-        return message[name]
-    head, *rest = name.split("_")
-    return message.get(head + "".join(word.title() for word in rest), default)
+def verdict_of(line: str) -> pb.CheckDisputesResponse | None:
+    """A verdict line as its message, or None when it is not one."""
+    return _message(line, pb.CheckDisputesResponse())
 
 
-def _cards(codes: Iterable[str]) -> tuple[Card, ...]:
-    return parse_cards(list(codes))
+def case_of(line: str | None) -> pb.CheckDisputesRequest | None:
+    """A case line as its message, or None when it is none (too long to keep, or unreadable)."""
+    if line is None or len(line) > KEPT_CASE_CHARS:
+        return None
+    return _message(line, pb.CheckDisputesRequest())
 
 
-def group_from_json(message: Mapping[str, Any]) -> Group:
-    """A Group message (protobuf JSON) as the domain's group."""
-    kind = GroupKind[str(_field(message, "kind", "")).removeprefix("GROUP_KIND_")]
-    return Group(kind, _cards(_field(message, "cards", [])), tuple(_field(message, "stands_for", [])))
+_M = TypeVar("_M", pb.CheckDisputesResponse, pb.CheckDisputesRequest)
 
 
-def linking_from_json(message: Mapping[str, Any]) -> Linking:
-    """A Linking message (protobuf JSON) as the domain's linking."""
-    return Linking(
-        tuple(group_from_json(group) for group in _field(message, "groups", [])),
-        _cards(_field(message, "unlinked", [])),
-        int(_field(message, "points", 0)),
-    )
-
-
-def close_kind_from_json(name: str | None) -> CloseKind | None:
-    """A CloseKind enum name as the domain's close kind; CLOSE_KIND_UNSPECIFIED (or none) is None."""
-    text = str(name or "").removeprefix("CLOSE_KIND_")
-    return None if text in ("", "UNSPECIFIED") else CloseKind[text]
-
-
-def close_from_json(message: Mapping[str, Any]) -> Close:
-    """A Close message (protobuf JSON) as the domain's close verdict.
-
-    The message does not carry the points of the shown cards' linking: the linking rebuilt here
-    has none (the drawing of a close shows no points)."""
-    groups = tuple(group_from_json(group) for group in _field(message, "groups", []))
-    unlinked = _cards(_field(message, "unlinked", []))
-    discard = _field(message, "discard", "")
-    return Close(
-        valid=bool(_field(message, "valid", False)),
-        kind=close_kind_from_json(_field(message, "kind")),
-        multiplier=int(_field(message, "multiplier", 0)),
-        discard=Card.parse(discard, "discard") if discard else None,
-        shown=sort_cards([card for group in groups for card in group.cards] + list(unlinked)),
-        linking=Linking(groups, unlinked, 0),
-        reason=str(_field(message, "reason", "")),
-    )
-
-
-def deal_from_json(message: Mapping[str, Any]) -> DealResult:
-    """A ScoreDealResponse message (protobuf JSON) as the domain's scored deal (its scoring rules,
-    which the message does not carry, left unresolved)."""
-    players = tuple(
-        PlayerResult(
-            name=str(_field(player, "name", "")),
-            closer=bool(_field(player, "closer", False)),
-            linking=linking_from_json(_field(player, "linking", {})),
-            points=int(_field(player, "points", 0)),
-            score_change=int(_field(player, "score_change", 0)),
-            score=int(_field(player, "score", 0)),
-            eliminated=bool(_field(player, "eliminated", False)),
-        )
-        for player in _field(message, "players", [])
-    )
-    return DealResult(
-        close=close_from_json(_field(message, "close", {})),
-        players=players,
-        scoring=ScoringRules(),
-        match_over=bool(_field(message, "match_over", False)),
-        winner=_field(message, "winner") or None,
-    )
-
-
-def replay_from_json(message: Mapping[str, Any]) -> Replay:
-    """A ReplayDealResponse message (protobuf JSON) as the domain's replay, as far as a drawing
-    needs it: the violation, the hands, the piles, the seats to play and that closed, the close."""
-    found = _field(message, "violation")
-    violation = None
-    if isinstance(found, dict) and found:
-        violation = Violation(
-            turn=int(_field(found, "turn", 0)),
-            seat=int(_field(found, "seat", 0)),
-            code=ViolationCode[str(_field(found, "code", "")).removeprefix("VIOLATION_CODE_")],
-            message=str(_field(found, "message", "")),
-        )
-    result = _field(message, "result")
-    discard = _field(message, "discard", "")
-    to_play, closer = _field(message, "to_play"), _field(message, "closer")
-    return Replay(
-        violation=violation,
-        turns_played=int(_field(message, "turns_played", 0)),
-        complete=bool(_field(message, "complete", False)),
-        hands=tuple(
-            PlayerHand(str(_field(hand, "name", "")), _cards(_field(hand, "cards", [])))
-            for hand in _field(message, "hands", [])
-        ),
-        discard_pile=_cards(_field(_field(message, "discard_pile", {}), "cards", [])),
-        stock=_cards(_field(_field(message, "stock", {}), "cards", [])),
-        to_play=None if to_play is None else int(to_play),
-        closer=None if closer is None else int(closer),
-        discard=Card.parse(discard, "discard") if discard else None,
-        close=close_from_json(_field(result, "close", {})) if isinstance(result, dict) and result else None,
-    )
+def _message(line: str, message: _M) -> _M | None:
+    try:
+        jsonmsg.parse(line, message)
+    except (json_format.ParseError, ValueError, TypeError, RecursionError):
+        return None
+    return message
 
 
 # The report ----------------------------------------------------------------------------------
@@ -367,74 +282,56 @@ def _counts_table(counts: Counter[str]) -> str:
 
 
 def _listed_row(verdict: str, outcome: str) -> str:
-    try:
-        message = json.loads(verdict)
-        case_id = str(message.get("id", ""))
-        why = _why(message)
-    except (ValueError, AttributeError):
-        case_id, why = "", "the verdict line is not JSON"
+    message = verdict_of(verdict)
+    case_id, why = ("", "the verdict line is not a verdict") if message is None else (message.id, _why(message))
     why = why if len(why) <= _REASON_CHARS else why[: _REASON_CHARS - 1] + "…"
     return f'<tr class="listed"><td>{_h(case_id)}</td><td><span class="outcome {outcome}">{outcome}</span></td><td>{_h(why)}</td></tr>\n'
 
 
-def _why(message: Mapping[str, Any]) -> str:
+def _why(message: pb.CheckDisputesResponse) -> str:
     """The first reason a verdict gives: its error, or its first claim not confirmed."""
-    error = message.get("error")
-    if isinstance(error, dict) and error:
-        return f"{error.get('field', '')}: {error.get('message', '')}".strip(": ")
-    record = message.get("record")
-    if isinstance(record, dict) and isinstance(record.get("violation"), dict):
-        return str(record["violation"].get("message", ""))
-    for claim in message.get("claims") or []:
-        verdict = str(claim.get("verdict", "")).removeprefix("VERDICT_")
+    if message.HasField("error"):
+        return f"{message.error.field}: {message.error.message}".strip(": ")
+    if message.HasField("record") and message.record.HasField("violation"):
+        return message.record.violation.message
+    for claim in message.claims:
+        verdict = _verdict_name(claim)
         if verdict not in ("CONFIRMED", "BEST"):
-            reason = (
-                claim.get("reason")
-                or f"claimed {claim.get('claimed', '')}, the referee says {claim.get('expected', '')}"
-            )
-            return f"{claim.get('field', '')} {verdict}: {reason}"
-    return "no claim" if not message.get("claims") else ""
+            reason = claim.reason or f"claimed {claim.claimed}, the referee says {claim.expected}"
+            return f"{claim.field} {verdict}: {reason}"
+    return "" if message.claims else "no claim"
+
+
+def _verdict_name(claim: pb.ClaimVerdict) -> str:
+    return pb.Verdict.Name(claim.verdict).removeprefix("VERDICT_") if claim.verdict in pb.Verdict.values() else ""
 
 
 def _case_section(number: int, verdict: str, case: str | None) -> str:
     """One case drawn: its id and outcome, the claims against the referee's values, and the
     claimed linking or close beside the referee's answer."""
-    unreadable = (
-        f'<section class="case" data-outcome="UNREADABLE"><h3>verdict {number} '
-        '<span class="outcome UNREADABLE">UNREADABLE</span></h3><p class="error">not a verdict</p></section>\n'
-    )
-    try:
-        message = json.loads(verdict)
-    except (ValueError, RecursionError):
-        return unreadable
-    if not isinstance(message, dict):
-        return unreadable
-    try:
-        return _drawn_section(message, outcome_of(verdict) or "UNREADABLE", case)
-    except (ValueError, KeyError, TypeError, AttributeError):
-        return unreadable
+    message = verdict_of(verdict)
+    if message is None:
+        return (
+            f'<section class="case" data-outcome="UNREADABLE"><h3>verdict {number} '
+            '<span class="outcome UNREADABLE">UNREADABLE</span></h3><p class="error">not a verdict</p></section>\n'
+        )
+    return _drawn_section(message, outcome_of(verdict) or "UNREADABLE", case)
 
 
-def _drawn_section(message: Mapping[str, Any], outcome: str, case: str | None) -> str:
-    case_id = str(message.get("id", ""))
+def _drawn_section(message: pb.CheckDisputesResponse, outcome: str, case: str | None) -> str:
     out = [
-        f'<section class="case" data-outcome="{outcome}"><h3>{_h(case_id)} '
+        f'<section class="case" data-outcome="{outcome}"><h3>{_h(message.id)} '
         f'<span class="outcome {outcome}">{outcome}</span></h3>\n'
     ]
-    error = message.get("error")
-    if isinstance(error, dict) and any(error.values()):
-        out.append(
-            f'<p class="error">{_h(error.get("field", ""))} {_h(repr(error.get("value", "")))}: '
-            f"{_h(error.get('message', ''))}</p>\n"
-        )
-    proof = _shuffle_proof(message.get("record"))
-    if proof:
-        out.append(f'<p class="proof">{_h(proof)}</p>\n')
-    claims = message.get("claims") or []
-    if claims:
-        out.append(_claims_table(claims))
+    if message.HasField("error"):
+        error = message.error
+        out.append(f'<p class="error">{_h(error.field)} {_h(repr(error.value))}: {_h(error.message)}</p>\n')
+    if message.HasField("record"):
+        out.append(f'<p class="proof">{_h(_shuffle_proof(message.record))}</p>\n')
+    if message.claims:
+        out.append(_claims_table(message.claims))
     # A case that could not be read has no answer to draw, and its claims may be of any size.
-    claimed, answer = ([], []) if outcome == "MALFORMED" else _drawings(message, _case_of(case))
+    claimed, answer = ([], []) if outcome == "MALFORMED" else _drawings(message, case_of(case))
     if sum(map(len, claimed + answer)) > SECTION_CHARS:
         claimed, answer = [], []
         out.append("<p>Too large to draw here: the verdicts file holds it.</p>\n")
@@ -448,26 +345,18 @@ def _drawn_section(message: Mapping[str, Any], outcome: str, case: str | None) -
     return "".join(out)
 
 
-def _shuffle_proof(record: object) -> str:
-    """What a record verdict's deal proves about its deck order, in words ("" for no record)."""
-    if not isinstance(record, dict):
-        return ""
-    name = str(record.get("shuffle_proof", "")).removeprefix("SHUFFLE_PROOF_")
-    if name not in ShuffleProof.__members__:
-        return ""
-    violation = record.get("violation")
-    mismatch = isinstance(violation, dict) and violation.get("code") == "VIOLATION_CODE_SEED_MISMATCH"
-    return ShuffleProof[name].sentence(mismatch)
+def _shuffle_proof(record: pb.ReplayDealResponse) -> str:
+    """What a record verdict's deal proves about its deck order, in words."""
+    mismatch = record.HasField("violation") and violation_code_name(record.violation.code) == "SEED_MISMATCH"
+    return shuffle_proof_from_proto(record.shuffle_proof).sentence(mismatch)
 
 
-def _claims_table(claims: Sequence[Mapping[str, Any]]) -> str:
-    rows = []
-    for claim in claims:
-        verdict = str(claim.get("verdict", "")).removeprefix("VERDICT_")
-        rows.append(
-            f"<tr><td>{_h(claim.get('field', ''))}</td><td>{_h(verdict)}</td><td>{_h(claim.get('claimed', ''))}</td>"
-            f"<td>{_h(claim.get('expected', ''))}</td><td>{_h(claim.get('reason', ''))}</td></tr>"
-        )
+def _claims_table(claims: Sequence[pb.ClaimVerdict]) -> str:
+    rows = [
+        f"<tr><td>{_h(claim.field)}</td><td>{_h(_verdict_name(claim))}</td><td>{_h(claim.claimed)}</td>"
+        f"<td>{_h(claim.expected)}</td><td>{_h(claim.reason)}</td></tr>"
+        for claim in claims
+    ]
     return (
         "<table><tr><th>claim</th><th>verdict</th><th>claimed</th><th>the referee</th><th>why</th></tr>"
         + "".join(rows)
@@ -475,82 +364,68 @@ def _claims_table(claims: Sequence[Mapping[str, Any]]) -> str:
     )
 
 
-def _case_of(case: str | None) -> Mapping[str, Any]:
-    if case is None or len(case) > KEPT_CASE_CHARS:
-        return {}
-    try:
-        value = json.loads(case)
-    except (ValueError, RecursionError):
-        return {}
-    return value if isinstance(value, dict) else {}
+# A part that cannot be drawn (a card of a malformed case): left out, the claims table and the
+# error still say what happened.
+_UNDRAWABLE = (RefereeError, ValueError, KeyError, IndexError)
 
 
-def _drawings(verdict: Mapping[str, Any], case: Mapping[str, Any]) -> tuple[list[str], list[str]]:
-    """The drawings of the claim (from the case) and of the referee's answer (from the verdict).
-
-    A part that cannot be drawn (a case too malformed to read) is left out: the claims table
-    and the error still say what happened."""
-    claimed: list[str] = []
+def _drawings(verdict: pb.CheckDisputesResponse, case: pb.CheckDisputesRequest | None) -> tuple[list[str], list[str]]:
+    """The drawings of the claim (from the case) and of the referee's answer (from the verdict)."""
     answer: list[str] = []
     try:
-        if isinstance(verdict.get("hand"), dict):
-            answer.append(render.linking_svg(linking_from_json(verdict["hand"]), "The best linking"))
-        elif isinstance(verdict.get("close"), dict):
-            answer.append(render.close_svg(close_from_json(verdict["close"]), "The close"))
-        elif isinstance(verdict.get("deal"), dict):
-            answer.append(render.deal_svg(deal_from_json(verdict["deal"]), "The deal scored"))
-        elif isinstance(verdict.get("record"), dict):
-            replayed = replay_from_json(verdict["record"])
+        kind = verdict.WhichOneof("answer")
+        if kind == "hand":
+            answer.append(render.linking_svg(linking_from_proto(verdict.hand), "The best linking"))
+        elif kind == "close":
+            answer.append(render.close_svg(close_answer(verdict.close), "The close"))
+        elif kind == "deal":
+            answer.append(render.deal_svg(deal_result_from_proto(verdict.deal), "The deal scored"))
+        elif kind == "record":
+            replayed = replay_from_proto(verdict.record)
             answer.append(render.replay_svg(replayed))
-            result = verdict["record"].get("result")
-            if replayed.complete and replayed.legal and isinstance(result, dict) and result:
-                answer.append(render.deal_svg(deal_from_json(result), "The deal scored"))
-    except (ValueError, KeyError, TypeError, AttributeError):
+            if replayed.complete and replayed.legal and verdict.record.HasField("result"):
+                answer.append(render.deal_svg(deal_result_from_proto(verdict.record.result), "The deal scored"))
+    except _UNDRAWABLE:
         answer = []
     try:
-        claimed = _claimed_drawings(case)
-    except (ValueError, KeyError, TypeError, AttributeError):
+        claimed = [] if case is None else _claimed_drawings(case)
+    except _UNDRAWABLE:
         claimed = []
     return claimed, answer
 
 
-def _claimed_drawings(case: Mapping[str, Any]) -> list[str]:
-    hand = case.get("hand")
-    if isinstance(hand, dict):
-        cards = _cards(_field(hand, "cards", []))
-        groups = [_cards(_field(group, "cards", [])) for group in _field(hand, "claimed_groups", []) or []]
+def _claimed_drawings(case: pb.CheckDisputesRequest) -> list[str]:
+    kind = case.WhichOneof("dispute")
+    if kind == "hand":
+        hand = case.hand
+        cards = parse_cards(list(hand.cards))
+        groups = [parse_cards(list(group.cards)) for group in hand.claimed_groups]
         if groups:
             return [render.claimed_svg(groups, _left_out(cards, groups), "The claimed linking")]
-        points = _field(hand, "claimed_points")
-        if points is not None:
-            return [render.cards_svg(sort_cards(cards), "The hand", f"claimed: {points} points")]
+        if hand.HasField("claimed_points"):
+            return [render.cards_svg(sort_cards(cards), "The hand", f"claimed: {hand.claimed_points} points")]
         return []
-    close = case.get("close")
-    if isinstance(close, dict):
-        cards = _cards(_field(close, "cards", []))
-        discard = _field(close, "discard", "")
-        kind = _field(close, "claimed_kind")
-        multiplier = _field(close, "claimed_multiplier")
+    if kind == "close":
+        close = case.close
         said = []
-        if kind is not None:
-            named = close_kind_from_json(kind)
+        if close.HasField("claimed_kind"):
+            named = close_kind_from_proto(close.claimed_kind, "claimed_kind")
             said.append("no valid close" if named is None else named.value)
-        if multiplier is not None:
-            said.append(f"×{multiplier}")
+        if close.HasField("claimed_multiplier"):
+            said.append(f"×{close.claimed_multiplier}")
         note = f"claimed: {' '.join(said)}" if said else ""
-        shown = sort_cards(cards)
-        return [render.cards_svg(shown, "The close as sent", note, Card.parse(discard) if discard else None)]
-    deal = case.get("deal")
-    if isinstance(deal, dict):
-        players = _field(_field(deal, "deal", {}), "players", [])
+        discard = Card.parse(close.discard) if close.discard else None
+        return [render.cards_svg(sort_cards(parse_cards(list(close.cards))), "The close as sent", note, discard)]
+    if kind == "deal":
+        players = case.deal.deal.players
         drawings = []
-        for claim in _field(_field(deal, "claims", {}), "players", []) or []:
-            groups = [_cards(_field(group, "cards", [])) for group in _field(claim, "groups", []) or []]
-            seat = int(_field(claim, "player", 0))
-            if not groups or not 0 <= seat < len(players):
+        for claim in case.deal.claims.players:
+            groups = [parse_cards(list(group.cards)) for group in claim.groups]
+            if not groups or not 0 <= claim.player < len(players):
                 continue
-            name = _field(players[seat], "name", "") or f"player{seat + 1}"
-            cards = _cards(_field(players[seat], "cards", []))
+            player = players[claim.player]
+            name = player.name or f"player{claim.player + 1}"
+            cards = parse_cards(list(player.cards))
             drawings.append(render.claimed_svg(groups, _left_out(cards, groups), f"{name}: the claimed linking"))
         return drawings
     return []
@@ -572,12 +447,8 @@ __all__ = [
     "LISTED_CASES",
     "OUTCOMES",
     "Report",
-    "close_from_json",
-    "close_kind_from_json",
-    "deal_from_json",
-    "group_from_json",
-    "linking_from_json",
+    "case_of",
     "outcome_of",
-    "replay_from_json",
+    "verdict_of",
     "write_report",
 ]

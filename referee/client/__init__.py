@@ -48,7 +48,7 @@ RETRY_POLICY = {
 }
 # The unary methods only: CheckDisputes is sent again by ``check_disputes`` itself, which also
 # resumes a stream refused midway (gRPC retries a stream only before its first reply).
-UNARY_METHODS = ("SolveHand", "CheckClose", "ScoreDeal", "ReplayDeal")
+UNARY_METHODS = ("SolveHand", "CheckClose", "ScoreDeal", "ReplayDeal", "ReviewDeal")
 SERVICE_CONFIG = json.dumps(
     {
         "methodConfig": [
@@ -160,7 +160,7 @@ class Referee:
             # gRPC's other pings (its flow-control probes) wait a minute for their answer, and the
             # keepalive does not end the connection sooner while one is in flight: a stopped
             # server, whose kernel still acknowledges every packet, held calls that long (seen in
-            # tests/test_hostile_network.py: without this, found only when it was resumed).
+            # tests/server/test_hostile_network.py: without this, found only when it was resumed).
             ("grpc.http2.ping_timeout_ms", _ms(keepalive_timeout)),
             # gRPC's default stops pinging after two pings without a DATA frame sent: a stream
             # whose cases are all sent, waiting for verdicts, would lose its watch.
@@ -259,21 +259,44 @@ class Referee:
     ) -> pb.ReplayDealResponse:
         """The replay of a deal record: a request, a record (with ``rules``), or a record in the
         notation of docs/records.md (its rule tags, or ``rules`` when given)."""
-        if isinstance(record, pb.ReplayDealRequest):
-            request = record
-        elif isinstance(record, pb.DealRecord):
-            request = pb.ReplayDealRequest(record=record, rules=rules)
-        else:
-            from referee.api.records import request_of
-            from referee.play.record import parse_notation
-
-            request = request_of(parse_notation(record))
-            if rules is not None:
-                request.rules.CopyFrom(rules)
+        request = record if isinstance(record, pb.ReplayDealRequest) else self._replay_request(record, rules)
         reply: pb.ReplayDealResponse = self.stub.ReplayDeal(
             request, timeout=self._timeout(timeout), metadata=self._metadata
         )
         return reply
+
+    def review_deal(
+        self,
+        record: pb.ReviewDealRequest | pb.DealRecord | str,
+        *,
+        rules: pb.RuleOptions | None = None,
+        timeout: float | None = None,
+    ) -> pb.ReviewDealResponse:
+        """The review of a deal record, decision by decision (docs/review.md): a request, a record
+        (with ``rules``), or a record in the notation of docs/records.md."""
+        if isinstance(record, pb.ReviewDealRequest):
+            request = record
+        else:
+            replayed = self._replay_request(record, rules)
+            request = pb.ReviewDealRequest(record=replayed.record, rules=replayed.rules)
+        reply: pb.ReviewDealResponse = self.stub.ReviewDeal(
+            request, timeout=self._timeout(timeout), metadata=self._metadata
+        )
+        return reply
+
+    @staticmethod
+    def _replay_request(record: pb.DealRecord | str, rules: pb.RuleOptions | None) -> pb.ReplayDealRequest:
+        """A record message (with ``rules``) or a record's notation (its rule tags, or ``rules``
+        when given) as a request."""
+        if isinstance(record, pb.DealRecord):
+            return pb.ReplayDealRequest(record=record, rules=rules)
+        from referee.api.records import request_of
+        from referee.play.record import parse_notation
+
+        request = request_of(parse_notation(record))
+        if rules is not None:
+            request.rules.CopyFrom(rules)
+        return request
 
     def check_disputes(
         self,

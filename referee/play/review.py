@@ -51,7 +51,7 @@ from typing import cast
 
 from referee.game.cards import CARD_BY_INDEX, CARD_KINDS, JOKER_INDEX, RANKS_PER_SUIT, Card, deck_counts
 from referee.game.closing import best_close
-from referee.game.linking import best_linking
+from referee.game.linking import best_linking, check_time_left
 from referee.game.rules import DiscardTaken, Engine, JokerLimit, RuleSet
 from referee.play.record import DrawSource, Record
 from referee.play.replay import replay
@@ -1227,6 +1227,7 @@ def review_deal(record: Record) -> DealReview:
     turns: list[_Turn] = []
     seat = first
     for number, turn in enumerate(record.turns[: result.turns_played], 1):
+        check_time_left()  # a call's budget bounds a long deal's review, turn by turn
         hand = tuple(hands[seat])
         top = pile[-1]
         pile_counts = [0] * CARD_KINDS

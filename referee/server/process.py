@@ -49,10 +49,10 @@ def run(config: ServerConfig) -> int:
     configure_logging(config.log_format)
     problem = supervisor.port_in_use(config.host, config.port)
     if problem:
-        say(f"remigio-referee: error: {problem}")
+        say(f"remigio-referee serve: error: {problem}")
         return 1
     if config.otlp_endpoint and not tracing.available():
-        say(f"remigio-referee: error: {tracing.MISSING}")
+        say(f"remigio-referee serve: error: {tracing.MISSING}")
         return 1
     files = config.access
     try:
@@ -61,7 +61,7 @@ def run(config: ServerConfig) -> int:
             files.tls_cert, files.tls_key, files.tls_client_ca, files.api_keys, files.health_port
         )
     except ValueError as error:
-        say(f"remigio-referee: error: {error}")
+        say(f"remigio-referee serve: error: {error}")
         return 1
     warning = plan.warning(config.host, config.port)
     if warning:
@@ -75,14 +75,14 @@ def run(config: ServerConfig) -> int:
     except OSError as error:
         where = repr(config.runtime_dir) if config.runtime_dir else "the runtime directory"
         say(
-            f"remigio-referee: error: cannot write in {where} ({error.strerror or error}); "
+            f"remigio-referee serve: error: cannot write in {where} ({error.strerror or error}); "
             "give a writable directory with --runtime-dir or REMIGIO_RUNTIME_DIR"
         )
         return 1
     try:
         stop_metrics = _start_metrics(config)
     except OSError as error:
-        say(f"remigio-referee: error: {error}")
+        say(f"remigio-referee serve: error: {error}")
         return 1
     granted = Access(plan, quotas)
     try:
@@ -195,7 +195,7 @@ async def _serve(config: ServerConfig, granted: Access, port: int, reuse_port: b
         interceptor = plan.interceptor(granted.quotas, self_metered=(SERVICE_NAME,), proxies=proxies)
         credentials = plan.credentials()
     except ValueError as error:  # the files changed since the parent read them
-        say(f"remigio-referee: error: {error}")
+        say(f"remigio-referee serve: error: {error}")
         return 1
     # SIGHUP reads the key file again (a server without keys has nothing to read, and lives on).
     loop.add_signal_handler(signal.SIGHUP, interceptor.keys.reload if interceptor and interceptor.keys else _no_reload)
@@ -219,7 +219,7 @@ async def _serve(config: ServerConfig, granted: Access, port: int, reuse_port: b
             trusted_proxies=proxies,
         )
     except OSError as error:
-        say(f"remigio-referee: error: {error}")
+        say(f"remigio-referee serve: error: {error}")
         return 1
     if config.otlp_endpoint:
         # Here, in the serving process: the exporter's thread and channel do not survive a fork.

@@ -310,14 +310,17 @@ _HANDLERS: dict[str, Callable[..., Message]] = {
     "CheckClose": handlers.check_close,
     "ScoreDeal": handlers.score_deal,
     "ReplayDeal": handlers.replay_deal,
+    "ReviewDeal": handlers.review_deal,
 }
-# The methods whose replies are remembered: a replayed record is checked turn by turn, every time
-# (its requests are large, and rarely sent twice), so ReplayDeal always goes to a compute slot.
+# The methods whose replies are remembered: a replayed or reviewed record is judged turn by turn,
+# every time (its requests are large, and rarely sent twice), so ReplayDeal and ReviewDeal always go
+# to a compute slot.
 _REMEMBERED = frozenset({"SolveHand", "CheckClose", "ScoreDeal"})
 
 
 class RefereeServicer:
-    """The referee over gRPC: SolveHand, CheckClose, ScoreDeal, ReplayDeal and the CheckDisputes stream."""
+    """The referee over gRPC: SolveHand, CheckClose, ScoreDeal, ReplayDeal, ReviewDeal and the CheckDisputes
+    stream."""
 
     def __init__(
         self,

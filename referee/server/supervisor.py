@@ -248,7 +248,7 @@ def serve_workers(
     try:
         reservation = _reserve_port(host, port)
     except OSError as error:
-        say(f"remigio-referee: error: cannot bind {address(host, port)}: {error.strerror or error}")
+        say(f"remigio-referee serve: error: cannot bind {address(host, port)}: {error.strerror or error}")
         return 1
     # Held open until the workers are gone, so port 0 resolves once and the port stays ours.
     with reservation, contextlib.ExitStack() as held:
@@ -259,7 +259,7 @@ def serve_workers(
                 health = held.enter_context(_reserve_port(host, health_port))
             except OSError as error:
                 where = address(host, health_port)
-                say(f"remigio-referee: error: cannot bind the health port {where}: {error.strerror or error}")
+                say(f"remigio-referee serve: error: cannot bind the health port {where}: {error.strerror or error}")
                 return 1
             health_port = health.getsockname()[1]
         supervisor = Supervisor(workers, target, port, health_port, heartbeat_timeout)

@@ -105,6 +105,22 @@ class ShuffleProof(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     SHUFFLE_PROOF_COMMITTED: _ClassVar[ShuffleProof]
     SHUFFLE_PROOF_UNCOMMITTED: _ClassVar[ShuffleProof]
     SHUFFLE_PROOF_EXPLICIT_DECK: _ClassVar[ShuffleProof]
+
+class DecisionKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    DECISION_KIND_UNSPECIFIED: _ClassVar[DecisionKind]
+    DECISION_KIND_DRAW: _ClassVar[DecisionKind]
+    DECISION_KIND_CLOSE: _ClassVar[DecisionKind]
+    DECISION_KIND_THROW: _ClassVar[DecisionKind]
+
+class ReviewMark(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    REVIEW_MARK_UNSPECIFIED: _ClassVar[ReviewMark]
+    REVIEW_MARK_INACCURACY: _ClassVar[ReviewMark]
+    REVIEW_MARK_MISTAKE: _ClassVar[ReviewMark]
+    REVIEW_MARK_BLUNDER: _ClassVar[ReviewMark]
+    REVIEW_MARK_PASSED_CLOSE: _ClassVar[ReviewMark]
+    REVIEW_MARK_FED: _ClassVar[ReviewMark]
 JOKER_LIMIT_UNSPECIFIED: JokerLimit
 JOKER_LIMIT_UNLIMITED: JokerLimit
 JOKER_LIMIT_NO_MORE_THAN_NATURALS: JokerLimit
@@ -167,6 +183,16 @@ SHUFFLE_PROOF_UNSPECIFIED: ShuffleProof
 SHUFFLE_PROOF_COMMITTED: ShuffleProof
 SHUFFLE_PROOF_UNCOMMITTED: ShuffleProof
 SHUFFLE_PROOF_EXPLICIT_DECK: ShuffleProof
+DECISION_KIND_UNSPECIFIED: DecisionKind
+DECISION_KIND_DRAW: DecisionKind
+DECISION_KIND_CLOSE: DecisionKind
+DECISION_KIND_THROW: DecisionKind
+REVIEW_MARK_UNSPECIFIED: ReviewMark
+REVIEW_MARK_INACCURACY: ReviewMark
+REVIEW_MARK_MISTAKE: ReviewMark
+REVIEW_MARK_BLUNDER: ReviewMark
+REVIEW_MARK_PASSED_CLOSE: ReviewMark
+REVIEW_MARK_FED: ReviewMark
 
 class Multiplier(_message.Message):
     __slots__ = ("kind", "multiplier")
@@ -571,3 +597,119 @@ class ReplayDealResponse(_message.Message):
     reshuffles: int
     shuffle_proof: ShuffleProof
     def __init__(self, legal: _Optional[bool] = ..., violation: _Optional[_Union[Violation, _Mapping]] = ..., turns_played: _Optional[int] = ..., complete: _Optional[bool] = ..., hands: _Optional[_Iterable[_Union[Player, _Mapping]]] = ..., discard_pile: _Optional[_Union[Pile, _Mapping]] = ..., stock: _Optional[_Union[Pile, _Mapping]] = ..., discard: _Optional[str] = ..., result: _Optional[_Union[ScoreDealResponse, _Mapping]] = ..., claims: _Optional[_Iterable[_Union[ClaimVerdict, _Mapping]]] = ..., to_play: _Optional[int] = ..., closer: _Optional[int] = ..., reshuffles: _Optional[int] = ..., shuffle_proof: _Optional[_Union[ShuffleProof, str]] = ...) -> None: ...
+
+class ReviewDealRequest(_message.Message):
+    __slots__ = ("record", "rules")
+    RECORD_FIELD_NUMBER: _ClassVar[int]
+    RULES_FIELD_NUMBER: _ClassVar[int]
+    record: DealRecord
+    rules: RuleOptions
+    def __init__(self, record: _Optional[_Union[DealRecord, _Mapping]] = ..., rules: _Optional[_Union[RuleOptions, _Mapping]] = ...) -> None: ...
+
+class HandProgress(_message.Message):
+    __slots__ = ("distance", "improving", "points", "unseen", "outs")
+    DISTANCE_FIELD_NUMBER: _ClassVar[int]
+    IMPROVING_FIELD_NUMBER: _ClassVar[int]
+    POINTS_FIELD_NUMBER: _ClassVar[int]
+    UNSEEN_FIELD_NUMBER: _ClassVar[int]
+    OUTS_FIELD_NUMBER: _ClassVar[int]
+    distance: int
+    improving: int
+    points: int
+    unseen: int
+    outs: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, distance: _Optional[int] = ..., improving: _Optional[int] = ..., points: _Optional[int] = ..., unseen: _Optional[int] = ..., outs: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ReviewOption(_message.Message):
+    __slots__ = ("choice", "value")
+    CHOICE_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    choice: str
+    value: float
+    def __init__(self, choice: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
+
+class DecisionJudgment(_message.Message):
+    __slots__ = ("options", "best", "loss")
+    OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    BEST_FIELD_NUMBER: _ClassVar[int]
+    LOSS_FIELD_NUMBER: _ClassVar[int]
+    options: _containers.RepeatedCompositeFieldContainer[ReviewOption]
+    best: _containers.RepeatedScalarFieldContainer[str]
+    loss: float
+    def __init__(self, options: _Optional[_Iterable[_Union[ReviewOption, _Mapping]]] = ..., best: _Optional[_Iterable[str]] = ..., loss: _Optional[float] = ...) -> None: ...
+
+class ReviewedDecision(_message.Message):
+    __slots__ = ("kind", "choice", "judged", "omniscient", "marks", "agrees_with_omniscient")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    CHOICE_FIELD_NUMBER: _ClassVar[int]
+    JUDGED_FIELD_NUMBER: _ClassVar[int]
+    OMNISCIENT_FIELD_NUMBER: _ClassVar[int]
+    MARKS_FIELD_NUMBER: _ClassVar[int]
+    AGREES_WITH_OMNISCIENT_FIELD_NUMBER: _ClassVar[int]
+    kind: DecisionKind
+    choice: str
+    judged: DecisionJudgment
+    omniscient: DecisionJudgment
+    marks: _containers.RepeatedScalarFieldContainer[ReviewMark]
+    agrees_with_omniscient: bool
+    def __init__(self, kind: _Optional[_Union[DecisionKind, str]] = ..., choice: _Optional[str] = ..., judged: _Optional[_Union[DecisionJudgment, _Mapping]] = ..., omniscient: _Optional[_Union[DecisionJudgment, _Mapping]] = ..., marks: _Optional[_Iterable[_Union[ReviewMark, str]]] = ..., agrees_with_omniscient: _Optional[bool] = ...) -> None: ...
+
+class ReviewedTurn(_message.Message):
+    __slots__ = ("turn", "seat", "before", "drawn", "thrown", "closed", "decisions")
+    TURN_FIELD_NUMBER: _ClassVar[int]
+    SEAT_FIELD_NUMBER: _ClassVar[int]
+    BEFORE_FIELD_NUMBER: _ClassVar[int]
+    DRAWN_FIELD_NUMBER: _ClassVar[int]
+    THROWN_FIELD_NUMBER: _ClassVar[int]
+    CLOSED_FIELD_NUMBER: _ClassVar[int]
+    DECISIONS_FIELD_NUMBER: _ClassVar[int]
+    turn: int
+    seat: int
+    before: HandProgress
+    drawn: str
+    thrown: str
+    closed: bool
+    decisions: _containers.RepeatedCompositeFieldContainer[ReviewedDecision]
+    def __init__(self, turn: _Optional[int] = ..., seat: _Optional[int] = ..., before: _Optional[_Union[HandProgress, _Mapping]] = ..., drawn: _Optional[str] = ..., thrown: _Optional[str] = ..., closed: _Optional[bool] = ..., decisions: _Optional[_Iterable[_Union[ReviewedDecision, _Mapping]]] = ...) -> None: ...
+
+class SeatReview(_message.Message):
+    __slots__ = ("seat", "name", "decisions", "accuracy", "average_loss", "inaccuracies", "mistakes", "blunders", "passed_closes", "fed", "omniscient_differs", "omniscient_agrees")
+    SEAT_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DECISIONS_FIELD_NUMBER: _ClassVar[int]
+    ACCURACY_FIELD_NUMBER: _ClassVar[int]
+    AVERAGE_LOSS_FIELD_NUMBER: _ClassVar[int]
+    INACCURACIES_FIELD_NUMBER: _ClassVar[int]
+    MISTAKES_FIELD_NUMBER: _ClassVar[int]
+    BLUNDERS_FIELD_NUMBER: _ClassVar[int]
+    PASSED_CLOSES_FIELD_NUMBER: _ClassVar[int]
+    FED_FIELD_NUMBER: _ClassVar[int]
+    OMNISCIENT_DIFFERS_FIELD_NUMBER: _ClassVar[int]
+    OMNISCIENT_AGREES_FIELD_NUMBER: _ClassVar[int]
+    seat: int
+    name: str
+    decisions: int
+    accuracy: float
+    average_loss: float
+    inaccuracies: int
+    mistakes: int
+    blunders: int
+    passed_closes: int
+    fed: int
+    omniscient_differs: int
+    omniscient_agrees: int
+    def __init__(self, seat: _Optional[int] = ..., name: _Optional[str] = ..., decisions: _Optional[int] = ..., accuracy: _Optional[float] = ..., average_loss: _Optional[float] = ..., inaccuracies: _Optional[int] = ..., mistakes: _Optional[int] = ..., blunders: _Optional[int] = ..., passed_closes: _Optional[int] = ..., fed: _Optional[int] = ..., omniscient_differs: _Optional[int] = ..., omniscient_agrees: _Optional[int] = ...) -> None: ...
+
+class ReviewDealResponse(_message.Message):
+    __slots__ = ("legal", "violation", "seats", "turns", "shuffle_proof")
+    LEGAL_FIELD_NUMBER: _ClassVar[int]
+    VIOLATION_FIELD_NUMBER: _ClassVar[int]
+    SEATS_FIELD_NUMBER: _ClassVar[int]
+    TURNS_FIELD_NUMBER: _ClassVar[int]
+    SHUFFLE_PROOF_FIELD_NUMBER: _ClassVar[int]
+    legal: bool
+    violation: Violation
+    seats: _containers.RepeatedCompositeFieldContainer[SeatReview]
+    turns: _containers.RepeatedCompositeFieldContainer[ReviewedTurn]
+    shuffle_proof: ShuffleProof
+    def __init__(self, legal: _Optional[bool] = ..., violation: _Optional[_Union[Violation, _Mapping]] = ..., seats: _Optional[_Iterable[_Union[SeatReview, _Mapping]]] = ..., turns: _Optional[_Iterable[_Union[ReviewedTurn, _Mapping]]] = ..., shuffle_proof: _Optional[_Union[ShuffleProof, str]] = ...) -> None: ...

@@ -60,6 +60,11 @@ class RefereeServiceStub:
                 request_serializer=remigio_dot_referee_dot_v1_dot_referee__pb2.ReplayDealRequest.SerializeToString,
                 response_deserializer=remigio_dot_referee_dot_v1_dot_referee__pb2.ReplayDealResponse.FromString,
                 _registered_method=True)
+        self.ReviewDeal = channel.unary_unary(
+                '/remigio.referee.v1.RefereeService/ReviewDeal',
+                request_serializer=remigio_dot_referee_dot_v1_dot_referee__pb2.ReviewDealRequest.SerializeToString,
+                response_deserializer=remigio_dot_referee_dot_v1_dot_referee__pb2.ReviewDealResponse.FromString,
+                _registered_method=True)
 
 
 class RefereeServiceServicer:
@@ -106,6 +111,16 @@ class RefereeServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReviewDeal(self, request, context):
+        """Reviews every decision of a legal deal record (docs/review.md): each draw, close and throw
+        judged from what the seat could know and with the stock known, its loss, marks and each
+        seat's accuracy. An illegal record is answered with its violation, as ReplayDeal answers it,
+        and is not reviewed. Evidence for a person to weigh, never a verdict on a player.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RefereeServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -133,6 +148,11 @@ def add_RefereeServiceServicer_to_server(servicer, server):
                     servicer.ReplayDeal,
                     request_deserializer=remigio_dot_referee_dot_v1_dot_referee__pb2.ReplayDealRequest.FromString,
                     response_serializer=remigio_dot_referee_dot_v1_dot_referee__pb2.ReplayDealResponse.SerializeToString,
+            ),
+            'ReviewDeal': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReviewDeal,
+                    request_deserializer=remigio_dot_referee_dot_v1_dot_referee__pb2.ReviewDealRequest.FromString,
+                    response_serializer=remigio_dot_referee_dot_v1_dot_referee__pb2.ReviewDealResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -271,6 +291,33 @@ class RefereeService:
             '/remigio.referee.v1.RefereeService/ReplayDeal',
             remigio_dot_referee_dot_v1_dot_referee__pb2.ReplayDealRequest.SerializeToString,
             remigio_dot_referee_dot_v1_dot_referee__pb2.ReplayDealResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReviewDeal(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/remigio.referee.v1.RefereeService/ReviewDeal',
+            remigio_dot_referee_dot_v1_dot_referee__pb2.ReviewDealRequest.SerializeToString,
+            remigio_dot_referee_dot_v1_dot_referee__pb2.ReviewDealResponse.FromString,
             options,
             channel_credentials,
             insecure,

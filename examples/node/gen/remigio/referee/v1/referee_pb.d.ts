@@ -1468,6 +1468,406 @@ export declare type ReplayDealResponse = Message<"remigio.referee.v1.ReplayDealR
 export declare const ReplayDealResponseSchema: GenMessage<ReplayDealResponse>;
 
 /**
+ * A deal record to review under rule options.
+ *
+ * @generated from message remigio.referee.v1.ReviewDealRequest
+ */
+export declare type ReviewDealRequest = Message<"remigio.referee.v1.ReviewDealRequest"> & {
+  /**
+   * The record of the deal.
+   *
+   * @generated from field: remigio.referee.v1.DealRecord record = 1;
+   */
+  record?: DealRecord | undefined;
+
+  /**
+   * The rule options; unset fields take the defaults.
+   *
+   * @generated from field: remigio.referee.v1.RuleOptions rules = 2;
+   */
+  rules?: RuleOptions | undefined;
+};
+
+/**
+ * Describes the message remigio.referee.v1.ReviewDealRequest.
+ * Use `create(ReviewDealRequestSchema)` to create a new message.
+ */
+export declare const ReviewDealRequestSchema: GenMessage<ReviewDealRequest>;
+
+/**
+ * How far a hand is from a valid close, against the cards its seat has not seen (docs/review.md).
+ *
+ * @generated from message remigio.referee.v1.HandProgress
+ */
+export declare type HandProgress = Message<"remigio.referee.v1.HandProgress"> & {
+  /**
+   * Cards to swap before 10 of the hand close (0: they close now).
+   *
+   * @generated from field: int32 distance = 1;
+   */
+  distance: number;
+
+  /**
+   * Unseen cards, copies counted, that drawn bring the distance down by one.
+   *
+   * @generated from field: int32 improving = 2;
+   */
+  improving: number;
+
+  /**
+   * What the hand's best linking leaves unlinked.
+   *
+   * @generated from field: int32 points = 3;
+   */
+  points: number;
+
+  /**
+   * How many cards the hand is judged against.
+   *
+   * @generated from field: int32 unseen = 4;
+   */
+  unseen: number;
+
+  /**
+   * The improving card kinds, in canonical order.
+   *
+   * @generated from field: repeated string outs = 5;
+   */
+  outs: string[];
+};
+
+/**
+ * Describes the message remigio.referee.v1.HandProgress.
+ * Use `create(HandProgressSchema)` to create a new message.
+ */
+export declare const HandProgressSchema: GenMessage<HandProgress>;
+
+/**
+ * One option of a decision and what it is worth (in steps of distance; higher is better).
+ *
+ * @generated from message remigio.referee.v1.ReviewOption
+ */
+export declare type ReviewOption = Message<"remigio.referee.v1.ReviewOption"> & {
+  /**
+   * STOCK, DISCARD, CLOSE, PLAY_ON, or the card thrown.
+   *
+   * @generated from field: string choice = 1;
+   */
+  choice: string;
+
+  /**
+   * The option's value.
+   *
+   * @generated from field: double value = 2;
+   */
+  value: number;
+};
+
+/**
+ * Describes the message remigio.referee.v1.ReviewOption.
+ * Use `create(ReviewOptionSchema)` to create a new message.
+ */
+export declare const ReviewOptionSchema: GenMessage<ReviewOption>;
+
+/**
+ * A decision judged from one viewpoint.
+ *
+ * @generated from message remigio.referee.v1.DecisionJudgment
+ */
+export declare type DecisionJudgment = Message<"remigio.referee.v1.DecisionJudgment"> & {
+  /**
+   * Every option, in the review's order.
+   *
+   * @generated from field: repeated remigio.referee.v1.ReviewOption options = 1;
+   */
+  options: ReviewOption[];
+
+  /**
+   * The options worth the most.
+   *
+   * @generated from field: repeated string best = 2;
+   */
+  best: string[];
+
+  /**
+   * The chosen option's loss: the best value less its own (0 when it is among the best).
+   *
+   * @generated from field: double loss = 3;
+   */
+  loss: number;
+};
+
+/**
+ * Describes the message remigio.referee.v1.DecisionJudgment.
+ * Use `create(DecisionJudgmentSchema)` to create a new message.
+ */
+export declare const DecisionJudgmentSchema: GenMessage<DecisionJudgment>;
+
+/**
+ * One decision of a turn.
+ *
+ * @generated from message remigio.referee.v1.ReviewedDecision
+ */
+export declare type ReviewedDecision = Message<"remigio.referee.v1.ReviewedDecision"> & {
+  /**
+   * Draw, close or throw.
+   *
+   * @generated from field: remigio.referee.v1.DecisionKind kind = 1;
+   */
+  kind: DecisionKind;
+
+  /**
+   * What the seat chose: STOCK, DISCARD, CLOSE, PLAY_ON, or the card thrown.
+   *
+   * @generated from field: string choice = 2;
+   */
+  choice: string;
+
+  /**
+   * Judged from the seat's information set: its hand, the cards thrown face up and who took
+   * them; the stock's order and the other hands unknown.
+   *
+   * @generated from field: remigio.referee.v1.DecisionJudgment judged = 3;
+   */
+  judged?: DecisionJudgment | undefined;
+
+  /**
+   * Judged with the stock known (its top card, and its cards as the unseen ones).
+   *
+   * @generated from field: remigio.referee.v1.DecisionJudgment omniscient = 4;
+   */
+  omniscient?: DecisionJudgment | undefined;
+
+  /**
+   * The marks, highest loss mark first.
+   *
+   * @generated from field: repeated remigio.referee.v1.ReviewMark marks = 5;
+   */
+  marks: ReviewMark[];
+
+  /**
+   * Where the omniscient best differs from the information-set best: whether the choice is
+   * among the omniscient best; unset where they do not differ.
+   *
+   * @generated from field: optional bool agrees_with_omniscient = 6;
+   */
+  agreesWithOmniscient?: boolean | undefined;
+};
+
+/**
+ * Describes the message remigio.referee.v1.ReviewedDecision.
+ * Use `create(ReviewedDecisionSchema)` to create a new message.
+ */
+export declare const ReviewedDecisionSchema: GenMessage<ReviewedDecision>;
+
+/**
+ * One turn reviewed.
+ *
+ * @generated from message remigio.referee.v1.ReviewedTurn
+ */
+export declare type ReviewedTurn = Message<"remigio.referee.v1.ReviewedTurn"> & {
+  /**
+   * The turn, 1-based (DealRecord.turns[turn - 1]).
+   *
+   * @generated from field: int32 turn = 1;
+   */
+  turn: number;
+
+  /**
+   * The seat that played it, as an index into DealRecord.seats.
+   *
+   * @generated from field: int32 seat = 2;
+   */
+  seat: number;
+
+  /**
+   * The seat's 10 cards before the draw, against its unseen cards.
+   *
+   * @generated from field: remigio.referee.v1.HandProgress before = 3;
+   */
+  before?: HandProgress | undefined;
+
+  /**
+   * The card drawn.
+   *
+   * @generated from field: string drawn = 4;
+   */
+  drawn: string;
+
+  /**
+   * The card thrown face up, or laid face down to close.
+   *
+   * @generated from field: string thrown = 5;
+   */
+  thrown: string;
+
+  /**
+   * Whether the turn closed the deal.
+   *
+   * @generated from field: bool closed = 6;
+   */
+  closed: boolean;
+
+  /**
+   * Its decisions, in the order they are made: draw, close (when there was one), throw.
+   *
+   * @generated from field: repeated remigio.referee.v1.ReviewedDecision decisions = 7;
+   */
+  decisions: ReviewedDecision[];
+};
+
+/**
+ * Describes the message remigio.referee.v1.ReviewedTurn.
+ * Use `create(ReviewedTurnSchema)` to create a new message.
+ */
+export declare const ReviewedTurnSchema: GenMessage<ReviewedTurn>;
+
+/**
+ * One seat's decisions over the deal, summed up.
+ *
+ * @generated from message remigio.referee.v1.SeatReview
+ */
+export declare type SeatReview = Message<"remigio.referee.v1.SeatReview"> & {
+  /**
+   * The seat, as an index into DealRecord.seats.
+   *
+   * @generated from field: int32 seat = 1;
+   */
+  seat: number;
+
+  /**
+   * The seat's name.
+   *
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * Decisions that were a choice (not forced).
+   *
+   * @generated from field: int32 decisions = 3;
+   */
+  decisions: number;
+
+  /**
+   * Accuracy in percent (docs/review.md); unset with no decision to judge.
+   *
+   * @generated from field: optional double accuracy = 4;
+   */
+  accuracy?: number | undefined;
+
+  /**
+   * The mean loss of its decisions, in steps of distance.
+   *
+   * @generated from field: double average_loss = 5;
+   */
+  averageLoss: number;
+
+  /**
+   * Decisions marked REVIEW_MARK_INACCURACY.
+   *
+   * @generated from field: int32 inaccuracies = 6;
+   */
+  inaccuracies: number;
+
+  /**
+   * Decisions marked REVIEW_MARK_MISTAKE.
+   *
+   * @generated from field: int32 mistakes = 7;
+   */
+  mistakes: number;
+
+  /**
+   * Decisions marked REVIEW_MARK_BLUNDER.
+   *
+   * @generated from field: int32 blunders = 8;
+   */
+  blunders: number;
+
+  /**
+   * Valid closes passed.
+   *
+   * @generated from field: int32 passed_closes = 9;
+   */
+  passedCloses: number;
+
+  /**
+   * Cards thrown that fed the next seat.
+   *
+   * @generated from field: int32 fed = 10;
+   */
+  fed: number;
+
+  /**
+   * Decisions where knowing the stock changes the best options.
+   *
+   * @generated from field: int32 omniscient_differs = 11;
+   */
+  omniscientDiffers: number;
+
+  /**
+   * ... of those, how many the seat chose among the omniscient best.
+   *
+   * @generated from field: int32 omniscient_agrees = 12;
+   */
+  omniscientAgrees: number;
+};
+
+/**
+ * Describes the message remigio.referee.v1.SeatReview.
+ * Use `create(SeatReviewSchema)` to create a new message.
+ */
+export declare const SeatReviewSchema: GenMessage<SeatReview>;
+
+/**
+ * A reviewed deal, or the violation that kept it from being reviewed.
+ *
+ * @generated from message remigio.referee.v1.ReviewDealResponse
+ */
+export declare type ReviewDealResponse = Message<"remigio.referee.v1.ReviewDealResponse"> & {
+  /**
+   * Whether no turn broke a rule; an illegal record is not reviewed.
+   *
+   * @generated from field: bool legal = 1;
+   */
+  legal: boolean;
+
+  /**
+   * The first violation, as ReplayDeal names it; unset when legal.
+   *
+   * @generated from field: remigio.referee.v1.Violation violation = 2;
+   */
+  violation?: Violation | undefined;
+
+  /**
+   * Each seat's summary, in seat order; none when illegal.
+   *
+   * @generated from field: repeated remigio.referee.v1.SeatReview seats = 3;
+   */
+  seats: SeatReview[];
+
+  /**
+   * Every turn reviewed, in order; none when illegal.
+   *
+   * @generated from field: repeated remigio.referee.v1.ReviewedTurn turns = 4;
+   */
+  turns: ReviewedTurn[];
+
+  /**
+   * What the record proves about its deck order (as ReplayDeal says it).
+   *
+   * @generated from field: remigio.referee.v1.ShuffleProof shuffle_proof = 5;
+   */
+  shuffleProof: ShuffleProof;
+};
+
+/**
+ * Describes the message remigio.referee.v1.ReviewDealResponse.
+ * Use `create(ReviewDealResponseSchema)` to create a new message.
+ */
+export declare const ReviewDealResponseSchema: GenMessage<ReviewDealResponse>;
+
+/**
  * How many jokers a group may hold (docs/rules.md §2).
  *
  * @generated from enum remigio.referee.v1.JokerLimit
@@ -2061,6 +2461,100 @@ export enum ShuffleProof {
 export declare const ShuffleProofSchema: GenEnum<ShuffleProof>;
 
 /**
+ * The decisions of a turn (docs/review.md).
+ *
+ * @generated from enum remigio.referee.v1.DecisionKind
+ */
+export enum DecisionKind {
+  /**
+   * Never sent by the referee.
+   *
+   * @generated from enum value: DECISION_KIND_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * From the stock or the face-up card.
+   *
+   * @generated from enum value: DECISION_KIND_DRAW = 1;
+   */
+  DRAW = 1,
+
+  /**
+   * Close or play on; judged only when the 11 cards held a valid close.
+   *
+   * @generated from enum value: DECISION_KIND_CLOSE = 2;
+   */
+  CLOSE = 2,
+
+  /**
+   * Which card to throw face up.
+   *
+   * @generated from enum value: DECISION_KIND_THROW = 3;
+   */
+  THROW = 3,
+}
+
+/**
+ * Describes the enum remigio.referee.v1.DecisionKind.
+ */
+export declare const DecisionKindSchema: GenEnum<DecisionKind>;
+
+/**
+ * What a decision is marked with (docs/review.md, "Marks").
+ *
+ * @generated from enum remigio.referee.v1.ReviewMark
+ */
+export enum ReviewMark {
+  /**
+   * Never sent by the referee.
+   *
+   * @generated from enum value: REVIEW_MARK_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * A loss of at least 0.10 steps.
+   *
+   * @generated from enum value: REVIEW_MARK_INACCURACY = 1;
+   */
+  INACCURACY = 1,
+
+  /**
+   * A loss of at least 0.25 steps.
+   *
+   * @generated from enum value: REVIEW_MARK_MISTAKE = 2;
+   */
+  MISTAKE = 2,
+
+  /**
+   * A loss of at least 0.60 steps.
+   *
+   * @generated from enum value: REVIEW_MARK_BLUNDER = 3;
+   */
+  BLUNDER = 3,
+
+  /**
+   * The 11 cards held a valid close and the seat threw instead.
+   *
+   * @generated from enum value: REVIEW_MARK_PASSED_CLOSE = 4;
+   */
+  PASSED_CLOSE = 4,
+
+  /**
+   * The card thrown was taken by the next seat and brought it nearer to a close, or into it.
+   *
+   * @generated from enum value: REVIEW_MARK_FED = 5;
+   */
+  FED = 5,
+}
+
+/**
+ * Describes the enum remigio.referee.v1.ReviewMark.
+ */
+export declare const ReviewMarkSchema: GenEnum<ReviewMark>;
+
+/**
  * The referee: stateless, deterministic, and independent of the order of cards in a request.
  *
  * @generated from service remigio.referee.v1.RefereeService
@@ -2120,6 +2614,19 @@ export declare const RefereeService: GenService<{
     methodKind: "unary";
     input: typeof ReplayDealRequestSchema;
     output: typeof ReplayDealResponseSchema;
+  },
+  /**
+   * Reviews every decision of a legal deal record (docs/review.md): each draw, close and throw
+   * judged from what the seat could know and with the stock known, its loss, marks and each
+   * seat's accuracy. An illegal record is answered with its violation, as ReplayDeal answers it,
+   * and is not reviewed. Evidence for a person to weigh, never a verdict on a player.
+   *
+   * @generated from rpc remigio.referee.v1.RefereeService.ReviewDeal
+   */
+  reviewDeal: {
+    methodKind: "unary";
+    input: typeof ReviewDealRequestSchema;
+    output: typeof ReviewDealResponseSchema;
   },
 }>;
 

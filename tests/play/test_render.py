@@ -24,8 +24,8 @@ from referee.game.scoring import score_deal
 from referee.play.record import DrawSource, Record, Seat, Turn
 from referee.play.replay import ViolationCode, replay
 
-ROOT = Path(__file__).resolve().parent.parent
-GOLDEN = Path(__file__).resolve().parent / "golden"
+ROOT = Path(__file__).resolve().parents[2]
+GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 SVG = "{http://www.w3.org/2000/svg}"
 RULES = RuleSet(engine=Engine.SEARCH)  # every engine gives the same answer; this one loads fastest
 
@@ -264,10 +264,10 @@ def test_the_worked_examples_draw_as_their_golden_files(name: str) -> None:
     drawing = golden_drawings()[name]
     parse(drawing)
     path = GOLDEN / f"{name}.svg"
-    assert path.exists(), f"no golden file {path.name}: write them with `python tests/test_render.py`"
+    assert path.exists(), f"no golden file {path.name}: write them with `python tests/play/test_render.py`"
     assert drawing == path.read_text(encoding="utf-8"), (
         f"{name} is drawn differently from {path.name}: look at both, and if the new one is right, "
-        "write the golden files again with `python tests/test_render.py`"
+        "write the golden files again with `python tests/play/test_render.py`"
     )
 
 

@@ -42,7 +42,7 @@ from referee.play.simulate import simulate
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.skipif(sys.platform != "linux", reason="signals, ptys")]
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 OUTCOMES = ("CONFIRMED", "WRONG", "INVALID", "NO_CLAIM", "MALFORMED")
 
 

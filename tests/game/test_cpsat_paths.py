@@ -195,7 +195,7 @@ def test_or_tools_is_the_version_the_engine_was_written_against() -> None:
     import tomllib
     from importlib.metadata import version
 
-    pyproject = tomllib.loads((Path(__file__).resolve().parent.parent / "pyproject.toml").read_text())
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
     pinned = [r for r in pyproject["project"]["dependencies"] if r.startswith("ortools")]
     assert pinned == ["ortools>=9.15,<9.16"], pinned
     installed = version("ortools")

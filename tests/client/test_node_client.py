@@ -30,7 +30,7 @@ from referee.play.record import Record, Seat
 from referee.play.shuffle import Shuffle
 from referee.play.simulate import simulate
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 NODE_MODULES = ROOT / ".tools" / "node_modules"
 CLIENT = ROOT / "tests" / "clients" / "node_client.js"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "referee"
 
 
@@ -188,3 +188,73 @@ def test_the_layout_in_design_md_names_every_module() -> None:
         if path.name not in block and str(relative) not in block:
             missing.append(str(relative))
     assert not missing, f"docs/design.md's layout does not name {missing}"
+
+
+# Where a module's tests are when no test file bears its name: the tests that exercise it through
+# the layer above (the commands through ``main``, the access parts through a real server...).
+TESTED_BY = {
+    "api/convert.py": ("api/test_service.py", "api/test_contract.py"),
+    "api/disputes.py": ("api/test_disputes_stream.py", "api/test_record_lines.py"),
+    "api/handlers.py": ("api/test_service.py", "api/test_replay_deal.py", "api/test_review_deal.py"),
+    "api/records.py": ("api/test_replay_deal.py",),
+    "api/reviews.py": ("api/test_review_deal.py",),
+    "cli/app.py": ("cli/test_cli.py",),
+    "cli/common.py": ("cli/test_cli.py", "cli/test_cli_json.py"),
+    "cli/hands.py": ("cli/test_cli.py", "cli/test_cli_json.py"),
+    "cli/records.py": ("cli/test_cli_records.py",),
+    "cli/serve.py": ("cli/test_cli.py", "server/test_server_process.py"),
+    "game/deal.py": ("game/test_deal_checks.py",),
+    "game/rules.py": ("game/test_close_rules.py", "cli/test_cli.py"),
+    "game/linking/audit.py": ("game/test_engines.py",),
+    "game/linking/base.py": ("game/test_engines.py", "game/test_oracle.py"),
+    "game/linking/budget.py": ("game/test_limits.py", "api/test_review_deal.py"),
+    "game/linking/candidates.py": ("game/test_cpsat_paths.py",),
+    "game/linking/cpsat.py": ("game/test_cpsat_paths.py", "game/test_engines.py"),
+    "game/linking/dispatch.py": ("game/test_oracle.py", "game/test_engines.py"),
+    "game/linking/search.py": ("game/test_engines.py",),
+    "play/simulate.py": ("api/test_replay_deal.py", "cli/test_cli_records.py"),
+    "server/access/interceptor.py": ("server/test_access.py",),
+    "server/access/keys.py": ("server/test_access.py", "server/test_access_parts.py"),
+    "server/access/plan.py": ("server/test_access_parts.py",),
+    "server/access/proxies.py": ("server/test_access_parts.py",),
+    "server/access/quotas.py": ("server/test_access_parts.py", "server/test_hostile_two.py"),
+    "server/access/refusals.py": ("server/test_hostile_two.py",),
+    "server/app.py": ("api/test_service.py", "api/test_disputes_stream.py"),
+    "server/compute.py": ("server/test_dispute_jobs.py", "server/test_fair_share.py"),
+    "server/config.py": ("cli/test_cli.py", "server/test_hostile_input.py"),
+    "server/console.py": ("server/test_server_process.py",),
+    "server/health.py": ("server/test_hostile_health.py",),
+    "server/job.py": ("server/test_dispute_jobs.py", "server/test_server_process.py"),
+    "server/logs.py": ("server/test_server_process.py", "server/test_hostile_metrics.py"),
+    "server/metrics_http.py": ("server/test_hostile_metrics.py", "server/test_metrics.py"),
+    "server/process.py": ("server/test_server_process.py",),
+    "server/servicer.py": ("api/test_service.py", "api/test_disputes_stream.py"),
+    "server/status.py": ("api/test_service.py", "server/test_access_parts.py"),
+    "server/supervisor.py": ("server/test_scaling.py", "server/test_server_process.py"),
+    "server/tls.py": ("server/test_access.py", "server/test_access_parts.py"),
+    "server/warden.py": ("server/test_hostile_three.py",),
+}
+TESTS = ROOT / "tests"
+
+
+def test_every_module_s_tests_are_found_by_its_name() -> None:
+    """A module's tests are ``tests/<layer>/test_<name>.py``, or the table above names them."""
+    unfound = []
+    for path in MODULES.values():
+        relative = path.relative_to(PACKAGE).as_posix()
+        if path.name in ("__init__.py", "__main__.py") or relative.startswith("_gen/"):
+            continue
+        named = list(TESTS.glob(f"*/test_{path.stem}.py"))
+        if not named and relative not in TESTED_BY:
+            unfound.append(relative)
+    assert not unfound, f"modules with no test file of their name and no entry in TESTED_BY: {unfound}"
+    for relative, files in TESTED_BY.items():
+        assert (PACKAGE / relative).is_file(), f"TESTED_BY names {relative}, which is gone"
+        for name in files:
+            assert (TESTS / name).is_file(), f"TESTED_BY[{relative!r}] names {name}, which is gone"
+
+
+def test_each_test_folder_is_a_layer_and_holds_only_test_modules() -> None:
+    folders = {path.name for path in TESTS.iterdir() if path.is_dir() and any(path.glob("test_*.py"))}
+    assert folders == {"game", "play", "api", "server", "client", "cli", "gateway", "tooling"}
+    assert not list(TESTS.glob("test_*.py")), "a test module beside the shared helpers: put it in its layer's folder"

@@ -56,6 +56,7 @@ def _requests() -> dict[str, Any]:
         "CheckClose": {"cards": "3H 4H 5H 6H JK 8H 9H 10H JH QH 2C".split(), "claimed_kind": "CLOSE_KIND_REMIGIO"},
         "ScoreDeal": deal,
         "ReplayDeal": jsonmsg.to_dict(replay),
+        "ReviewDeal": jsonmsg.to_dict(pb.ReviewDealRequest(record=replay.record)),
         "CheckDisputes": cases + [{"id": "bad", "hand": {"cards": ["ZZ"]}}],
     }
 
@@ -65,6 +66,7 @@ ROUTES = {
     "CheckClose": "/v1/closes:check",
     "ScoreDeal": "/v1/deals:score",
     "ReplayDeal": "/v1/deals:replay",
+    "ReviewDeal": "/v1/deals:review",
     "CheckDisputes": "/v1/disputes:check",
 }
 
@@ -373,12 +375,14 @@ def test_the_readmes_curl_examples_run_as_written(gateway: Gateway, tmp_path: Pa
         assert done.returncode == 0, f"{command}\n{done.stderr}"
         if command.startswith("curl "):
             printed.append(json.loads(done.stdout))
-    assert len(printed) == 7
+    assert len(printed) == 8
     assert printed[0]["linking"]["points"] == 9 and printed[0]["linking"]["unlinked"] == ["9C"]
     assert printed[1]["claims"][0]["verdict"] == "VERDICT_CONFIRMED"
     assert printed[3]["legal"] is True
-    assert [verdict["outcome"] for verdict in printed[4]] == ["DISPUTE_OUTCOME_CONFIRMED", "DISPUTE_OUTCOME_MALFORMED"]
-    assert printed[6] == {"status": "SERVING"}
+    # The review of the same record: one reviewed turn per turn played.
+    assert printed[4]["legal"] is True and len(printed[4]["turns"]) == printed[3]["turns_played"]
+    assert [verdict["outcome"] for verdict in printed[5]] == ["DISPUTE_OUTCOME_CONFIRMED", "DISPUTE_OUTCOME_MALFORMED"]
+    assert printed[7] == {"status": "SERVING"}
     with _client(False) as client:
         error = client.post(gateway.url + "/v1/hands:solve", json={"cards": ["AH", "ZZ"]})
     assert error.text == shown_error.strip()

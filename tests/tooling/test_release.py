@@ -16,13 +16,13 @@ from referee import __version__
 
 pytestmark = pytest.mark.tooling
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.timeout(240)
 def test_the_release_is_built_checked_and_installs_clean(tmp_path: Path) -> None:
     # --no-isolation builds with this environment's setuptools (no download); the image is the
-    # image test's business (tests/test_deploy.py).
+    # image test's business (tests/tooling/test_deploy.py).
     dist = tmp_path / "dist"
     command = [sys.executable, "scripts/release.py", "--dist", str(dist), "--no-isolation", "--no-image"]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=230, check=False)

@@ -18,7 +18,7 @@ import pytest
 import yaml
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 GEN_MODULE = "referee._gen.remigio.referee.v1"
 SERVICE = "remigio.referee.v1.RefereeService"
 IN_CI = os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
@@ -149,7 +149,7 @@ def test_the_proto_names_its_package_for_each_language() -> None:
     assert options.php_namespace == "Remigio\\Referee\\V1" and options.ruby_package == "Remigio::Referee::V1"
 
 
-def test_service_descriptor_has_the_five_methods() -> None:
+def test_service_descriptor_has_the_six_methods() -> None:
     from referee._gen.remigio.referee.v1 import referee_pb2
 
     service = referee_pb2.DESCRIPTOR.services_by_name["RefereeService"]
@@ -163,6 +163,7 @@ def test_service_descriptor_has_the_five_methods() -> None:
         "ScoreDeal": ("ScoreDealRequest", "ScoreDealResponse", False, False),
         "CheckDisputes": ("CheckDisputesRequest", "CheckDisputesResponse", True, True),
         "ReplayDeal": ("ReplayDealRequest", "ReplayDealResponse", False, False),
+        "ReviewDeal": ("ReviewDealRequest", "ReviewDealResponse", False, False),
     }
 
 
@@ -254,6 +255,15 @@ ENUMS = {
         "SHUFFLE_PROOF_UNCOMMITTED",
         "SHUFFLE_PROOF_EXPLICIT_DECK",
     ],
+    "DecisionKind": ["DECISION_KIND_UNSPECIFIED", "DECISION_KIND_DRAW", "DECISION_KIND_CLOSE", "DECISION_KIND_THROW"],
+    "ReviewMark": [
+        "REVIEW_MARK_UNSPECIFIED",
+        "REVIEW_MARK_INACCURACY",
+        "REVIEW_MARK_MISTAKE",
+        "REVIEW_MARK_BLUNDER",
+        "REVIEW_MARK_PASSED_CLOSE",
+        "REVIEW_MARK_FED",
+    ],
 }
 
 # message -> its fields in number order, "?" marking an explicit-presence (optional) scalar.
@@ -291,6 +301,17 @@ MESSAGES = {
     "ReplayDealResponse": (
         "legal violation turns_played complete hands discard_pile stock discard result claims to_play? closer? reshuffles shuffle_proof"
     ),
+    "ReviewDealRequest": "record rules",
+    "HandProgress": "distance improving points unseen outs",
+    "ReviewOption": "choice value",
+    "DecisionJudgment": "options best loss",
+    "ReviewedDecision": "kind choice judged omniscient marks agrees_with_omniscient?",
+    "ReviewedTurn": "turn seat before drawn thrown closed decisions",
+    "SeatReview": (
+        "seat name decisions accuracy? average_loss inaccuracies mistakes blunders passed_closes fed "
+        "omniscient_differs omniscient_agrees"
+    ),
+    "ReviewDealResponse": "legal violation seats turns shuffle_proof",
 }
 
 
@@ -375,7 +396,9 @@ def test_installed_wheel_imports_the_generated_modules(wheel: Path, tmp_path: Pa
     env = {**os.environ, "PYTHONPATH": str(site)}
     result = _run([sys.executable, "-c", probe], cwd=tmp_path, env=env)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert result.stdout.split() == [SERVICE, "CheckClose", "CheckDisputes", "ReplayDeal", "ScoreDeal", "SolveHand"]
+    assert result.stdout.split() == [
+        SERVICE, "CheckClose", "CheckDisputes", "ReplayDeal", "ReviewDeal", "ScoreDeal", "SolveHand"
+    ]  # fmt: skip
 
 
 # --- container ----------------------------------------------------------------------------

@@ -40,7 +40,7 @@ from referee.play.replay import ViolationCode, replay
 from referee.play.shuffle import Shuffle
 
 S, D = DrawSource.STOCK, DrawSource.DISCARD
-RECORDS_DOC = Path(__file__).resolve().parent.parent / "docs" / "records.md"
+RECORDS_DOC = Path(__file__).resolve().parents[2] / "docs" / "records.md"
 
 
 def card(code: str) -> Card:

@@ -41,7 +41,7 @@ from referee.server.access import (
 from referee.server.status import RETRY_PUSHBACK_KEY
 from referee.server.tls import ServerCertificates, TlsFileError, TlsFiles, tls_files
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ALICE_KEY = "alice-secret-key"
 BOB_KEY = "bob-secret-key"
 

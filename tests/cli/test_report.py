@@ -17,9 +17,10 @@ from commands import cli
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.api import handlers, jsonmsg, records
-from referee.api.convert import close_to_proto, linking_to_proto
+from referee.api.convert import close_from_proto, close_to_proto, linking_from_proto, linking_to_proto
+from referee.api.records import replay_from_proto
 from referee.cli.batch import Line, judge_line
-from referee.cli.report import OUTCOMES, Report, close_from_json, linking_from_json, replay_from_json, write_report
+from referee.cli.report import OUTCOMES, Report, write_report
 from referee.game.cards import parse_cards
 from referee.game.closing import best_close
 from referee.game.linking import best_linking
@@ -27,7 +28,7 @@ from referee.game.rules import Engine, RuleSet
 from referee.play.replay import replay
 from referee.play.simulate import simulate
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DISPUTES = ROOT / "examples" / "disputes.jsonl"
 RULES = RuleSet(engine=Engine.SEARCH)
 
@@ -77,13 +78,16 @@ def assert_self_contained(page: str, parse_html: bool = True) -> None:
 
 
 def test_a_linking_and_a_close_read_back_from_their_json_are_the_domain_values() -> None:
+    """The report reads a verdict line as its message (jsonmsg, the one JSON path) and the domain
+    values from the message (convert): what was written is what is drawn."""
     linking = best_linking(parse_cards("AH 2H 3H 5C 5D 5S KS KD 9C JK".split()), RULES)
-    assert linking_from_json(jsonmsg.to_dict(linking_to_proto(linking))) == linking
+    text = jsonmsg.to_json(linking_to_proto(linking))
+    assert linking_from_proto(jsonmsg.parse(text, pb.Linking())) == linking
     # The JSON mapping's lowerCamel names read the same as the proto names.
-    camel = json.loads(json.dumps(jsonmsg.to_dict(linking_to_proto(linking))).replace("stands_for", "standsFor"))
-    assert linking_from_json(camel) == linking
+    camel = text.replace("stands_for", "standsFor")
+    assert linking_from_proto(jsonmsg.parse(camel, pb.Linking())) == linking
     close = best_close(parse_cards("3H 4H 5H 6H JK 8H 9H 10H JH QH 2C".split()), RULES)
-    back = close_from_json(jsonmsg.to_dict(close_to_proto(close)))
+    back = close_from_proto(jsonmsg.parse(jsonmsg.to_json(close_to_proto(close)), pb.Close()))
     assert (back.valid, back.kind, back.multiplier, back.discard, back.shown, back.reason) == (
         close.valid,
         close.kind,
@@ -93,6 +97,14 @@ def test_a_linking_and_a_close_read_back_from_their_json_are_the_domain_values()
         close.reason,
     )
     assert back.linking.groups == close.linking.groups and back.linking.unlinked == close.linking.unlinked
+
+
+def test_a_verdict_line_that_is_not_a_verdict_is_drawn_as_unreadable_and_the_rest_go_on() -> None:
+    report = Report()
+    for line in ('{"id": "a", "outcome": "DISPUTE_OUTCOME_WRONG", "hand": {"groups": 7}}', "[1, 2]", "{"):
+        report.add(line)
+    page = report.html()
+    assert page.count('<section class="case" data-outcome="UNREADABLE">') == 3
 
 
 # A small batch -----------------------------------------------------------------------------------
@@ -195,7 +207,7 @@ def test_a_replay_read_back_from_its_json_is_the_domains_replay() -> None:
             request.record.turns[3].drawn = "JK" if request.record.turns[3].drawn != "JK" else "AS"
         answer = handlers.replay_deal(request)
         played = replay(records.record_from_proto(request.record, RULES))
-        read = replay_from_json(json.loads(jsonmsg.to_json(answer)))
+        read = replay_from_proto(jsonmsg.parse(jsonmsg.to_json(answer), pb.ReplayDealResponse()))
         assert read.violation == played.violation
         assert [(h.name, h.cards) for h in read.hands] == [(h.name, h.cards) for h in played.hands]
         assert (read.discard_pile, read.stock, read.discard) == (played.discard_pile, played.stock, played.discard)

@@ -258,7 +258,7 @@ def test_batch_connection_flags_that_do_not_fit_are_bad_usage(tmp_path, flags: l
         capture_output=True,
         text=True,
         cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
         timeout=60,
     )
     assert done.returncode == 2, done.stderr

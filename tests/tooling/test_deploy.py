@@ -36,7 +36,7 @@ from servers import WORKERS, ServerProcess
 from referee import cli
 from referee.server.app import SERVICE_NAME
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 KUBERNETES = ROOT / "deploy" / "kubernetes"
 BASE = KUBERNETES / "base"
 LAYOUTS = {

@@ -25,6 +25,7 @@ REQUESTS = (
     pb.CheckCloseRequest,
     pb.ScoreDealRequest,
     pb.ReplayDealRequest,
+    pb.ReviewDealRequest,
     pb.CheckDisputesRequest,
 )
 
@@ -224,6 +225,7 @@ HANDLERS = {
     pb.CheckCloseRequest: handlers.check_close,
     pb.ScoreDealRequest: handlers.score_deal,
     pb.ReplayDealRequest: handlers.replay_deal,
+    pb.ReviewDealRequest: handlers.review_deal,
 }
 
 
@@ -319,7 +321,7 @@ def test_work_between_solves_counts_against_the_budget() -> None:
 
 
 def test_operations_md_quotes_the_table_of_limits() -> None:
-    text = (Path(__file__).resolve().parent.parent / "docs" / "operations.md").read_text(encoding="utf-8")
+    text = (Path(__file__).resolve().parents[2] / "docs" / "operations.md").read_text(encoding="utf-8")
     for limit in LIMITS:
         fields = ", ".join(f"`{name}`" for name in limit.fields)
         assert f"| {fields} | {limit.most} {limit.unit} | {limit.why} |" in text, limit

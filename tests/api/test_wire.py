@@ -33,6 +33,7 @@ UNARY = {
     "CheckClose": pb.CheckCloseRequest,
     "ScoreDeal": pb.ScoreDealRequest,
     "ReplayDeal": pb.ReplayDealRequest,
+    "ReviewDeal": pb.ReviewDealRequest,
 }
 FUZZ = settings(max_examples=120, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 

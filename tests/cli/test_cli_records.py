@@ -167,6 +167,7 @@ def test_simulate_writes_a_file_the_replay_reads(capsys: pytest.CaptureFixture[s
         ),
         (["replay", "/nonexistent/deal.txt"], "remigio-referee replay: cannot read /nonexistent/deal.txt"),
         (["replay", "--json", "--notation", "-"], "remigio-referee replay: --json and --notation"),
+        (["review", "/nonexistent/deal.txt"], "remigio-referee review: cannot read /nonexistent/deal.txt"),
     ],
 )
 def test_usage_errors_exit_2_with_one_line(capsys: pytest.CaptureFixture[str], args: list[str], says: str) -> None:
@@ -177,11 +178,11 @@ def test_usage_errors_exit_2_with_one_line(capsys: pytest.CaptureFixture[str], a
 
 def test_a_malformed_record_is_an_error_naming_its_line_or_field(capsys: pytest.CaptureFixture[str]) -> None:
     status, _, err = run(capsys, "replay", "-", stdin=EXAMPLE.replace("6. S=JH JH", "6. S=JH XX"))
-    assert status == 1 and err.startswith("remigio-referee: error: line 16: ") and "XX" in err
+    assert status == 1 and err.startswith("remigio-referee replay: error: line 16: ") and "XX" in err
     request = request_of(parse_notation(EXAMPLE))
     request.record.dealer = 9
     status, _, err = run(capsys, "replay", "-", stdin=json_format.MessageToJson(request))
-    assert status == 1 and err.startswith("remigio-referee: error: record.dealer: ")
+    assert status == 1 and err.startswith("remigio-referee replay: error: record.dealer: ")
 
 
 def test_simulate_piped_into_replay_as_real_processes() -> None:
@@ -202,3 +203,41 @@ def test_replay_draws_the_deal_with_svg(tmp_path) -> None:
     assert run.returncode == 0, run.stderr
     root = ElementTree.fromstring(picture.read_text(encoding="utf-8"))
     assert root.tag.endswith("svg") and root.find("{http://www.w3.org/2000/svg}title") is not None
+
+
+def test_review_annotates_each_turn_and_sums_up_each_seat(capsys: pytest.CaptureFixture[str]) -> None:
+    from referee.api.handlers import review_deal
+
+    status, out, _ = run(capsys, "review", "-", stdin=EXAMPLE)
+    assert status == 0
+    lines = out.splitlines()
+    assert lines[0].split()[:3] == ["player", "accuracy", "decisions"]
+    request = request_of(parse_notation(EXAMPLE))
+    reviewed = review_deal(pb.ReviewDealRequest(record=request.record, rules=request.rules))
+    # One line a seat, then one a turn, each naming its player and its throw (or CLOSE).
+    for seat in reviewed.seats:
+        assert any(line.split()[:1] == [seat.name] for line in lines[1 : 1 + len(reviewed.seats)])
+    turns = [line for line in lines if re.match(r"^\s*\d+\. ", line)]
+    assert len(turns) == len(reviewed.turns) == 8
+    assert turns[-1].split()[1] == "beto" and turns[-1].split()[2:4] == ["DISCARD", "CLOSE"]
+    # A marked decision names the better choice and the loss.
+    for turn, line in zip(reviewed.turns, turns, strict=True):
+        marks = [mark for decision in turn.decisions for mark in decision.marks]
+        marked = pb.REVIEW_MARK_MISTAKE in marks or pb.REVIEW_MARK_BLUNDER in marks
+        assert ("better " in line) >= marked, line
+    assert lines[-1].startswith("Evidence for a person to weigh")
+
+
+def test_review_json_is_the_reply_of_the_service_and_an_illegal_record_is_not_reviewed(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from referee.api.handlers import review_deal
+
+    status, out, _ = run(capsys, "review", "--json", "-", stdin=EXAMPLE)
+    assert status == 0
+    request = request_of(parse_notation(EXAMPLE))
+    expected = review_deal(pb.ReviewDealRequest(record=request.record, rules=request.rules))
+    assert json_format.Parse(out, pb.ReviewDealResponse()) == expected
+    status, out, _ = run(capsys, "review", "-", stdin=EXAMPLE.replace("5. @beto S=6S 6S", "5. @beto S=6S 7S"))
+    assert status == 0  # a violation is an answer
+    assert out.startswith("not reviewed: illegal: turn 5, beto: discards 7S") and "CARD_NOT_IN_HAND" in out

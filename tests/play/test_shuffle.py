@@ -21,7 +21,7 @@ from referee.game.cards import Card, parse_cards
 from referee.game.errors import InvalidShuffleError, RefereeError
 from referee.play.shuffle import ALGORITHM, Shuffle, commitment, dealt_deck, permute, reshuffled, words
 
-RECORDS_DOC = Path(__file__).resolve().parent.parent / "docs" / "records.md"
+RECORDS_DOC = Path(__file__).resolve().parents[2] / "docs" / "records.md"
 
 # An independent reading of RULES §9.5 -----------------------------------------------------------
 

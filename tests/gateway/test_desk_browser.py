@@ -32,7 +32,7 @@ from referee.play.simulate import simulate
 from referee.render import card_symbols
 from referee.server.access.keys import digest_of
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 KEY = "desk-test-key-0123456789abcdef"
 SLOW_KEY = "desk-slow-key-0123456789abcdef"  # 20 calls a second: an upload outruns it
 FAST = RuleSet(engine=Engine.SEARCH)

@@ -114,10 +114,11 @@ def test_readable_close() -> None:
         ("3H 4H 5H 6H JK 8H 9H", None, "11 cards, or 10 shown cards and --discard CARD; 7 given"),
     ],
 )
-def test_a_close_of_the_wrong_count_names_the_flag(cards: str, discard: str | None, says: str) -> None:
+def test_a_close_of_the_wrong_count_is_refused_naming_the_flag(cards: str, discard: str | None, says: str) -> None:
+    # Refused input, as solve's wrong count is (and the service's INVALID_ARGUMENT): status 1.
     run = cli("close", *(["--discard", discard] if discard else []), *cards.split())
-    assert run.returncode == 2 and run.stdout == ""
-    assert run.stderr.startswith("remigio-referee close: ") and says in run.stderr, run.stderr
+    assert run.returncode == 1 and run.stdout == ""
+    assert run.stderr.startswith("remigio-referee close: error: ") and says in run.stderr, run.stderr
     assert run.stderr.count("\n") == 1
 
 
@@ -225,3 +226,43 @@ def test_the_command_runs_as_a_process_with_its_exit_statuses() -> None:
     assert bad.returncode != 0 and "ZZ" in bad.stderr and "Traceback" not in bad.stderr
     usage = cli_process("solve", "--no-such-flag")
     assert usage.returncode == 2 and len(usage.stderr.strip().splitlines()) <= 3
+
+
+# docs/commands.md, "Exit status": one convention, a case per way a command can end.
+RECORD = "[Seats ana beto]\n1. S 3H\n"  # a record missing its deck: refused input
+CONVENTION = [
+    # (arguments, stdin, status, what stderr starts with)
+    (["solve", "AH", "2H"], "", 0, ""),
+    (["close", *"3H 4H 5H 6H JK 8H 9H 10H JH QH 2C".split()], "", 0, ""),
+    (["close", *"AH 2C 3D 4S 5H 6C 7D 8S 9H 10C JD".split()], "", 0, ""),  # an invalid close: a verdict
+    (["solve", *"AH 2H 3H 4H 5H 6H 7H 8H 9H 10H JH QH".split()], "", 1, "remigio-referee solve: error: cards: "),
+    (["solve", "AH", "ZZ"], "", 1, "remigio-referee solve: error: cards[1]: "),
+    (["close", *"3H 4H 5H 6H JK 8H 9H".split()], "", 1, "remigio-referee close: error: cards: "),
+    (["close", "--discard", "ZZ", *"3H 4H 5H 6H JK 8H 9H 10H JH QH".split()], "", 1, "remigio-referee close: error: "),
+    (["score", "-"], "{", 1, "remigio-referee score: error: "),
+    (["replay", "-"], RECORD, 1, "remigio-referee replay: error: "),
+    (["review", "-"], RECORD, 1, "remigio-referee review: error: "),
+    (["solve"], "AH 2H 3H\nAH ZZ\n", 1, ""),  # stdin mode: the bad line reported on stdout
+    (["solve", "--json"], "AH 2H 3H\nAH ZZ\n", 1, ""),
+    (["score", "/nonexistent/deal.json"], "", 2, "remigio-referee score: cannot read"),
+    (["replay", "/nonexistent/deal.txt"], "", 2, "remigio-referee replay: cannot read"),
+    (["review", "/nonexistent/deal.txt"], "", 2, "remigio-referee review: cannot read"),
+    (["solve", "--svg", "x.svg"], "AH\n", 2, "remigio-referee solve: --svg draws one hand"),
+    (["solve", "--no-such-flag", "AH"], "", 2, "usage: remigio-referee"),
+]
+
+
+@pytest.mark.parametrize(("args", "stdin", "status", "says"), CONVENTION, ids=[" ".join(c[0])[:40] for c in CONVENTION])
+def test_every_command_ends_by_one_convention(args: list[str], stdin: str, status: int, says: str) -> None:
+    run = cli(*args, stdin=stdin)
+    assert run.returncode == status, (run.stdout, run.stderr)
+    if status == 0:
+        assert run.stderr == "" and run.stdout
+    elif says.startswith("usage:"):
+        assert run.stderr.startswith(says)
+    elif says:
+        assert run.stderr.startswith(says) and run.stderr.count("\n") == 1, run.stderr
+        assert run.stdout == ""
+    else:  # stdin mode: the good line answered, the bad one reported in its place
+        lines = run.stdout.splitlines()
+        assert len(lines) == 2 and "ZZ" in lines[1] and run.stderr == ""

@@ -20,7 +20,7 @@ from referee.api import jsonmsg, records
 from referee.game.rules import Engine, RuleSet
 from referee.play.simulate import simulate
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _cases() -> list[str]:

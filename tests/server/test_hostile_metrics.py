@@ -35,7 +35,7 @@ from referee.server.metrics_http import MetricsServer, Render
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.skipif(sys.platform != "linux", reason="/proc and SO_REUSEPORT")]
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 2.0  # --metrics-timeout of the first server
 CAP = metrics.DEFAULT_MAX_CONNECTIONS
 CANNOT_START = re.compile(r"cannot start worker \d+ \((.+)\); trying again")
