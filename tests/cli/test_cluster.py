@@ -33,7 +33,7 @@ from referee.play.simulate import simulate
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.skipif(sys.platform != "linux", reason="/proc, signals")]
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "disputes.jsonl"
 
 
@@ -142,7 +142,8 @@ def test_records_from_a_glob_into_a_directory_are_the_local_verdicts(head: RayNo
     for part in range(3):
         write(tmp_path / "in" / f"part-{part}.jsonl", with_ids[part::3])
     out = tmp_path / "out"
-    result = batch(head, tmp_path / "in" / "part-*.jsonl", "-o", f"{out}/")
+    # A URI (file://, as s3:// or gs:// would be) with a glob in it.
+    result = batch(head, f"file://{tmp_path}/in/part-*.jsonl", "-o", f"{out}/")
     assert result.returncode == 3, result.stderr
     wanted = [line for line in expected.splitlines() if not json.loads(line)["id"].startswith("line:")]
     assert sorted(read_directory(out)) == sorted(wanted)
