@@ -42,6 +42,7 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.batch import head as head_of  # noqa: E402
 from bench.batch import write_record_cases  # noqa: E402
 from bench.machine import load_average  # noqa: E402
 from bench.rays import RayNode, ray_env  # noqa: E402
@@ -125,14 +126,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--records", type=int, default=20_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="2,000 records, one round")
+    parser.add_argument(
+        "--input", type=Path, help="records already written by an earlier run (its first --records lines)"
+    )
     args = parser.parse_args(argv)
     if args.quick:
         args.records, args.rounds = 2_000, 1
     folder = Path(tempfile.mkdtemp(prefix="bench-cluster-"))
     cases = folder / "records.jsonl"
     started = time.monotonic()
-    write_record_cases(cases, args.records)
-    print(f"{args.records:,} deal records simulated in {time.monotonic() - started:.0f} s", flush=True)
+    if args.input:
+        head_of(args.input, cases, args.records)
+    else:
+        write_record_cases(cases, args.records)
+        print(f"{args.records:,} deal records simulated in {time.monotonic() - started:.0f} s", flush=True)
 
     ray_folder = folder / "ray"
     env = ray_env(ray_folder)

@@ -57,7 +57,6 @@ if TYPE_CHECKING:
 
 SPLIT_LINES = 256  # lines per block handed to the judging tasks: small enough to spread a file
 JUDGE_BATCH = 512  # lines a judging task takes at once: amortises a task's overhead (about 1 ms)
-ROWS_PER_FILE = 20_000  # verdicts per file of a directory output, at least (the last may hold fewer)
 OUTCOME_PREFIX = "DISPUTE_OUTCOME_"
 PARTIAL = ".partial-"  # a file still being written (local file systems); never read, removed by --resume
 
@@ -117,8 +116,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         if output is not None:
             sink = _directory_datasink(output, args.format)
-            # Writing asks less than a CPU, so Ray keeps it apart from judging: fused, the judging
-            # tasks would take ROWS_PER_FILE lines each, too few tasks to spread.
+            # Writing asks less than a CPU, so Ray keeps it apart from judging. Each judged block
+            # is written as it comes, a file each: bundling blocks into larger files held
+            # verdicts in the object store until it was full, and the run waited for ever.
             dataset.write_datasink(sink, ray_remote_args={"num_cpus": 0.25})
             counts = sink.counts
         else:
@@ -399,10 +399,6 @@ def _directory_datasink(output: Place, file_format: str) -> Any:
 
         def on_write_start(self, schema: Any = None) -> None:
             output.fs.create_dir(output.path, recursive=True)
-
-        @property
-        def min_rows_per_write(self) -> int:
-            return ROWS_PER_FILE
 
         def write(self, blocks: Iterable[Any], ctx: Any) -> dict[str, int]:
             tables = [BlockAccessor.for_block(block).to_arrow() for block in blocks]
