@@ -53,7 +53,8 @@ JOBS = 2
 
 
 def _cpu_of(raylets: set[int]) -> dict[int, float]:
-    """CPU seconds so far of the nodes' processes (the raylets and their children: workers, agents)."""
+    """CPU seconds so far of the nodes' processes (the raylets and their children: workers, agents),
+    with those of their children that have ended."""
     ticks = os.sysconf("SC_CLK_TCK")
     found = {}
     for entry in Path("/proc").iterdir():
@@ -65,7 +66,9 @@ def _cpu_of(raylets: set[int]) -> dict[int, float]:
             continue
         pid = int(entry.name)
         if pid in raylets or int(stat[1]) in raylets:
-            found[pid] = (int(stat[11]) + int(stat[12])) / ticks
+            # Its own time, and its children's that it has reaped: a worker Ray ends when idle
+            # leaves its time to the raylet.
+            found[pid] = sum(int(stat[field]) for field in (11, 12, 13, 14)) / ticks
     return found
 
 

@@ -197,23 +197,27 @@ def test_a_bad_line_is_a_verdict_naming_its_line_and_field_and_the_run_goes_on(h
 # Faults ----------------------------------------------------------------------------------------
 
 
-def _judging_workers(parents: set[int] | None = None) -> list[int]:
-    """Ray worker processes now running a judging task (their process title names the map); of
-    the raylets ``parents`` only, when given (a worker is its node's raylet's child)."""
+def _busy_workers(parents: set[int], judging: bool = True) -> list[int]:
+    """Ray worker processes of the raylets ``parents`` (a worker is its raylet's child) now
+    running a task of the run: a judging task, or (``judging`` False) any task of the dataset
+    (reading, splitting, judging, writing), by the process title Ray gives them."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             title = (entry / "cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
-            if not (title.startswith("ray::") and "Judge" in title):
+            if not title.startswith("ray::") or ("Judge" not in title if judging else not _DATASET.search(title)):
                 continue
             parent = int((entry / "stat").read_text().rpartition(")")[2].split()[1])
         except (OSError, ValueError, IndexError):
             continue
-        if parents is None or parent in parents:
+        if parent in parents:
             found.append(int(entry.name))
     return found
+
+
+_DATASET = re.compile(r"MapBatches|ReadBinary|Write|Split")
 
 
 def _run_and_kill(
@@ -226,7 +230,7 @@ def _run_and_kill(
     ) as run:
         killed = kill(run)
         stdout, stderr = run.communicate(timeout=200)
-    assert killed, f"no judging task was seen running:\n{stderr}"
+    assert killed, f"no task was seen running where it was awaited:\n{stderr}"
     return subprocess.CompletedProcess(command, run.returncode, stdout, stderr)
 
 
@@ -244,7 +248,7 @@ def test_a_worker_killed_mid_run_loses_and_doubles_no_case(head: RayNode, tmp_pa
 
     def kill(run: subprocess.Popen[str]) -> bool:
         while run.poll() is None:
-            if workers := _judging_workers(raylets):
+            if workers := _busy_workers(raylets):
                 os.kill(workers[0], signal.SIGKILL)
                 return True
             time.sleep(0.05)
@@ -256,7 +260,7 @@ def test_a_worker_killed_mid_run_loses_and_doubles_no_case(head: RayNode, tmp_pa
 
 
 def test_a_node_that_leaves_mid_run_loses_and_doubles_no_case(head: RayNode, tmp_path: Path) -> None:
-    path = write(tmp_path / "records.jsonl", record_lines(4000, seed=6))
+    path = write(tmp_path / "records.jsonl", record_lines(6000, seed=6))
     expected = local_verdicts(path, tmp_path)
     second = RayNode(tmp_path / "second", head=head, cpus=1)
     try:
@@ -264,7 +268,7 @@ def test_a_node_that_leaves_mid_run_loses_and_doubles_no_case(head: RayNode, tmp
 
         def kill(run: subprocess.Popen[str]) -> bool:
             while run.poll() is None:
-                if _judging_workers(raylets):
+                if _busy_workers(raylets, judging=False):
                     second.stop()  # the node leaves: its raylet, object store and workers at once
                     return True
                 time.sleep(0.05)
