@@ -24,7 +24,7 @@ import yaml
 
 from referee import cli
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 BATCH = ROOT / "deploy" / "kubernetes" / "batch"
 SCHEMA = BATCH / "schema" / "rayjob-v1.json"
 KUBERNETES_VERSIONS = ("1.31.0", kubernetes_validate.latest_version())
