@@ -42,7 +42,12 @@ the scoring and its linkings, JSON out). ``--rounds`` (default 3) timings; with 
 (a checkout of another commit, such as a worktree at the starting commit of a change) each round
 also times that checkout's command on the same file, the builds taking turns going first, and
 the report gives both medians (records/s, and CPU per record, which holds up better on a busy
-machine) and their ratios. ``--only-records`` runs just that.
+machine) and their ratios. ``--only-records`` runs just that. Beside them, the cores' limit: the
+cores over the fresh replay-and-score time of a record (``fresh_replay_and_score``: its replay
+and the scoring of its end state, the caches of linkings and close verdicts emptied before each,
+the median of the first 1,000 records, timed in the benchmark's process), the records/s the
+cores would allow were reading and writing the JSON, handing records between processes and
+start-up free; each build's median is given as a share of it.
 
 Every run's verdicts must be the same lines, byte for byte (the same case gives the same verdict
 whatever the engine, the jobs, the server or the build) and no case may be MALFORMED: otherwise
@@ -306,7 +311,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         args.records = QUICK_RECORDS if args.quick else DEFAULT_RECORDS
     if args.only_records and not args.records:
         parser.error("--only-records needs --records above 0")
-    if args.baseline is not None and not (args.baseline / "referee" / "batch.py").is_file():
+    if args.baseline is not None and not any(
+        (args.baseline / "referee" / where).is_file() for where in ("cli/batch.py", "batch.py")
+    ):
         parser.error(f"--baseline {args.baseline}: not a checkout of this project")
     args.cpsat_count = min(args.cpsat_count, args.count)
     args.engine_list = [e for e in args.engines.split(",") if e]
@@ -327,6 +334,46 @@ def commit_of(repo: Path) -> str:
     return commit + ("+" if changed else "")
 
 
+CORES_SAMPLE = 1000  # records timed for the cores' limit
+
+
+def fresh_replay_and_score(cases: Path, count: int = CORES_SAMPLE) -> float:
+    """The median seconds of the work a record needs, fresh: its replay and the scoring of its
+    end state with the search engine, the caches of linkings and close verdicts emptied before
+    each (the search engine keeps its caches of parts of hands, as a worker does); in this
+    process, on the first ``count`` records of ``cases``."""
+    import gc
+
+    from referee.api import convert, records
+    from referee.api.record_lines import read_record_case
+    from referee.game.closing import forget_verdicts
+    from referee.game.linking import forget_linkings
+    from referee.game.rules import Engine
+    from referee.game.scoring import score_deal
+    from referee.play.replay import replay
+
+    timings = []
+    with cases.open(encoding="utf-8") as lines:
+        for n, line in enumerate(lines):
+            if n == count:
+                break
+            read = read_record_case(line)
+            assert read is not None, f"record {n} is not a plain record case"
+            case, turns = read
+            rules = convert.rules_from_proto(case.record.rules).with_options(engine=Engine.SEARCH)
+            record = records.record_from_proto(case.record.record, rules, turns=turns)
+            forget_linkings()
+            forget_verdicts()
+            gc.disable()
+            start = time.perf_counter()
+            played = replay(record)
+            if played.deal is not None:
+                score_deal(played.deal, rules)
+            timings.append(time.perf_counter() - start)
+            gc.enable()
+    return statistics.median(timings)
+
+
 def time_records(
     args: argparse.Namespace, folder: Path, progress: Callable[[str], None]
 ) -> tuple[list[str], list[str]]:
@@ -334,6 +381,8 @@ def time_records(
     cases = folder / "records.jsonl"
     progress(f"simulating {args.records:,} deal records")
     write_record_cases(cases, args.records)
+    fresh = fresh_replay_and_score(cases, min(CORES_SAMPLE, args.records))
+    cores = os.cpu_count() or 1
     builds = [("this", REPO)] + ([("baseline", args.baseline.resolve())] if args.baseline else [])
     runs: dict[str, list[Run]] = {name: [] for name, _ in builds}
     for round_ in range(1, args.rounds + 1):
@@ -354,6 +403,8 @@ def time_records(
         f"seeded shuffles and explicit decks in turn), local --jobs {JOBS} --engine search, "
         f"{args.rounds} rounds, the builds in turn (each round the other first)",
         "verdicts: " + ", ".join(f"{count:,} {name}" for name, count in sorted(outcomes.items())),
+        f"the cores' limit: {cores} cores / {fresh * 1e3:.3f} ms, the fresh replay-and-score time per record "
+        f"(median of {min(CORES_SAMPLE, args.records):,}, in this process) = {cores / fresh:,.0f} records/s",
         "",
         f"{'build':<10} {'commit':<10} {'records/s per round':<28} {'median':>8}  {'target':<13} {'client':>6}"
         f"  {'CPU ms/record':>13}",
@@ -378,6 +429,9 @@ def time_records(
             f"this build / baseline: {medians['this'] / medians['baseline']:.2f}x the records/s, "
             f"{cpu['this'] / cpu['baseline']:.2f}x the CPU per record (medians)"
         )
+    lines.append(
+        "of the cores' limit: " + ", ".join(f"{name} {medians[name] * fresh / cores:.0%}" for name, _ in builds)
+    )
     return lines, problems
 
 

@@ -26,6 +26,12 @@ h2load sees HTTP statuses only, so before the rounds each server's reply is chec
 gRPC channel (grpc-status OK and the reply's bytes), and the referee's calls are counted OK by its
 own log afterwards: a call that failed would show there.
 
+**Distinct calls** (``--distinct``): the referee servers get SolveHand calls on hands they have
+not seen, with the search engine (``bench.hands.end_of_deal``, a fresh slice of the hands each
+round, the same slice for every build), so every call is decoded, solved on a compute slot and
+encoded; the bare servers still answer the one request with fixed bytes. ``bench.h2client``
+drives the load (h2load sends one body).
+
 The ratios are the referee's calls/s over each bare server's. Figures, never asserts: the exit
 status is 1 only when a server fails to start, answers wrongly or does not stop.
 """
@@ -230,10 +236,12 @@ def h2load_round(target: str, request: bytes, duration: float) -> Round:
     )
 
 
-def h2client_round(target: str, request: bytes, duration: float) -> Round:
-    """The same load through ``bench.h2client`` (grpc-status checked on every call)."""
+def h2client_round(target: str, request: bytes | Sequence[bytes], duration: float) -> Round:
+    """The same load through ``bench.h2client`` (grpc-status checked on every call); with a sequence
+    of requests, each connection takes its own in turn (connection n: n, n + 32, ...)."""
+    pool = [request] if isinstance(request, bytes) else request
     clients = [h2client.Client(n, CONNECTIONS, 0.0) for n in range(CONNECTIONS)]
-    start = h2client.drive(target, METHOD, clients, [request], WARM_UP + duration, timeout=CALL_TIMEOUT)
+    start = h2client.drive(target, METHOD, clients, pool, WARM_UP + duration, timeout=CALL_TIMEOUT)
     latencies, failed, since = [], 0, start + WARM_UP
     for client in clients:
         for call in client.calls:
@@ -244,6 +252,21 @@ def h2client_round(target: str, request: bytes, duration: float) -> Round:
             else:
                 latencies.append((call.ended - call.began) * 1000)
     return Round(len(latencies) / duration, percentile(latencies, 50), percentile(latencies, 99), failed)
+
+
+# Distinct calls per second of a round that a slice of hands has room for (more than a quiet
+# machine's bare server answers), so no hand is asked twice in a round.
+DISTINCT_RATE = 6_000
+DISTINCT_SEED = 20261204
+
+
+def distinct_requests(round_: int, duration: float) -> list[bytes]:
+    """Round ``round_``'s SolveHand requests (search engine) on hands no round before it asked."""
+    from bench.hands import end_of_deal
+    from bench.service import ENGINES, solve_requests
+
+    count = int(DISTINCT_RATE * (WARM_UP + duration))
+    return solve_requests(end_of_deal(DISTINCT_SEED + round_, count, 10), ENGINES["search"])
 
 
 def check_reply(target: str, request: bytes, reply: bytes) -> str | None:
@@ -272,6 +295,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         choices=("h2load", "h2"),
         help="h2load (the default when on the PATH) or bench.h2client",
     )
+    parser.add_argument(
+        "--distinct",
+        action="store_true",
+        help="the referees get SolveHand calls on hands they have not seen, with the search engine",
+    )
     parser.add_argument("--bare", choices=("aio", "sync"), help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--reply", help=argparse.SUPPRESS)
@@ -282,8 +310,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error(f"--duration must be above 0 and --rounds at least 1, not {args.duration:g} and {args.rounds}")
     if args.baseline is not None and not (args.baseline / "referee" / "server").is_dir():
         parser.error(f"--baseline: no referee checkout in {args.baseline}")
+    if args.distinct and args.load_generator == "h2load":
+        parser.error("--distinct: h2load sends one body; use --load-generator h2")
     if args.load_generator is None:
-        args.load_generator = "h2load" if shutil.which("h2load") else "h2"
+        args.load_generator = "h2load" if shutil.which("h2load") and not args.distinct else "h2"
     elif args.load_generator == "h2load" and not shutil.which("h2load"):
         parser.error("--load-generator h2load: h2load is not on the PATH (make h2load installs it)")
     return args
@@ -305,6 +335,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(
         f"bench.floor: {CONNECTIONS} connections, one call each, {WORKERS} processes per server, "
         f"{args.rounds} x {args.duration:g} s, load generator {args.load_generator}"
+        + (", the referees on distinct hands (search engine)" if args.distinct else "")
     )
     print(f"cpus: {os.cpu_count()}; load average at start: {load_average()}")
     servers: dict[str, BareServer | Server] = {}
@@ -326,8 +357,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         logged_before = {name: _ok_calls(s) for name, s in servers.items() if isinstance(s, Server)}
         rounds: dict[str, list[Round]] = {name: [] for name in servers}
         for n in range(args.rounds):
+            distinct = distinct_requests(n, args.duration) if args.distinct else None
             for name, server in servers.items():
-                result = measure(server.target, request, args.duration)
+                if distinct is not None and isinstance(server, Server):
+                    result = h2client_round(server.target, distinct, args.duration)
+                else:
+                    result = measure(server.target, request, args.duration)
                 rounds[name].append(result)
                 print(
                     f"  round {n + 1} {name:<8} {result.rate:>8.0f} calls/s  p50 {result.p50:6.2f} ms  "

@@ -4,6 +4,7 @@ Run from the repository root::
 
     python -m bench.review                 # default run (about a minute on a quiet core)
     python -m bench.review --quick         # a short run
+    python -m bench.review --baseline DIR  # this build and the checkout in DIR, back to back
 
 The records come from ``referee.play.simulate`` with fixed seeds (four seats, the bots close; seeded
 shuffles), so two runs time the same deals. A review replays the record, then for every turn
@@ -15,6 +16,12 @@ hand (the ways to complete a core, the groups drawn whole) stay built, as in a r
 Each record is timed ``--repeat`` times, with the garbage collector off while timing; the median,
 the p90 and the minimum are over all timings, in CPU time of this process (the machine is shared).
 The target is a median under 50 ms per deal; a missed target is reported, not a failure.
+
+With ``--baseline DIR`` (another checkout, e.g. a ``git worktree`` of an older commit) both builds
+are timed in child processes, each importing its own ``referee``, by turns: each pass over the
+records is timed once for the baseline and once for this build, one after the other, so that load
+on a shared machine falls on both alike; the ratio of the medians is printed. The child's code uses
+only what every build has (``simulate``, ``review_deal``, ``forget_measures``).
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ import math
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Sequence
@@ -43,6 +51,25 @@ from referee.play.simulate import simulate  # noqa: E402
 SEED = 20261201
 PLAYERS = 4
 DEAL_MEDIAN_MS = 50.0  # the target: one four-seat deal reviewed
+ROOT = Path(__file__).resolve().parents[1]
+# One pass over the records, in a child process whose ``referee`` is the checkout it runs in
+# (argv: count, seed, players); CPU seconds of each review, one a line.
+CHILD = """
+import gc, sys, time
+from referee.game.rules import Engine, RuleSet
+from referee.play.review import forget_measures, review_deal
+from referee.play.simulate import simulate
+count, seed, players = (int(a) for a in sys.argv[1:4])
+records = [simulate(seed + i, players, RuleSet(engine=Engine.SEARCH)) for i in range(count)]
+review_deal(records[0])
+gc.collect()
+gc.disable()
+for record in records:
+    forget_measures()
+    start = time.process_time()
+    review_deal(record)
+    print(time.process_time() - start)
+"""
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -68,17 +95,64 @@ def timings(records: Sequence[Record], repeat: int) -> list[float]:
     return out
 
 
+def child_timings(root: Path, count: int) -> list[float]:
+    """One pass over the first ``count`` records, reviewed by the checkout at ``root``."""
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, str(count), str(SEED), str(PLAYERS)],
+        cwd=root,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    return [float(line) for line in out.split()]
+
+
+def compare(baseline: Path, count: int, repeat: int) -> int:
+    """Both builds timed by turns, ``repeat`` passes each; the medians and their ratio."""
+    started = time.perf_counter()
+    builds = {"baseline": baseline.resolve(), "this build": ROOT}
+    values: dict[str, list[float]] = {name: [] for name in builds}
+    for _ in range(repeat):
+        for name, root in builds.items():
+            values[name] += child_timings(root, count)
+    print(f"review benchmark, two builds: {count} four-seat deals, {repeat} passes each by turns, seed {SEED}")
+    print(f"baseline: {baseline}")
+    print(
+        f"python {platform.python_version()} ({platform.python_implementation()}), "
+        f"cpu count {os.cpu_count()}, {platform.machine()} {platform.system()}"
+    )
+    print()
+    print(f"{'CPU ms per deal':<28} {'median':>9} {'p90':>9} {'min':>9}")
+    for name, got in values.items():
+        median = statistics.median(got) * 1e3
+        verdict = "target met" if median < DEAL_MEDIAN_MS else f"TARGET MISSED ({DEAL_MEDIAN_MS:.0f} ms)"
+        print(f"{name:<28} {median:9.1f} {percentile(got, 90) * 1e3:9.1f} {min(got) * 1e3:9.1f}  {verdict}")
+    ratio = statistics.median(values["baseline"]) / statistics.median(values["this build"])
+    print(f"{'baseline / this build':<28} {ratio:9.2f}x (medians)")
+    print()
+    print(f"load average (1/5/15 min) at the end: {load_average()}; total {time.perf_counter() - started:.0f} s")
+    return 0
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.review", description="Benchmark the review of deals.")
     parser.add_argument("--count", type=int, default=40, help="records (default 40)")
     parser.add_argument("--repeat", type=int, default=3, help="timings of each record (default 3)")
     parser.add_argument("--quick", action="store_true", help="10 records, 1 timing each")
-    return parser.parse_args(argv)
+    parser.add_argument("--baseline", type=Path, help="a checkout of another build, timed by turns with this one")
+    args = parser.parse_args(argv)
+    if args.baseline is not None and not (args.baseline / "referee" / "play" / "review.py").is_file():
+        parser.error(f"--baseline: no referee checkout with a review in {args.baseline}")
+    return args
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     count, repeat = (10, 1) if args.quick else (args.count, args.repeat)
+    if args.baseline is not None:
+        return compare(args.baseline, count, repeat)
     rules = RuleSet(engine=Engine.SEARCH)
     started = time.perf_counter()
     records = [simulate(SEED + i, PLAYERS, rules) for i in range(count)]

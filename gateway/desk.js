@@ -8,15 +8,12 @@
   const CHUNK_CASES = 50; // cases per POST: the progress bar moves, a failed chunk costs little
   const CHUNK_BYTES = 256 * 1024; // well under the gateway's 1 MiB body limit
   const LISTED = 500; // rows of the case list at most; the download holds every verdict
-  const CW = 36, CH = 50, CARD_GAP = 4, GROUP_GAP = 12, PAD = 6, LABEL = 14, MARGIN = 12, LINE = 16;
-  const BOX_H = CH + 2 * PAD + LABEL, NAME_COLUMN = 150;
-  const INK = "#212121", MUTED = "#555555", GOOD = "#2e7d32", BAD = "#c62828", JOKER = "#6a1b9a";
+  // The card picker's faces are the page's symbols (referee.render.card_symbols), their size the
+  // symbols' own; every drawing of an answer is the referee's (DrawAnswer): none is made here.
+  const [, , CW, CH] = document.querySelector("#symbols symbol").getAttribute("viewBox").split(" ").map(Number);
   const FONTS = document.querySelector("#symbols svg").getAttribute("font-family");
-  const KIND_LABELS = { GROUP_KIND_RUN: "run", GROUP_KIND_SAME_RANK: "same rank", GROUP_KIND_JOKERS_ONLY: "jokers" };
   const SUITS = { "♣": "C", "♦": "D", "♥": "H", "♠": "S" };
   const PRETTY = { C: "♣", D: "♦", H: "♥", S: "♠" };
-  const GROUP_BOX = ["#eef6f0", "#5b8f6a", false], LOOSE_BOX = ["#fff4e5", "#d08a2c", true];
-  const CLAIMED_BOX = ["#eef3fb", "#5b7fb0", false];
 
   // Reading protobuf JSON: the referee prints proto names; a pasted file may use lowerCamel.
   const f = (message, name, fallback) => {
@@ -46,297 +43,24 @@
   };
   const standIn = (code) => (code ? pretty(code) : "any");
 
-  // The drawing pieces -----------------------------------------------------------------------
-
-  class Canvas {
-    constructor() { this.parts = []; this.width = 0; this.height = 0; }
-    add(part, right, bottom) {
-      this.parts.push(part);
-      this.width = Math.max(this.width, right);
-      this.height = Math.max(this.height, bottom);
-    }
-    text(x, y, text, { size = 13, fill = INK, bold = false, anchor = "start" } = {}) {
-      const width = String(text).length * size * 0.6;
-      const right = anchor === "start" ? x + width : anchor === "middle" ? x + width / 2 : x;
-      const weight = bold ? ' font-weight="700"' : "";
-      const align = anchor === "start" ? "" : ` text-anchor="${anchor}"`;
-      this.add(`<text x="${num(x)}" y="${num(y)}" font-size="${size}" fill="${fill}"${weight}${align}>${esc(text)}</text>`,
-        right, y + size * 0.3);
-    }
-    svg(title, kind) {
-      const w = num(this.width + MARGIN), h = num(this.height + MARGIN);
-      return `<svg xmlns="http://www.w3.org/2000/svg" class="drawing" data-drawing="${kind}" width="${w}" height="${h}" ` +
-        `viewBox="0 0 ${w} ${h}" role="img" aria-label="${esc(title)}" font-family="${esc(FONTS)}">` +
-        `<title>${esc(title)}</title><rect width="${w}" height="${h}" fill="#ffffff"/>${this.parts.join("")}</svg>`;
-    }
-  }
-
-  function card(x, y, code, standsFor) {
-    const c = canon(code);
-    const at = `transform="translate(${num(x)},${num(y)})"`;
-    if (!c) {
-      return `<g class="card unknown" data-card="${esc(code)}" ${at}><rect width="${CW}" height="${CH}" rx="4" ` +
-        `fill="#ffffff" stroke="${BAD}" stroke-dasharray="3 2"/><text x="18" y="30" font-size="10" ` +
-        `text-anchor="middle" fill="${BAD}">${esc(String(code).slice(0, 5))}</text></g>`;
-    }
-    let label = "", stands = "";
-    if (c === "JK" && standsFor != null) {
-      stands = ` data-stands-for="${esc(standsFor)}"`;
-      label = `<text x="18" y="46" font-size="11" font-weight="700" text-anchor="middle" fill="${JOKER}">` +
-        `${esc(standIn(standsFor))}</text>`;
-    }
-    return `<g class="card" data-card="${c}"${stands} ${at}><use href="#card-${c}" width="${CW}" height="${CH}"/>${label}</g>`;
-  }
-
-  function faceDown(x, y, code) {
-    return `<g class="card back" data-card="${esc(canon(code) || "")}" transform="translate(${num(x)},${num(y)})">` +
-      `<use href="#card-back" width="${CW}" height="${CH}"/></g>`;
-  }
-
-  const cardsWidth = (count) => count * CW + Math.max(0, count - 1) * CARD_GAP;
-
-  /** Cards in a box with a label under them, as one <g class="box"> (a page or a test reads a
-   * group's cards from it); the x where the next box starts. */
-  function box(cv, x, y, drawn, count, label, [fill, stroke, dashed]) {
-    const width = Math.max(cardsWidth(count), label.length * 11 * 0.6) + 2 * PAD;
-    const dash = dashed ? ' stroke-dasharray="5 3"' : "";
-    cv.add(`<g class="box" data-label="${esc(label)}"><rect x="${num(x)}" y="${num(y)}" width="${num(width)}" ` +
-      `height="${BOX_H}" rx="6" fill="${fill}" stroke="${stroke}"${dash}/>` + drawn.join("") +
-      `<text x="${num(x + width / 2)}" y="${num(y + PAD + CH + 12)}" font-size="11" fill="${MUTED}" ` +
-      `text-anchor="middle">${esc(label)}</text></g>`, x + width, y + BOX_H);
-    return x + width + GROUP_GAP;
-  }
-
-  function group(cv, x, y, g) {
-    const cards = list(f(g, "cards", [])), stands = list(f(g, "stands_for", []));
-    const drawn = cards.map((c, i) =>
-      card(x + PAD + i * (CW + CARD_GAP), y + PAD, c, canon(c) === "JK" ? (stands[i] ?? "") : undefined));
-    return box(cv, x, y, drawn, cards.length, KIND_LABELS[f(g, "kind", "")] || "group", GROUP_BOX);
-  }
-
-  function loose(cv, x, y, cards, label, style = LOOSE_BOX) {
-    const drawn = cards.map((c, i) => card(x + PAD + i * (CW + CARD_GAP), y + PAD, c));
-    return box(cv, x, y, drawn, cards.length, label, style);
-  }
-
-  function linking(cv, x, y, l, points = true) {
-    const groups = list(f(l, "groups", [])), unlinked = list(f(l, "unlinked", []));
-    for (const g of groups) x = group(cv, x, y, g);
-    if (unlinked.length) {
-      x = loose(cv, x + GROUP_GAP, y, unlinked, points ? `unlinked: ${f(l, "points", 0)} points` : "unlinked");
-    } else if (!groups.length) {
-      cv.text(x, y + BOX_H / 2, "no cards", { fill: MUTED });
-      x += 80;
-    }
-    return x;
-  }
-
-  function badge(cv, x, y, text, colour) {
-    const width = text.length * 14 * 0.7 + 20;
-    cv.add(`<g class="badge"><rect x="${num(x)}" y="${num(y)}" width="${num(width)}" height="24" rx="12" fill="${colour}"/>` +
-      `<text x="${num(x + width / 2)}" y="${num(y + 17)}" font-size="14" font-weight="700" fill="#ffffff" ` +
-      `text-anchor="middle">${esc(text)}</text></g>`, x + width, y + 24);
-    return x + width;
-  }
-
-  function paragraph(cv, x, y, text, fill = INK, width = 90) {
-    const lines = [];
-    let line = "";
-    for (const word of String(text).split(/\s+/)) {
-      if (line && (line + " " + word).length > width) { lines.push(line); line = word; } else line = line ? line + " " + word : word;
-    }
-    lines.push(line);
-    for (const one of lines.slice(0, 8)) { y += LINE; cv.text(x, y, one, { fill }); }
-    return y + 4;
-  }
-
-  const kindName = (kind) => String(kind || "").replace(/^CLOSE_KIND_/, "").replace(/_/g, " ");
-  const kindText = (close) => `${kindName(f(close, "kind"))} ×${f(close, "multiplier", 0)}`;
-  const validKind = (close) => f(close, "valid", false) && kindName(f(close, "kind")) && kindName(f(close, "kind")) !== "UNSPECIFIED";
-
-  function closeGroups(close) {
-    return { groups: f(close, "groups", []), unlinked: f(close, "unlinked", []), points: 0 };
-  }
-
-  function downCard(cv, x, y, code) {
-    cv.add(faceDown(x, y, code), x + CW, y + CH);
-    cv.text(x + CW / 2, y + CH + 12, `down: ${pretty(code)}`, { size: 11, fill: MUTED, anchor: "middle" });
-  }
-
-  // The drawings -----------------------------------------------------------------------------
-
-  function linkingDrawing(l, title) {
-    const cv = new Canvas();
-    title = title || `Best linking: ${f(l, "points", 0)} points`;
-    cv.text(MARGIN, MARGIN + 12, title, { size: 14, bold: true });
-    linking(cv, MARGIN, MARGIN + 22, l);
-    return cv.svg(title, "linking");
-  }
-
-  function closeDrawing(close, title = "Close verdict") {
-    const cv = new Canvas();
-    cv.text(MARGIN, MARGIN + 12, title, { size: 14, bold: true });
-    let y = MARGIN + 22;
-    badge(cv, MARGIN, y, validKind(close) ? kindText(close) : "no valid close", validKind(close) ? GOOD : BAD);
-    y += 32;
-    const after = linking(cv, MARGIN, y, closeGroups(close), false);
-    if (f(close, "discard")) downCard(cv, after + GROUP_GAP, y + PAD, f(close, "discard"));
-    y += BOX_H;
-    if (!f(close, "valid", false) && f(close, "reason")) paragraph(cv, MARGIN, y, f(close, "reason"), BAD);
-    return cv.svg(title, "close");
-  }
-
-  function closeHeader(cv, y, close) {
-    if (validKind(close)) { badge(cv, MARGIN, y, `close: ${kindText(close)}`, GOOD); return y + 28; }
-    badge(cv, MARGIN, y, "no valid close: nothing scores", BAD);
-    return f(close, "reason") ? paragraph(cv, MARGIN, y + 24, f(close, "reason"), BAD) : y + 28;
-  }
-
-  function rowTags(cv, y, name, tags) {
-    const shown = String(name).length > 18 ? String(name).slice(0, 17) + "…" : String(name);
-    cv.text(MARGIN + 6, y + 22, shown, { size: 14, bold: true });
-    tags.forEach(([tag, colour], i) => cv.text(MARGIN + 6, y + 40 + i * 15, tag, { size: 12, fill: colour, bold: true }));
-  }
-
-  function dealDrawing(result, title = "Scored deal") {
-    const cv = new Canvas();
-    cv.text(MARGIN, MARGIN + 12, title, { size: 14, bold: true });
-    const close = f(result, "close", {});
-    const top = closeHeader(cv, MARGIN + 22, close) + 22;
-    let y = top;
-    const rows = [];
-    for (const player of list(f(result, "players", []))) {
-      let x = MARGIN + NAME_COLUMN;
-      if (f(player, "closer", false)) {
-        x = linking(cv, x, y + 4, closeGroups(close), false);
-        if (f(close, "discard")) { downCard(cv, x, y + 4 + PAD, f(close, "discard")); x += CW + GROUP_GAP; }
-      } else {
-        x = linking(cv, x, y + 4, f(player, "linking", {}));
+  /** The pictures of an answer, drawn by the referee: each an SVG document, with its caption
+   * when ``captions`` (a dispute's "Claimed" and "The referee"). */
+  async function drawn(question, captions = false) {
+    let reply;
+    try { reply = await call("/v1/answers:draw", question); } catch (error) {
+      // The question's fields are named under its own name ("solve_hand.cards[1]"): the panel's
+      // fields are the question's, so the sentence names them as the question's method would.
+      const [key] = Object.keys(question);
+      for (const v of (error.violations || [])) {
+        if (!v.field.startsWith(`${key}.`)) continue;
+        v.field = v.field.slice(key.length + 1);
+        v.sentence = sentence(`${fieldWords(v.field)}: ${v.description}`);
       }
-      rows.push([y, x, player]);
-      y += BOX_H + 8;
+      if (error.violations && error.violations.length) error.message = error.violations[0].sentence;
+      throw error;
     }
-    const numbers = Math.max(MARGIN + NAME_COLUMN, ...rows.map(([, x]) => x)) + 8;
-    [["points", 0], ["change", 70], ["score", 140]].forEach(([label, offset]) =>
-      cv.text(numbers + offset + 56, top - 6, label, { size: 12, fill: MUTED, anchor: "end" }));
-    const right = numbers + 210, backgrounds = [];
-    for (const [rowY, , player] of rows) {
-      const closer = f(player, "closer", false);
-      backgrounds.push(`<rect class="player" data-name="${esc(f(player, "name", ""))}" data-points="${esc(f(player, "points", 0))}" ` +
-        `data-change="${esc(f(player, "score_change", 0))}" data-score="${esc(f(player, "score", 0))}" ` +
-        `x="${MARGIN}" y="${num(rowY)}" width="${num(right - MARGIN)}" ` +
-        `height="${BOX_H + 8}" fill="${closer ? "#fff8e1" : "#fafafa"}" stroke="${closer ? "#f9a825" : "#e0e0e0"}"/>`);
-      const tags = [];
-      if (closer) tags.push(["★ closer", "#a66f00"]);
-      if (f(player, "eliminated", false)) tags.push(["OUT", BAD]);
-      rowTags(cv, rowY, f(player, "name", ""), tags);
-      const middle = rowY + BOX_H / 2 + 8, change = Number(f(player, "score_change", 0));
-      cv.text(numbers + 56, middle, String(f(player, "points", 0)), { size: 14, anchor: "end" });
-      cv.text(numbers + 126, middle, change > 0 ? `+${change}` : String(change),
-        { size: 14, fill: change > 0 ? GOOD : change < 0 ? BAD : INK, bold: true, anchor: "end" });
-      cv.text(numbers + 196, middle, String(f(player, "score", 0)), { size: 14, bold: true, anchor: "end" });
-    }
-    cv.parts.unshift(...backgrounds);
-    cv.width = Math.max(cv.width, right);
-    if (f(result, "match_over", false) && f(result, "winner")) {
-      cv.text(MARGIN, y + 20, `Match over: ${f(result, "winner")} wins`, { size: 14, bold: true, fill: GOOD });
-    }
-    return cv.svg(title, "deal");
-  }
-
-  const violationCode = (v) => String(f(v, "code", "")).replace(/^VIOLATION_CODE_/, "");
-  // What a record proves about its deck order (referee.play.shuffle.ShuffleProof's sentences).
-  const PROOFS = {
-    SHUFFLE_PROOF_COMMITTED: "shuffle committed: the revealed seed matches the hash published before the deal",
-    SHUFFLE_PROOF_UNCOMMITTED: "shuffle seeded but not committed: nothing shows the order was fixed before the deal",
-    SHUFFLE_PROOF_EXPLICIT_DECK: "deck stated in the record: nothing shows when the order was chosen",
-  };
-  const proofText = (reply) => {
-    const violation = f(reply, "violation"), proof = f(reply, "shuffle_proof", "");
-    if (proof === "SHUFFLE_PROOF_COMMITTED" && violation && violationCode(violation) === "SEED_MISMATCH") {
-      return "shuffle committed, and the revealed seed does not match the hash published before the deal";
-    }
-    return PROOFS[proof] || "";
-  };
-
-  function replayDrawing(reply, title) {
-    const cv = new Canvas();
-    const violation = f(reply, "violation");
-    cv.text(MARGIN, MARGIN + 12, title, { size: 14, bold: true });
-    let y = MARGIN + 22;
-    const close = f(f(reply, "result", {}), "close", {});
-    if (violation) {
-      badge(cv, MARGIN, y, `turn ${f(violation, "turn", 0)}: ${violationCode(violation)}`, BAD);
-      y = paragraph(cv, MARGIN, y + 24, f(violation, "message", ""), BAD);
-    } else if (f(reply, "complete", false) && validKind(close)) {
-      badge(cv, MARGIN, y, `closed: ${kindText(close)}`, GOOD);
-      y += 32;
-    } else {
-      badge(cv, MARGIN, y, "legal so far", GOOD);
-      y += 32;
-    }
-    if (proofText(reply)) y = paragraph(cv, MARGIN, y, proofText(reply), MUTED);
-    let x = MARGIN;
-    const pile = list(f(f(reply, "discard_pile", {}), "cards", [])), stock = list(f(f(reply, "stock", {}), "cards", []));
-    if (pile.length) cv.add(card(x, y, pile[pile.length - 1]), x + CW, y + CH);
-    cv.text(x + CW / 2, y + CH + 14, `pile ${pile.length}`, { size: 11, fill: MUTED, anchor: "middle" });
-    x += CW + 24;
-    if (stock.length) cv.add(faceDown(x, y, ""), x + CW, y + CH);
-    cv.text(x + CW / 2, y + CH + 14, `stock ${stock.length}`, { size: 11, fill: MUTED, anchor: "middle" });
-    if (f(reply, "discard")) downCard(cv, x + CW + 24, y, f(reply, "discard"));
-    y += CH + 28;
-    const closer = f(reply, "closer"), toPlay = f(reply, "to_play"), rows = [];
-    let right = 0;
-    list(f(reply, "hands", [])).forEach((hand, seat) => {
-      let x2 = MARGIN + NAME_COLUMN;
-      if (seat === closer && f(reply, "complete", false) && f(close, "groups")) {
-        x2 = linking(cv, x2, y + 4, closeGroups(close), false);
-      } else {
-        const drawn = [];
-        for (const c of list(f(hand, "cards", []))) { drawn.push(card(x2 + PAD, y + 4 + PAD, c)); x2 += CW + CARD_GAP; }
-        cv.add(`<g class="hand" data-seat="${seat}">${drawn.join("")}</g>`, x2 + PAD, y + 4 + PAD + CH);
-        x2 += PAD;
-      }
-      right = Math.max(right, x2);
-      rows.push(y);
-      const tags = [];
-      const fault = violation && seat === f(violation, "seat", -1);
-      if (fault) tags.push(["at fault", BAD]);
-      if (seat === toPlay) tags.push(["to play", GOOD]);
-      if (seat === closer) tags.push(["★ closer", "#a66f00"]);
-      rowTags(cv, y, f(hand, "name", `seat ${seat}`), tags);
-      y += BOX_H + 8;
-    });
-    const backgrounds = rows.map((rowY, seat) => {
-      const fault = violation && seat === f(violation, "seat", -1);
-      return `<rect class="${fault ? "seat fault" : "seat"}" data-seat="${seat}" x="${MARGIN}" y="${num(rowY)}" ` +
-        `width="${num(right + 8 - MARGIN)}" height="${BOX_H + 8}" fill="${fault ? "#fdecea" : "#fafafa"}" ` +
-        `stroke="${fault ? BAD : "#e0e0e0"}" stroke-width="${fault ? 3 : 1}"/>`;
-    });
-    cv.parts.unshift(...backgrounds);
-    cv.width = Math.max(cv.width, right + 8);
-    cv.height = Math.max(cv.height, y);
-    return cv.svg(title, "replay");
-  }
-
-  function claimedDrawing(groups, leftOut, title) {
-    const cv = new Canvas();
-    cv.text(MARGIN, MARGIN + 12, title, { size: 14, bold: true });
-    let x = MARGIN;
-    groups.forEach((g, i) => { x = loose(cv, x, MARGIN + 22, g, `claimed group ${i}`, CLAIMED_BOX); });
-    if (leftOut.length) loose(cv, x + GROUP_GAP, MARGIN + 22, leftOut, "left out");
-    return cv.svg(title, "claimed");
-  }
-
-  function cardsDrawing(cards, title, note, discard) {
-    const cv = new Canvas();
-    cv.text(MARGIN, MARGIN + 12, title, { size: 14, bold: true });
-    const y = MARGIN + 22;
-    let x = MARGIN;
-    for (const c of cards) { cv.add(card(x, y, c), x + CW, y + CH); x += CW + CARD_GAP; }
-    if (discard) downCard(cv, x + GROUP_GAP, y, discard);
-    if (note) paragraph(cv, MARGIN, y + CH + 14, note);
-    return cv.svg(title, "cards");
+    return list(f(reply, "drawings", [])).map((d) =>
+      captions ? `<h4>${esc(f(d, "caption", ""))}</h4>${f(d, "svg", "")}` : f(d, "svg", "")).join("");
   }
 
   function claimsTable(claims) {
@@ -395,6 +119,7 @@
     const bad = details.find((d) => String(d["@type"]).endsWith("google.rpc.BadRequest"));
     const violations = list(bad && (bad.field_violations || bad.fieldViolations)).map((v) => ({
       field: String(v.field || ""),
+      description: String(v.description || ""),
       sentence: sentence(`${fieldWords(v.field || "")}: ${v.description || ""}`),
     }));
     const retry = details.find((d) => String(d["@type"]).endsWith("google.rpc.RetryInfo"));
@@ -494,8 +219,7 @@
       clearErrors("hand");
       $("hand-out").innerHTML = "";
       try {
-        const reply = await call("/v1/hands:solve", { cards: codes($("hand-cards").value) });
-        $("hand-out").innerHTML = linkingDrawing(reply.linking);
+        $("hand-out").innerHTML = await drawn({ solve_hand: { cards: codes($("hand-cards").value) } });
       } catch (error) { showError("hand", error); }
     });
   });
@@ -520,8 +244,8 @@
         body.claimed_multiplier = Number(multiplier);
       }
       try {
-        const reply = await call("/v1/closes:check", body);
-        $("close-out").innerHTML = closeDrawing(reply.close) + claimsTable(reply.claims);
+        const [reply, pictures] = await Promise.all([call("/v1/closes:check", body), drawn({ check_close: body })]);
+        $("close-out").innerHTML = pictures + claimsTable(reply.claims);
       } catch (error) {
         showError("close", error, (top) => ({ cards: "close-cards", discard: "close-discard", claimed_kind: "close-kind",
           claimed_multiplier: "close-multiplier" })[top]);
@@ -531,42 +255,60 @@
 
   // The deal or record, stepped through ------------------------------------------------------
 
+  // A record is kept as the request it came in (its JSON, or its notation as text); the referee
+  // plays its first k turns (stop_after_turn), so either is stepped through the same way.
   const stepping = { request: null, total: 0, last: 0, replies: new Map(), at: 0 };
-
-  function turnWords(turn, k) {
-    if (!turn) return "";
-    const seat = f(turn, "seat");
-    const who = seat == null ? "The player to play" : `Seat ${seat}`;
-    const from = f(turn, "draw") === "DRAW_SOURCE_DISCARD" ? "the discard pile" : "the stock";
-    const drawn = f(turn, "drawn") ? ` (${pretty(f(turn, "drawn"))})` : "";
-    const action = f(turn, "close", false) ? `closes, laying ${pretty(f(turn, "discard", ""))} face down`
-      : `throws ${pretty(f(turn, "discard", ""))}`;
-    return `Turn ${k}: ${who} draws from ${from}${drawn} and ${action}.`;
-  }
 
   async function replayAt(k) {
     if (stepping.replies.has(k)) return stepping.replies.get(k);
-    const request = structuredClone(stepping.request);
-    request.record.turns = list(request.record.turns).slice(0, k);
-    const reply = await call("/v1/deals:replay", request);
+    const reply = await call("/v1/deals:replay", { ...stepping.request, stop_after_turn: k });
     stepping.replies.set(k, reply);
     return reply;
+  }
+
+  const cardsOf = (hand) => list(f(hand, "cards", [])).map(canon);
+  function without(cards, taken) {
+    const left = [...cards];
+    for (const card of taken) { const i = left.indexOf(card); if (i >= 0) left.splice(i, 1); }
+    return left;
+  }
+
+  /** Turn k in words, read from the referee's state before it and after it: who played (by the
+   * seat's name), where the card came from, and what was thrown or laid down. */
+  function turnWords(before, after, k) {
+    const seat = f(before, "to_play");
+    const names = list(f(before, "hands", [])).map((h) => f(h, "name", ""));
+    const who = seat == null ? "The player to play" : names[seat] || `Seat ${seat}`;
+    const closed = f(after, "complete", false) && f(after, "closer") === seat;
+    const pile = list(f(f(after, "discard_pile", {}), "cards", []));
+    const thrown = closed ? f(after, "discard", "") : pile[pile.length - 1] || "";
+    const held = seat == null ? [] : cardsOf(list(f(before, "hands", []))[seat]);
+    const now = seat == null ? [] : cardsOf(list(f(after, "hands", []))[seat]);
+    const [drawn] = without([...now, canon(thrown)], held);
+    const stockBefore = list(f(f(before, "stock", {}), "cards", [])).length;
+    const stockAfter = list(f(f(after, "stock", {}), "cards", [])).length;
+    const fromStock = stockAfter < stockBefore || f(after, "reshuffles", 0) > f(before, "reshuffles", 0);
+    const from = fromStock ? "the stock" : "the discard pile";
+    const action = closed ? `closes, laying ${pretty(thrown)} face down` : `throws ${pretty(thrown)}`;
+    return `Turn ${k}: ${who} draws from ${from}${drawn ? ` (${pretty(drawn)})` : ""} and ${action}.`;
   }
 
   async function showStep(k) {
     k = Math.max(0, Math.min(stepping.last, k));
     clearErrors("deal");
-    let reply;
-    try { reply = await replayAt(k); } catch (error) { showError("deal", error, () => "deal-json"); return; }
+    let reply, before, pictures;
+    try {
+      [reply, before, pictures] = await Promise.all([
+        replayAt(k), k ? replayAt(k - 1) : null, drawn({ replay_deal: { ...stepping.request, stop_after_turn: k } }),
+      ]);
+    } catch (error) { showError("deal", error, () => "deal-json"); return; }
     stepping.at = k;
     $("step-turn").value = String(k);
     const violation = f(reply, "violation");
     $("step-label").textContent = `turn ${k} of ${stepping.total}` + (violation ? ": the first violation" : "");
-    const turns = list(f(stepping.request.record, "turns", []));
-    $("step-turn-text").textContent = k ? turnWords(turns[k - 1], k) : "The deal as dealt, before the first turn.";
-    let out = replayDrawing(reply, violation ? `Turn ${f(violation, "turn", k)}: the first violation` : `Deal after turn ${k}`);
-    if (f(reply, "complete", false) && f(reply, "result")) out += dealDrawing(f(reply, "result"), "The deal scored") + claimsTable(f(reply, "claims", []));
-    $("deal-out").innerHTML = out;
+    $("step-turn-text").textContent = violation ? f(violation, "message", "")
+      : k ? turnWords(before, reply, k) : "The deal as dealt, before the first turn.";
+    $("deal-out").innerHTML = pictures + (f(reply, "complete", false) ? claimsTable(f(reply, "claims", [])) : "");
     $("step-first").disabled = $("step-prev").disabled = k === 0;
     $("step-next").disabled = $("step-last").disabled = k === stepping.last;
   }
@@ -577,44 +319,64 @@
   $("step-last").addEventListener("click", () => showStep(stepping.last));
   $("step-turn").addEventListener("change", () => showStep(Number($("step-turn").value)));
 
+  $("deal-review").addEventListener("click", () => {
+    busy($("deal-review"), async () => {
+      clearErrors("deal");
+      const { record, rules, notation } = stepping.request || {};
+      const question = notation ? { notation, rules } : { record, rules };
+      try {
+        $("review-out").innerHTML = await drawn({ review_deal: question });
+      } catch (error) { showError("deal", error, () => "deal-json"); }
+    });
+  });
+
+  /** The pasted text as a request: JSON (a ScoreDealRequest, Deal, ReplayDealRequest or
+   * DealRecord), or else a record in the notation. */
+  function pasted(text) {
+    if (!/^\s*\{/.test(text)) return { record: { notation: text } };  // tags open with "[": not JSON
+    let value;
+    try { value = JSON.parse(text); } catch (error) { return { error: sentence(`This is not JSON: ${error.message}`) }; }
+    const object = value && typeof value === "object" && !Array.isArray(value) ? value : {};
+    if ("record" in object || "notation" in object) return { record: object };
+    if ("seats" in object && "turns" in object) return { record: { record: object } };
+    if ("deal" in object) return { deal: object };
+    if ("players" in object) return { deal: { deal: object } };
+    return { error: "Paste a record in the notation, a ReplayDealRequest (with “record”) or DealRecord (with “seats” " +
+      "and “turns”), or a ScoreDealRequest (with “deal”) or Deal (with “players”)." };
+  }
+
   $("deal-form").addEventListener("submit", (event) => {
     event.preventDefault();
-    busy($("deal-score"), async () => {
+    busy($("deal-go"), async () => {
       clearErrors("deal");
-      $("deal-out").innerHTML = "";
-      $("steps").hidden = true;
-      let pasted;
-      try { pasted = JSON.parse($("deal-json").value); } catch (error) {
-        $("deal-json-error").textContent = sentence(`This is not JSON: ${error.message}`);
+      $("deal-out").innerHTML = $("review-out").innerHTML = "";
+      $("steps").hidden = $("deal-review").hidden = true;
+      const read = pasted($("deal-json").value);
+      if (read.error) {
+        $("deal-json-error").textContent = read.error;
         $("deal-json").setAttribute("aria-invalid", "true");
         return;
       }
-      const object = pasted && typeof pasted === "object" && !Array.isArray(pasted) ? pasted : {};
       const fields = (top) => (top ? "deal-json" : null);
       try {
-        if ("record" in object || ("seats" in object && "turns" in object)) {
-          const request = "record" in object ? object : { record: object };
-          if (!request.record || typeof request.record !== "object") request.record = {};
+        if (read.record) {
+          const request = read.record;
+          if (!request.notation && (!request.record || typeof request.record !== "object")) request.record = {};
           stepping.request = request;
           stepping.replies = new Map();
-          stepping.total = list(f(request.record, "turns", [])).length;
           const whole = await call("/v1/deals:replay", request);
-          stepping.replies.set(stepping.total, whole);
+          stepping.total = Number(f(whole, "turns_played", 0)) + (f(whole, "violation") ? 1 : 0);
+          if (!request.notation) stepping.total = list(f(request.record, "turns", [])).length;
           const violation = f(whole, "violation");
           stepping.last = violation ? Math.min(stepping.total, Number(f(violation, "turn", 0))) : stepping.total;
-          if (stepping.last !== stepping.total) stepping.replies.delete(stepping.total);
-          if (violation) stepping.replies.set(stepping.last, whole);
+          stepping.replies.set(stepping.last, whole);
           $("step-turn").max = String(stepping.last);
           $("steps").hidden = false;
+          $("deal-review").hidden = false;
           await showStep(stepping.last);
-        } else if ("deal" in object || "players" in object) {
-          const request = "deal" in object ? object : { deal: object };
-          const reply = await call("/v1/deals:score", request);
-          $("deal-out").innerHTML = dealDrawing(reply) + claimsTable(reply.claims);
         } else {
-          $("deal-json-error").textContent = "Paste a ScoreDealRequest (with “deal”), a Deal (with “players”), a " +
-            "ReplayDealRequest (with “record”) or a DealRecord (with “seats” and “turns”).";
-          $("deal-json").setAttribute("aria-invalid", "true");
+          const [reply, pictures] = await Promise.all([call("/v1/deals:score", read.deal), drawn({ score_deal: read.deal })]);
+          $("deal-out").innerHTML = pictures + claimsTable(reply.claims);
         }
       } catch (error) { showError("deal", error, fields); }
     });
@@ -764,57 +526,7 @@
     }
   }
 
-  function leftOut(cards, groups) {
-    const left = cards.map(canon);
-    for (const g of groups) for (const c of g) { const i = left.indexOf(canon(c)); if (i < 0) return []; left.splice(i, 1); }
-    return left;
-  }
-
-  function claimedDrawings(item) {
-    const value = item.value || {};
-    const hand = f(value, "hand");
-    if (hand) {
-      const groups = list(f(hand, "claimed_groups", [])).map((g) => list(f(g, "cards", [])));
-      if (groups.length) return [claimedDrawing(groups, leftOut(list(f(hand, "cards", [])), groups), "The claimed linking")];
-      const points = f(hand, "claimed_points");
-      return points == null ? [] : [cardsDrawing(list(f(hand, "cards", [])), "The hand", `claimed: ${points} points`)];
-    }
-    const close = f(value, "close");
-    if (close) {
-      const said = [];
-      if (f(close, "claimed_kind") != null) said.push(kindName(f(close, "claimed_kind")) || "no valid close");
-      if (f(close, "claimed_multiplier") != null) said.push(`×${f(close, "claimed_multiplier")}`);
-      return [cardsDrawing(list(f(close, "cards", [])), "The close as sent", said.length ? `claimed: ${said.join(" ")}` : "", f(close, "discard"))];
-    }
-    const deal = f(value, "deal");
-    if (deal) {
-      const players = list(f(f(deal, "deal", {}), "players", []));
-      return list(f(f(deal, "claims", {}), "players", [])).flatMap((claim) => {
-        const groups = list(f(claim, "groups", [])).map((g) => list(f(g, "cards", [])));
-        const seat = Number(f(claim, "player", 0));
-        if (!groups.length || !players[seat]) return [];
-        const name = f(players[seat], "name", "") || `player${seat + 1}`;
-        return [claimedDrawing(groups, leftOut(list(f(players[seat], "cards", [])), groups), `${name}: the claimed linking`)];
-      });
-    }
-    return [];
-  }
-
-  function answerDrawings(verdict) {
-    if (f(verdict, "hand")) return [linkingDrawing(f(verdict, "hand"), "The best linking")];
-    if (f(verdict, "close")) return [closeDrawing(f(verdict, "close"), "The close")];
-    if (f(verdict, "deal")) return [dealDrawing(f(verdict, "deal"), "The deal scored")];
-    const record = f(verdict, "record");
-    if (record) {
-      const violation = f(record, "violation");
-      const out = [replayDrawing(record, violation ? `Turn ${f(violation, "turn", 0)}: the first violation` : `Deal after turn ${f(record, "turns_played", 0)}`)];
-      if (f(record, "complete", false) && f(record, "result")) out.push(dealDrawing(f(record, "result"), "The deal scored"));
-      return out;
-    }
-    return [];
-  }
-
-  function showCase(index) {
+  async function showCase(index) {
     const verdict = batch.verdicts[index], item = batch.cases[index];
     const outcome = outcomeOf(verdict);
     const error = f(verdict, "error");
@@ -824,12 +536,12 @@
       out += `<p class="error">${esc(sentence(`${fieldWords(f(error, "field", ""))}${f(error, "value") ? ` (${f(error, "value")})` : ""}: ${f(error, "message", "")}`))}</p>`;
     }
     out += claimsTable(f(verdict, "claims", []));
-    if (outcome !== "MALFORMED") {
-      const claimed = claimedDrawings(item), answer = answerDrawings(verdict);
-      if (claimed.length) out += `<h4>Claimed</h4>${claimed.join("")}`;
-      if (answer.length) out += `<h4>The referee</h4>${answer.join("")}`;
-    }
     $("disputes-case").innerHTML = out;
+    if (outcome !== "MALFORMED" && item.value) {
+      // The case drawn by the referee, as the dispute report draws it: what was claimed beside its answer.
+      try { out += await drawn({ dispute: item.value }, true); } catch (error) { out += `<p class="error">${esc(error.message)}</p>`; }
+      $("disputes-case").innerHTML = out;
+    }
     $("disputes-case").scrollIntoView({ block: "nearest" });
   }
 

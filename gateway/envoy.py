@@ -14,7 +14,7 @@ from pathlib import Path
 from string import Template
 
 from gateway.descriptors import SERVICES
-from referee.server.warden import core_cap
+from referee.server.defaults import core_cap
 
 TEMPLATE = Path(__file__).resolve().parent / "envoy.yaml.in"
 

@@ -1,4 +1,4 @@
-"""SVG drawings of cards, linkings, closes, scored deals and replayed deals, as ``chess.svg`` draws boards.
+"""SVG drawings of cards, linkings, closes, scored, replayed and reviewed deals, as ``chess.svg`` draws boards.
 
 Every function returns one SVG document as a string: the same value gives the same bytes. The
 drawings need nothing outside themselves (no font, image, stylesheet or script is fetched: the
@@ -25,7 +25,9 @@ from referee.game.deal import PlayerHand
 from referee.game.groups import Group, GroupKind
 from referee.game.linking import Linking
 from referee.game.scoring import DealResult
-from referee.play.replay import Replay
+from referee.play.record import Record
+from referee.play.replay import Replay, replay
+from referee.play.review import DealReview, DecisionKind, Mark, TurnReview
 
 RED = "#c62828"
 BLACK = "#212121"
@@ -112,10 +114,12 @@ class _Canvas:
             y + size * 0.3,
         )
 
-    def document(self, title: str, desc: str) -> str:
+    def document(self, title: str, desc: str, kind: str) -> str:
+        """The SVG document; ``kind`` (``linking``, ``close``, ``deal``...) names the drawing for a
+        page or a test (``svg.drawing[data-drawing=deal]``)."""
         width, height = _n(self.width + _MARGIN), _n(self.height + _MARGIN)
         head = (
-            f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+            f'<svg xmlns="http://www.w3.org/2000/svg" class="drawing" data-drawing="{kind}" width="{width}" height="{height}" '
             f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title)}" '
             f'font-family="{FONTS}">'
             f"<title>{escape(title)}</title><desc>{escape(desc)}</desc>"
@@ -195,13 +199,16 @@ def _box(
     fill, stroke, dashed = style
     width = max(_cards_width(count), len(label) * 11 * _CHAR) + 2 * _PAD
     dash = ' stroke-dasharray="5 3"' if dashed else ""
+    # One <g class="box"> a box, its label in data-label: a page or a test reads a group's cards.
     canvas.add(
-        f'<rect x="{_n(x)}" y="{_n(y)}" width="{_n(width)}" height="{_BOX_HEIGHT}" rx="6" fill="{fill}" '
-        f'stroke="{stroke}"{dash}/>' + "".join(cards),
+        f'<g class="box" data-label="{escape(label)}"><rect x="{_n(x)}" y="{_n(y)}" width="{_n(width)}" '
+        f'height="{_BOX_HEIGHT}" rx="6" fill="{fill}" stroke="{stroke}"{dash}/>'
+        + "".join(cards)
+        + f'<text x="{_n(x + width / 2)}" y="{_n(y + _PAD + CARD_HEIGHT + 12)}" font-size="11" fill="{MUTED}" '
+        f'text-anchor="middle">{escape(label)}</text></g>',
         x + width,
         y + _BOX_HEIGHT,
     )
-    canvas.text(x + width / 2, y + _PAD + CARD_HEIGHT + 12, label, size=11, fill=MUTED, anchor="middle")
     return x + width + _GROUP_GAP
 
 
@@ -316,7 +323,7 @@ def card_svg(card: Card, stands_for: str = "") -> str:
     what = card.pretty()
     if card.is_joker:
         what = f"joker standing for {stand_in(stands_for)}" if stands_for else "joker"
-    return canvas.document(f"Card {card.pretty()}", what)
+    return canvas.document(f"Card {card.pretty()}", what, "card")
 
 
 def cards_svg(cards: Sequence[Card], title: str = "Cards", note: str = "", discard: Card | None = None) -> str:
@@ -339,7 +346,7 @@ def cards_svg(cards: Sequence[Card], title: str = "Cards", note: str = "", disca
     desc = _pretty(cards) or "no cards"
     if discard is not None:
         desc += f"; {discard.pretty()} laid face down"
-    return canvas.document(title, desc + (f"; {note}" if note else ""))
+    return canvas.document(title, desc + (f"; {note}" if note else ""), "cards")
 
 
 def claimed_svg(groups: Sequence[Sequence[Card]], unlinked: Sequence[Card] = (), title: str = "Claimed linking") -> str:
@@ -357,7 +364,7 @@ def claimed_svg(groups: Sequence[Sequence[Card]], unlinked: Sequence[Card] = (),
     parts = [f"group {i}: {_pretty(group)}" for i, group in enumerate(groups)]
     if unlinked:
         parts.append(f"left out: {_pretty(unlinked)}")
-    return canvas.document(title, "; ".join(parts) or "no group claimed")
+    return canvas.document(title, "; ".join(parts) or "no group claimed", "claimed")
 
 
 def linking_svg(linking: Linking, title: str = "") -> str:
@@ -367,7 +374,7 @@ def linking_svg(linking: Linking, title: str = "") -> str:
     title = title or f"Best linking: {linking.points} points"
     canvas.text(_MARGIN, _MARGIN + 12, title, size=14, bold=True)
     _linking(canvas, _MARGIN, _MARGIN + 22, linking)
-    return canvas.document(title, _describe_linking(linking))
+    return canvas.document(title, _describe_linking(linking), "linking")
 
 
 def _close_parts(canvas: _Canvas, x: float, y: float, close: Close) -> float:
@@ -410,7 +417,7 @@ def close_svg(close: Close, title: str = "") -> str:
     title = title or "Close verdict"
     canvas.text(_MARGIN, _MARGIN + 12, title, size=14, bold=True)
     _close_parts(canvas, _MARGIN, _MARGIN + 22, close)
-    return canvas.document(title, _describe_close(close))
+    return canvas.document(title, _describe_close(close), "close")
 
 
 def _player_row(canvas: _Canvas, y: float, name: str, tags: Sequence[tuple[str, str]]) -> None:
@@ -457,8 +464,9 @@ def deal_svg(result: DealResult, title: str = "Scored deal") -> str:
         fill = "#fff8e1" if player.closer else "#fafafa"
         stroke = "#f9a825" if player.closer else "#e0e0e0"
         backgrounds.append(
-            f'<rect class="player" x="{_MARGIN}" y="{_n(row_y)}" width="{_n(right - _MARGIN)}" '
-            f'height="{_BOX_HEIGHT + 8}" fill="{fill}" stroke="{stroke}"/>'
+            f'<rect class="player" data-name="{escape(player.name)}" data-points="{player.points}" '
+            f'data-change="{player.score_change}" data-score="{player.score}" x="{_MARGIN}" y="{_n(row_y)}" '
+            f'width="{_n(right - _MARGIN)}" height="{_BOX_HEIGHT + 8}" fill="{fill}" stroke="{stroke}"/>'
         )
         tags = []
         if player.closer:
@@ -479,7 +487,7 @@ def deal_svg(result: DealResult, title: str = "Scored deal") -> str:
     y = (rows[-1][0] + _BOX_HEIGHT + 8) if rows else y
     if result.match_over and result.winner:
         canvas.text(_MARGIN, y + 20, f"Match over: {result.winner} wins", size=14, bold=True, fill=GOOD)
-    return canvas.document(title, _describe_deal(result))
+    return canvas.document(title, _describe_deal(result), "deal")
 
 
 def _close_header(canvas: _Canvas, y: float, close: Close) -> float:
@@ -522,7 +530,9 @@ def replay_svg(replay: Replay, title: str = "") -> str:
     else:
         _badge(canvas, _MARGIN, y, "legal so far", GOOD)
         y += 32
-    # The table: the pile's face-up top, the stock face down, the close discard.
+    # What the record proves about its deck order (docs/records.md, "What a record proves").
+    mismatch = violation is not None and violation.code.value == "SEED_MISMATCH"
+    y = _paragraph(canvas, _MARGIN, y - 8, replay.shuffle_proof.sentence(mismatch), fill=MUTED) + 6
     x: float = _MARGIN
     pile = replay.discard_pile
     top_mark = BAD if violation is not None and violation.code.value in ("DRAWN_MISMATCH", "DISCARD_TAKEN") else ""
@@ -552,6 +562,7 @@ def replay_svg(replay: Replay, title: str = "") -> str:
     row_tops = []
     for seat, hand in enumerate(replay.hands):
         x = _MARGIN + _NAME_COLUMN
+        first = len(canvas.parts)
         if seat == replay.closer and replay.close is not None:
             x = _linking(canvas, x, y + 4, replay.close.linking, points=False)
         else:
@@ -559,6 +570,8 @@ def replay_svg(replay: Replay, title: str = "") -> str:
                 canvas.add(_card(x + _PAD, y + 4 + _PAD, card), x + _PAD + CARD_WIDTH, y + 4 + _PAD + CARD_HEIGHT)
                 x += CARD_WIDTH + _CARD_GAP
             x += _PAD
+        # The seat's cards as one <g class="hand">: a page or a test reads each hand.
+        canvas.parts[first:] = [f'<g class="hand" data-seat="{seat}">' + "".join(canvas.parts[first:]) + "</g>"]
         rows_right = max(rows_right, x)
         row_tops.append(y)
         tags = []
@@ -574,14 +587,14 @@ def replay_svg(replay: Replay, title: str = "") -> str:
         fault = violation is not None and seat == violation.seat
         fill, stroke, wide = ("#fdecea", BAD, 3) if fault else ("#fafafa", "#e0e0e0", 1)
         backgrounds.append(
-            f'<rect class="{"seat fault" if fault else "seat"}" x="{_MARGIN}" y="{_n(row_y)}" '
+            f'<rect class="{"seat fault" if fault else "seat"}" data-seat="{seat}" x="{_MARGIN}" y="{_n(row_y)}" '
             f'width="{_n(rows_right + 8 - _MARGIN)}" height="{_BOX_HEIGHT + 8}" fill="{fill}" stroke="{stroke}" '
             f'stroke-width="{wide}"/>'
         )
     canvas.parts[0:0] = backgrounds
     canvas.width = max(canvas.width, rows_right + 8)
     canvas.height = max(canvas.height, y)
-    return canvas.document(title, _describe_replay(replay))
+    return canvas.document(title, _describe_replay(replay), "replay")
 
 
 def _seat_name(replay: Replay, seat: int) -> str:
@@ -610,7 +623,136 @@ def _describe_replay(replay: Replay) -> str:
     return ". ".join(parts)
 
 
+# A review drawn: the turns with a mark, at most this many (the page stays quick to open).
+REVIEWED_TURNS = 12
+_ANNOTATION = {Mark.INACCURACY: "?!", Mark.MISTAKE: "?", Mark.BLUNDER: "??"}
+
+
+def review_svg(record: Record, review: DealReview, title: str = "Review", turns: Sequence[int] | None = None) -> str:
+    """A reviewed deal: each seat's accuracy and marks, then the ``turns`` (numbers; by default the
+    first ``REVIEWED_TURNS`` with a mark), each as the seat's 11 cards after its draw, the card it
+    threw outlined red when the throw lost, the better throws outlined green, and in words the
+    draw and the throw as an annotator writes them."""
+    canvas = _Canvas([])
+    canvas.text(_MARGIN, _MARGIN + 12, title, size=14, bold=True)
+    y: float = _MARGIN + 36
+    columns = (("accuracy", 110), ("?!", 170), ("?", 200), ("??", 230), ("passed", 280), ("fed", 320))
+    canvas.text(_MARGIN + 6, y, "player", size=12, fill=MUTED)
+    for label, offset in columns:
+        canvas.text(_MARGIN + _NAME_COLUMN + offset, y, label, size=12, fill=MUTED, anchor="end")
+    for seat in review.seats:
+        y += 20
+        accuracy = "-" if seat.accuracy is None else f"{seat.accuracy:.1f}%"
+        values = (accuracy, seat.inaccuracies, seat.mistakes, seat.blunders, seat.passed_closes, seat.fed)
+        canvas.text(_MARGIN + 6, y, _name(seat.name), size=13, bold=True)
+        for (_, offset), value in zip(columns, values):
+            canvas.text(_MARGIN + _NAME_COLUMN + offset, y, str(value), size=13, anchor="end")
+    if not review.legal:
+        y = _paragraph(canvas, _MARGIN, y + 8, "Only the turns before the first violation are reviewed.", fill=BAD)
+    chosen = _turns_to_draw(review, turns)
+    if not chosen:
+        canvas.text(_MARGIN, y + 30, "No turn is marked.", fill=GOOD)
+        y += 30
+    names = [seat.name for seat in record.seats]
+    for turn in chosen:
+        y = _reviewed_turn(canvas, y + 28, record, turn, names)
+    return canvas.document(title, _describe_review(review, chosen, names), "review")
+
+
+def _turns_to_draw(review: DealReview, numbers: Sequence[int] | None) -> list[TurnReview]:
+    if numbers is not None:
+        wanted = set(numbers)
+        return [turn for turn in review.turns if turn.number in wanted][:REVIEWED_TURNS]
+    return [turn for turn in review.turns if any(decision.marks for decision in turn.decisions)][:REVIEWED_TURNS]
+
+
+def _annotated(turn: TurnReview, kind: DecisionKind) -> str:
+    """A decision as an annotator writes it: the choice, its symbol, the better choice and the loss."""
+    for decision in turn.decisions:
+        if decision.kind is not kind:
+            continue
+        symbol = "".join(_ANNOTATION.get(mark, "") for mark in decision.marks)
+        choice = _choice_text(decision.choice, kind)
+        if not symbol and Mark.PASSED_CLOSE not in decision.marks:
+            return f"{choice}"
+        better = " or ".join(_choice_text(best, kind) for best in decision.judged.best)
+        return f"{choice}{symbol} (better {better}, loss {decision.judged.loss:.2f})"
+    return ""
+
+
+def _choice_text(choice: str, kind: DecisionKind) -> str:
+    if kind is DecisionKind.THROW:
+        return Card.parse(choice).pretty()
+    return {"STOCK": "the stock", "DISCARD": "the pile", "CLOSE": "close", "PLAY_ON": "play on"}.get(choice, choice)
+
+
+def _reviewed_turn(canvas: _Canvas, y: float, record: Record, turn: TurnReview, names: Sequence[str]) -> float:
+    """One turn: its words, then the 11 cards held after the draw, the throw and the better
+    throws outlined; the y after it."""
+    name = names[turn.seat] if 0 <= turn.seat < len(names) else f"seat {turn.seat}"
+    draw = _annotated(turn, DecisionKind.DRAW)
+    words = f"Turn {turn.number}, {name}: drew from {draw}, {turn.drawn.pretty()}"
+    canvas.text(_MARGIN, y, words, size=13, bold=True)
+    close = _annotated(turn, DecisionKind.CLOSE)
+    throw = _annotated(turn, DecisionKind.THROW)
+    if turn.closed:
+        line = f"closed, laying {turn.thrown.pretty()} face down"
+    else:
+        line = f"threw {throw}" + (f"; {close}" if close and close != "play on" else "")
+    notes = [mark for decision in turn.decisions for mark in decision.marks if mark in (Mark.PASSED_CLOSE, Mark.FED)]
+    if Mark.PASSED_CLOSE in notes:
+        line += "; passed a valid close"
+    if Mark.FED in notes:
+        line += "; fed the next seat"
+    canvas.text(_MARGIN, y + 18, line, size=12, fill=INK)
+    # The hand after the draw: the state before the turn, and the card drawn.
+    before = replay(_cut(record, turn.number - 1))
+    held = sorted(
+        [*before.hands[turn.seat].cards, turn.drawn] if turn.seat < len(before.hands) else [turn.drawn],
+        key=lambda card: card.index,
+    )
+    throw_decision = next((d for d in turn.decisions if d.kind is DecisionKind.THROW), None)
+    # Outlined red and green only where the words say so: a throw marked for its loss.
+    lost = throw_decision is not None and any(mark in _ANNOTATION for mark in throw_decision.marks)
+    better = set(throw_decision.judged.best) if throw_decision is not None and lost else set()
+    x: float = _MARGIN
+    thrown_marked = False
+    top = y + 28
+    for card in held:
+        mark = ""
+        if card == turn.thrown and not thrown_marked:
+            mark, thrown_marked = (BAD if lost else BACK), True
+        elif card.code() in better:
+            mark = GOOD
+        canvas.add(_card(x, top, card, mark=mark), x + CARD_WIDTH, top + CARD_HEIGHT)
+        x += CARD_WIDTH + _CARD_GAP
+    return top + CARD_HEIGHT + 4
+
+
+def _cut(record: Record, turns: int) -> Record:
+    from dataclasses import replace as with_fields
+
+    return with_fields(record, turns=record.turns[:turns])
+
+
+def _describe_review(review: DealReview, turns: Sequence[TurnReview], names: Sequence[str]) -> str:
+    parts = []
+    for seat in review.seats:
+        accuracy = "no decision" if seat.accuracy is None else f"accuracy {seat.accuracy:.1f}%"
+        parts.append(
+            f"{seat.name}: {accuracy}, {seat.inaccuracies} inaccuracies, {seat.mistakes} mistakes, "
+            f"{seat.blunders} blunders"
+        )
+    for turn in turns:
+        name = names[turn.seat] if 0 <= turn.seat < len(names) else f"seat {turn.seat}"
+        parts.append(
+            f"turn {turn.number}, {name}: drew from {_annotated(turn, DecisionKind.DRAW)}, threw {_annotated(turn, DecisionKind.THROW) or turn.thrown.pretty()}"
+        )
+    return ". ".join(parts)
+
+
 __all__ = [
+    "REVIEWED_TURNS",
     "card_svg",
     "card_symbols",
     "cards_svg",
@@ -620,4 +762,5 @@ __all__ = [
     "escape",
     "linking_svg",
     "replay_svg",
+    "review_svg",
 ]

@@ -31,7 +31,7 @@ from servers import ServerProcess
 
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
 from referee.server.app import ServerThread
-from referee.server.servicer import ServiceLimits
+from referee.server.config import ServiceLimits
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -125,6 +125,7 @@ TIERS: dict[str, tuple[str, ...]] = {
         "test_batch",
         "test_client",
         "test_dispute_jobs",
+        "test_drawings",
         "test_disputes_stream",
         "test_h2client",
         "test_replay_deal",

@@ -9,6 +9,8 @@ request's field with ``rooted_at``.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.api import records, reviews
 from referee.api.convert import (
@@ -25,10 +27,11 @@ from referee.game import closing, scoring
 from referee.game.cards import Card
 from referee.game.claims import DealClaims, judge_close_claims, judge_deal_claims
 from referee.game.deal import Deal
-from referee.game.errors import InvalidCardError, rooted_at
-from referee.game.limits import HAND_CARDS
+from referee.game.errors import InvalidCardError, InvalidNotationError, InvalidRecordError, RefereeError, rooted_at
+from referee.game.limits import HAND_CARDS, NOTATION
 from referee.game.linking import best_linking
 from referee.game.rules import RuleSet
+from referee.play.record import Record, parse_notation
 from referee.play.replay import replay
 from referee.play.review import review_deal as review_of
 
@@ -132,9 +135,7 @@ def replay_deal(request: pb.ReplayDealRequest, into: pb.ReplayDealResponse | Non
 
     The answer is written into ``into`` when given (a dispute case's verdict: no copy of it made
     there afterwards); on an error ``into`` may be left half written."""
-    rules = _rules(request.rules)
-    with rooted_at("record"):
-        record = records.record_from_proto(request.record, rules)
+    record, rules = record_of(request)
     with rooted_at("claims"):
         claims = deal_claims_from_proto(request.claims)
     records.check_claimed_players(claims, len(record.seats))
@@ -153,9 +154,7 @@ def replay_deal(request: pb.ReplayDealRequest, into: pb.ReplayDealResponse | Non
 def review_deal(request: pb.ReviewDealRequest) -> pb.ReviewDealResponse:
     """ReviewDeal: a legal record reviewed decision by decision; an illegal one answered with its
     first violation, as ReplayDeal names it, and not reviewed."""
-    rules = _rules(request.rules)
-    with rooted_at("record"):
-        record = records.record_from_proto(request.record, rules)
+    record, _ = record_of(request)
     with rooted_at("record"), records.proto_paths():
         result = replay(record, _committed_only)
     if not result.legal:
@@ -163,9 +162,37 @@ def review_deal(request: pb.ReviewDealRequest) -> pb.ReviewDealResponse:
     return reviews.review_to_proto(review_of(record), result)
 
 
+def record_of(request: pb.ReplayDealRequest | pb.ReviewDealRequest) -> tuple[Record, RuleSet]:
+    """The request's record and rules: its DealRecord under its rules, or its record in the
+    notation under the notation's tags, overridden by the rules' fields that are set; cut after
+    ``stop_after_turn`` when a ReplayDealRequest sets it."""
+    if not request.notation:
+        rules = _rules(request.rules)
+        with rooted_at("record"):
+            record = records.record_from_proto(request.record, rules)
+    elif request.HasField("record"):
+        raise InvalidRecordError("notation", request.notation[:40], "give the record or its notation, not both")
+    else:
+        NOTATION.check_length(request.notation, "notation")
+        try:
+            written = parse_notation(request.notation)
+        except RefereeError as error:  # named by its line: the line is part of the notation field
+            raise InvalidNotationError("notation", error.value, f"{error.field}: {error.message}") from None
+        options = records.rules_to_proto(written.rules)
+        options.MergeFrom(request.rules)
+        rules = _rules(options)
+        record = replace(written, rules=rules)
+    if isinstance(request, pb.ReplayDealRequest) and request.HasField("stop_after_turn"):
+        stop = request.stop_after_turn
+        if not 0 <= stop <= len(record.turns):
+            raise InvalidRecordError("stop_after_turn", stop, f"a turn of the record, 0 to {len(record.turns)}")
+        record = replace(record, turns=record.turns[:stop])
+    return record, rules
+
+
 def _rules(options: pb.RuleOptions) -> RuleSet:
     with rooted_at("rules"):
         return rules_from_proto(options)
 
 
-__all__ = ["check_close", "replay_deal", "review_deal", "score_deal", "solve_hand"]
+__all__ = ["check_close", "record_of", "replay_deal", "review_deal", "score_deal", "solve_hand"]

@@ -241,8 +241,13 @@ def read_record_case(text: str) -> tuple[pb.CheckDisputesRequest, tuple[Turn, ..
     if type(data) is not dict or not data.keys() <= _CASE_KEYS:
         return None
     request = data.get("record")
-    if type(request) is not dict or type(request.get("record")) is not dict:
-        return None
+    if (
+        type(request) is not dict
+        or type(request.get("record")) is not dict
+        or request.get("notation")
+        or "stop_after_turn" in request
+    ):
+        return None  # a record in the notation is read the message way
     record = request["record"]
     turns = record.get("turns", [])
     if type(turns) is not list:

@@ -5,9 +5,10 @@ One case per input line (protobuf JSON of ``CheckDisputesRequest``), one verdict
 chunks of lines and the verdicts come back in chunks, each written and flushed as soon as it and
 every chunk before it are known, so ``--resume`` can skip the ids already written.
 
-Locally the worker processes read and write the JSON themselves: the main process only splits the
-input into chunks of raw lines and writes the chunks of verdict lines back in order, so it stays
-off the workers' cores, and a chunk is one message each way instead of a pickle per case.
+Locally the worker processes read and write the JSON themselves: the main process only cuts the
+input into blocks of bytes (after a newline) and writes the chunks of verdict text back in order,
+so it stays off the workers' cores, and a chunk is one message each way instead of a pickle per
+case.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TextIO, TypeVar
+from typing import TYPE_CHECKING, Any, BinaryIO, TextIO, TypeVar
 
 from google.protobuf import json_format
 from google.protobuf.message import Message
@@ -234,17 +235,24 @@ def _judge_all(args: argparse.Namespace, source: TextIO, pool: Pool | None) -> i
     counts: Counter[str] = Counter()
     status = EXIT_OK
     try:
-        chunks = _remote(lines, args) if args.target else _local(lines, args, total - len(done), pool)
+        chunks: Iterator[Judged]
+        if args.target:
+            chunks = map(judged, _remote(lines, args))
+        elif done or report is not None:
+            chunks = map(judged, _local(lines, args, total - len(done), pool))
+        else:
+            # Every case is judged: the workers read the input's blocks themselves.
+            chunks = _local_blocks(source, args, total, pool)
         for chunk in chunks:
             # One write and one flush per chunk: a crash loses at most the chunk being written,
             # and --resume cuts a line it left half written.
-            sink.write("".join(f"{verdict}\n" for verdict in chunk))
+            sink.write(chunk.text)
             sink.flush()
-            for verdict in chunk:
-                counts[_outcome_of(verdict)] += 1
-                if report is not None:
+            counts.update(dict(chunk.outcomes))
+            if report is not None:
+                for verdict in chunk.text.split("\n")[:-1]:
                     report.add(verdict)
-            progress.step(len(chunk))
+            progress.step(chunk.cases)
     except _Unreachable as error:
         print(f"\nremigio-referee batch: {error}", file=sys.stderr)
         status = EXIT_UNREACHABLE
@@ -313,15 +321,16 @@ def _scan(source: TextIO, name: str, pool: Pool | None = None) -> int:
     both lines when two cases have the same id, or when the text is not UTF-8.
 
     Reading an id reads its line's whole JSON, a twentieth of the work of judging a deal record;
-    the workers of ``pool``, when given, read them (the lines still found in the order of the
-    file), so no core waits while this process reads the whole file alone."""
+    the workers of ``pool``, when given, read them (the blocks of the file still taken in order),
+    so no core waits while this process reads the whole file alone; this process only cuts the
+    file into blocks of bytes."""
     seen: dict[str, int] = {}
+    raw = source.buffer
     try:
-        cases = (Line(n, text) for n, text in enumerate(source, start=1) if text.strip())
+        tasks = ((first, block) for first, block in _blocks(raw, SCAN_CHUNK))
         if pool is None:
-            found: Iterable[tuple[str, int]] = ((_line_id(line), line.number) for line in cases)
+            found: Iterable[tuple[str, int]] = (pair for task in tasks for pair in _ids_of(*task))
         else:
-            tasks = (([(line.number, line.text) for line in window],) for window in _windows(cases, SCAN_CHUNK))
             found = (pair for ids in _in_order(pool, _ids_of, tasks, SCAN_IN_FLIGHT) for pair in ids)
         for case_id, number in found:
             first = seen.setdefault(case_id, number)
@@ -335,9 +344,66 @@ def _scan(source: TextIO, name: str, pool: Pool | None = None) -> int:
     return len(seen)  # no id given twice: one per case
 
 
-def _ids_of(lines: list[tuple[int, str]]) -> list[tuple[str, int]]:
-    """The ids of numbered lines, with their numbers (in a worker, for ``_scan``)."""
-    return [(_line_id(Line(number, text)), number) for number, text in lines]
+def _ids_of(first: int, block: bytes) -> list[tuple[str, int]]:
+    """The ids of a block's cases, with their line numbers (in a worker, for ``_scan``)."""
+    return [(_line_id(line), line.number) for line in _lines_of(first, block)]
+
+
+# The blocks of an input ------------------------------------------------------------------------
+
+BLOCK_READ = 1 << 20  # bytes read at once while cutting blocks (more when a line is longer)
+
+
+def _blocks(raw: BinaryIO, lines: int) -> Iterator[tuple[int, bytes]]:
+    """The input's bytes in blocks of ``lines`` lines (the last may hold fewer), each with the
+    number of its first line (from 1).
+
+    A block ends after a newline byte, never inside a character, so each decodes alone; the
+    workers cut it into lines (``_lines_of``), and this process does no work per line."""
+    number, pending, size = 1, b"", BLOCK_READ
+    while True:
+        more = raw.read(size)
+        data = pending + more if pending else more
+        start = 0
+        while True:
+            end = start
+            for _ in range(lines):
+                end = data.find(b"\n", end) + 1
+                if not end:
+                    break
+            if not end:
+                break
+            block = data[start:end]
+            yield number, block
+            number += _newlines(block)
+            start = end
+        pending = data[start:]
+        if not more:
+            if pending:
+                yield number, pending
+            return
+        # A block longer than a read: read more at once, so cutting stays linear in the size.
+        size = max(BLOCK_READ, len(pending))
+
+
+def _newlines(block: bytes) -> int:
+    """The lines a block ending in a newline holds as a text file reads them (universal newlines:
+    \\r\\n, \\r and \\n each end a line)."""
+    return block.count(b"\n") + block.count(b"\r") - block.count(b"\r\n")
+
+
+def _lines_of(first: int, block: bytes) -> list[Line]:
+    """The non-blank lines of a block, numbered from ``first``, each as ``open(..., encoding="utf-8")``
+    reads it (its newline ending it, \\r\\n and \\r read as \\n); UnicodeDecodeError when it is not UTF-8."""
+    text = block.decode("utf-8")
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    parts = text.split("\n")
+    last = parts.pop()  # after the last newline: "" or a last line without one
+    lines = [Line(number, part + "\n") for number, part in enumerate(parts, first) if part.strip()]
+    if last.strip():
+        lines.append(Line(first + len(parts), last))
+    return lines
 
 
 def judge_line(line: Line, engine: str | None = None) -> str:
@@ -423,6 +489,27 @@ def judge_lines(lines: Iterable[tuple[int, str]], engine: str | None = None) -> 
     return [judge_line(Line(number, text), engine) for number, text in lines]
 
 
+@dataclass(frozen=True, slots=True)
+class Judged:
+    """A chunk of verdicts as the output takes them: their lines in one text (each ending in a
+    newline), how many, and how many of each outcome (what the summary adds up)."""
+
+    text: str
+    cases: int
+    outcomes: tuple[tuple[str, int], ...]
+
+
+def judged(verdicts: list[str]) -> Judged:
+    """The chunk of verdict lines ``verdicts``."""
+    counts = Counter(map(_outcome_of, verdicts))
+    return Judged("".join(f"{verdict}\n" for verdict in verdicts), len(verdicts), tuple(counts.items()))
+
+
+def judge_block(first: int, block: bytes, engine: str | None = None) -> Judged:
+    """The verdicts on a block of the input (``_blocks``), in the order of its lines."""
+    return judged([judge_line(line, engine) for line in _lines_of(first, block)])
+
+
 def _windows(lines: Iterable[Line], size: int) -> Iterator[list[Line]]:
     window: list[Line] = []
     for line in lines:
@@ -474,6 +561,17 @@ def _local(lines: Iterable[Line], args: argparse.Namespace, cases: int, pool: Po
         return
     tasks = (([(line.number, line.text) for line in chunk], args.engine) for chunk in chunks)
     yield from _in_order(pool, judge_lines, tasks, CHUNKS_PER_JOB * args.jobs)
+
+
+def _local_blocks(source: TextIO, args: argparse.Namespace, cases: int, pool: Pool | None) -> Iterator[Judged]:
+    """The verdicts on every case of ``source`` in chunks, in the order of the lines: each chunk
+    a block of the input's bytes that a worker of ``pool`` (or this process, when None) cuts into
+    lines, judges and writes as one text, so this process only moves bytes."""
+    tasks = ((first, block, args.engine) for first, block in _blocks(source.buffer, chunk_size(cases, args.jobs)))
+    if pool is None:
+        yield from (judge_block(*task) for task in tasks)
+        return
+    yield from _in_order(pool, judge_block, tasks, CHUNKS_PER_JOB * args.jobs)
 
 
 def _in_order(pool: Pool, work: Callable[..., _R], tasks: Iterable[tuple[Any, ...]], in_flight: int) -> Iterator[_R]:

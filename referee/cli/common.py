@@ -41,23 +41,15 @@ def add_svg_flag(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument("--svg", metavar="FILE", help=f"also write {what} drawn, as an SVG picture, to FILE")
 
 
-def write_svg(path: str | None, answer: Message) -> None:
-    """Write the drawing of ``answer`` (a Linking, Close or ScoreDealResponse) to ``path`` (none:
-    nothing); a file it cannot write is bad usage."""
+def write_svg(path: str | None, question: Message) -> None:
+    """Write the drawing of the answer to ``question`` (a DrawAnswerRequest) to ``path`` (none:
+    nothing): DrawAnswer's first picture, the referee's one drawing; a file it cannot write is bad
+    usage."""
     if not path:
         return
-    from referee import render
-    from referee.api import convert
+    from referee.api.drawings import draw_answer
 
-    # The drawings take domain values: the answer is read back from its message, as a report reads it.
-    name = answer.DESCRIPTOR.name
-    if name == "Linking":
-        drawing = render.linking_svg(convert.linking_from_proto(answer))
-    elif name == "Close":
-        drawing = render.close_svg(convert.close_from_proto(answer))
-    else:
-        drawing = render.deal_svg(convert.deal_result_from_proto(answer))
-    write_drawing(path, drawing)
+    write_drawing(path, draw_answer(question).drawings[0].svg)
 
 
 def write_drawing(path: str, drawing: str) -> None:

@@ -31,14 +31,17 @@ def run_solve(args: argparse.Namespace) -> int:
     from referee.api.disputes import malformed
     from referee.api.handlers import solve_hand
 
-    def answer(cards: Iterable[str]) -> Message:
+    def question(cards: Iterable[str]) -> pb.SolveHandRequest:
         request = pb.SolveHandRequest(cards=list(cards))
         rule_options(args, request.rules)
-        return solve_hand(request).linking
+        return request
+
+    def answer(cards: Iterable[str]) -> Message:
+        return solve_hand(question(cards)).linking
 
     if args.cards:
         linking = answer(args.cards)
-        write_svg(args.svg, linking)
+        write_svg(args.svg, pb.DrawAnswerRequest(solve_hand=question(args.cards)))
         dump_json(jsonmsg.to_dict(linking), sys.stdout) if args.json else print(format_linking(linking))
         return EXIT_OK
     if args.svg:
@@ -90,7 +93,7 @@ def run_close(args: argparse.Namespace) -> int:
     request = pb.CheckCloseRequest(cards=args.cards, discard=args.discard or "")
     rule_options(args, request.rules)
     close = check_close(request).close
-    write_svg(args.svg, close)
+    write_svg(args.svg, pb.DrawAnswerRequest(check_close=request))
     if args.json:
         dump_json(jsonmsg.to_dict(close), sys.stdout)
     else:
@@ -110,7 +113,7 @@ def run_score(args: argparse.Namespace) -> int:
         raise RefereeError(args.file, text[:60], f"not a ScoreDealRequest in protobuf JSON: {error}") from None
     rule_options(args, request.rules)
     response = score_deal(request)
-    write_svg(args.svg, response)
+    write_svg(args.svg, pb.DrawAnswerRequest(score_deal=request))
     if args.json:
         dump_json(jsonmsg.to_dict(response), sys.stdout)
     else:

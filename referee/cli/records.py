@@ -29,7 +29,7 @@ from referee.cli.common import (
     pretty,
     read_input,
     rule_options,
-    write_drawing,
+    write_svg,
 )
 from referee.game.errors import RefereeError
 
@@ -196,12 +196,9 @@ def format_review(response: Any, names: list[str]) -> str:
 
 def _write_replay_svg(path: str, request: Any) -> None:
     """The deal as replayed, drawn (every hand, the pile, the first violation), to ``path``."""
-    from referee import render
-    from referee.api.convert import rules_from_proto
-    from referee.api.records import record_from_proto
-    from referee.play.replay import replay
+    from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 
-    write_drawing(path, render.replay_svg(replay(record_from_proto(request.record, rules_from_proto(request.rules)))))
+    write_svg(path, pb.DrawAnswerRequest(replay_deal=request))
 
 
 def notation_of(request: Any) -> str:

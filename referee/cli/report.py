@@ -27,16 +27,17 @@ from google.protobuf import json_format
 from referee import render
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.api import jsonmsg
-from referee.api.convert import close_from_proto as close_answer
-from referee.api.convert import close_kind_from_proto, deal_result_from_proto, linking_from_proto
-from referee.api.records import replay_from_proto, shuffle_proof_from_proto, violation_code_name
-from referee.game.cards import Card, parse_cards, sort_cards
+from referee.api.drawings import draw_answer, verdict_drawings
+from referee.api.records import shuffle_proof_from_proto, violation_code_name
 from referee.game.errors import RefereeError
 
 OUTCOMES = ("CONFIRMED", "WRONG", "INVALID", "ILLEGAL", "NO_CLAIM", "MALFORMED")
 DRAWN_CASES = 500
 DRAWN_BYTES = 4_000_000
 LISTED_CASES = 2_000
+# Legal records among the drawn cases whose review is drawn too: a review costs tens of
+# milliseconds of the batch's time a record, the page megabytes at most.
+REVIEWED_CASES = 20
 KEPT_CASE_CHARS = 200_000
 SECTION_CHARS = 200_000  # the drawings of one case at most (16 players' hands take about 60,000)  # a longer case is not kept to draw its claims (its verdict still is)
 _REASON_CHARS = 200
@@ -104,8 +105,11 @@ class Report:
         drawn_cases: int = DRAWN_CASES,
         drawn_bytes: int = DRAWN_BYTES,
         listed_cases: int = LISTED_CASES,
+        reviewed_cases: int = REVIEWED_CASES,
     ) -> None:
         self.title = title
+        self.reviewed_cases = reviewed_cases
+        self.reviewed = 0
         self.drawn_cases = drawn_cases
         self.drawn_bytes = drawn_bytes
         self.listed_cases = listed_cases
@@ -139,7 +143,9 @@ class Report:
         if outcome == "CONFIRMED":
             return
         if not self._full:
-            section = _case_section(len(self._sections) + 1, verdict, case)
+            review = self.reviewed < self.reviewed_cases
+            section = _case_section(len(self._sections) + 1, verdict, case, review)
+            self.reviewed += review and 'class="review"' in section
             if self._section_bytes + len(section) <= self.drawn_bytes:
                 self._sections.append(section)
                 self._section_bytes += len(section)
@@ -306,7 +312,7 @@ def _verdict_name(claim: pb.ClaimVerdict) -> str:
     return pb.Verdict.Name(claim.verdict).removeprefix("VERDICT_") if claim.verdict in pb.Verdict.values() else ""
 
 
-def _case_section(number: int, verdict: str, case: str | None) -> str:
+def _case_section(number: int, verdict: str, case: str | None, review: bool = False) -> str:
     """One case drawn: its id and outcome, the claims against the referee's values, and the
     claimed linking or close beside the referee's answer."""
     message = verdict_of(verdict)
@@ -315,10 +321,10 @@ def _case_section(number: int, verdict: str, case: str | None) -> str:
             f'<section class="case" data-outcome="UNREADABLE"><h3>verdict {number} '
             '<span class="outcome UNREADABLE">UNREADABLE</span></h3><p class="error">not a verdict</p></section>\n'
         )
-    return _drawn_section(message, outcome_of(verdict) or "UNREADABLE", case)
+    return _drawn_section(message, outcome_of(verdict) or "UNREADABLE", case, review)
 
 
-def _drawn_section(message: pb.CheckDisputesResponse, outcome: str, case: str | None) -> str:
+def _drawn_section(message: pb.CheckDisputesResponse, outcome: str, case: str | None, review: bool = False) -> str:
     out = [
         f'<section class="case" data-outcome="{outcome}"><h3>{_h(message.id)} '
         f'<span class="outcome {outcome}">{outcome}</span></h3>\n'
@@ -331,7 +337,7 @@ def _drawn_section(message: pb.CheckDisputesResponse, outcome: str, case: str | 
     if message.claims:
         out.append(_claims_table(message.claims))
     # A case that could not be read has no answer to draw, and its claims may be of any size.
-    claimed, answer = ([], []) if outcome == "MALFORMED" else _drawings(message, case_of(case))
+    claimed, answer = ([], []) if outcome == "MALFORMED" else verdict_drawings(message, case_of(case))
     if sum(map(len, claimed + answer)) > SECTION_CHARS:
         claimed, answer = [], []
         out.append("<p>Too large to draw here: the verdicts file holds it.</p>\n")
@@ -341,8 +347,23 @@ def _drawn_section(message: pb.CheckDisputesResponse, outcome: str, case: str | 
             if drawings:
                 out.append(f"<figure><figcaption>{caption}</figcaption>{''.join(drawings)}</figure>")
         out.append("</div>\n")
+    if review and message.HasField("record") and message.record.legal:
+        out.append(_review(case_of(case)))
     out.append("</section>\n")
     return "".join(out)
+
+
+def _review(case: pb.CheckDisputesRequest | None) -> str:
+    """A legal record's review drawn (docs/review.md), or "" when the case cannot be read again."""
+    if case is None or not case.HasField("record"):
+        return ""
+    record = case.record
+    question = pb.ReviewDealRequest(record=record.record, rules=record.rules, notation=record.notation)
+    try:
+        (picture,) = draw_answer(pb.DrawAnswerRequest(review_deal=question)).drawings
+    except (RefereeError, ValueError):
+        return ""
+    return f'<figure class="review"><figcaption>{_h(picture.caption)}</figcaption>{picture.svg}</figure>\n'
 
 
 def _shuffle_proof(record: pb.ReplayDealResponse) -> str:
@@ -362,83 +383,6 @@ def _claims_table(claims: Sequence[pb.ClaimVerdict]) -> str:
         + "".join(rows)
         + "</table>\n"
     )
-
-
-# A part that cannot be drawn (a card of a malformed case): left out, the claims table and the
-# error still say what happened.
-_UNDRAWABLE = (RefereeError, ValueError, KeyError, IndexError)
-
-
-def _drawings(verdict: pb.CheckDisputesResponse, case: pb.CheckDisputesRequest | None) -> tuple[list[str], list[str]]:
-    """The drawings of the claim (from the case) and of the referee's answer (from the verdict)."""
-    answer: list[str] = []
-    try:
-        kind = verdict.WhichOneof("answer")
-        if kind == "hand":
-            answer.append(render.linking_svg(linking_from_proto(verdict.hand), "The best linking"))
-        elif kind == "close":
-            answer.append(render.close_svg(close_answer(verdict.close), "The close"))
-        elif kind == "deal":
-            answer.append(render.deal_svg(deal_result_from_proto(verdict.deal), "The deal scored"))
-        elif kind == "record":
-            replayed = replay_from_proto(verdict.record)
-            answer.append(render.replay_svg(replayed))
-            if replayed.complete and replayed.legal and verdict.record.HasField("result"):
-                answer.append(render.deal_svg(deal_result_from_proto(verdict.record.result), "The deal scored"))
-    except _UNDRAWABLE:
-        answer = []
-    try:
-        claimed = [] if case is None else _claimed_drawings(case)
-    except _UNDRAWABLE:
-        claimed = []
-    return claimed, answer
-
-
-def _claimed_drawings(case: pb.CheckDisputesRequest) -> list[str]:
-    kind = case.WhichOneof("dispute")
-    if kind == "hand":
-        hand = case.hand
-        cards = parse_cards(list(hand.cards))
-        groups = [parse_cards(list(group.cards)) for group in hand.claimed_groups]
-        if groups:
-            return [render.claimed_svg(groups, _left_out(cards, groups), "The claimed linking")]
-        if hand.HasField("claimed_points"):
-            return [render.cards_svg(sort_cards(cards), "The hand", f"claimed: {hand.claimed_points} points")]
-        return []
-    if kind == "close":
-        close = case.close
-        said = []
-        if close.HasField("claimed_kind"):
-            named = close_kind_from_proto(close.claimed_kind, "claimed_kind")
-            said.append("no valid close" if named is None else named.value)
-        if close.HasField("claimed_multiplier"):
-            said.append(f"×{close.claimed_multiplier}")
-        note = f"claimed: {' '.join(said)}" if said else ""
-        discard = Card.parse(close.discard) if close.discard else None
-        return [render.cards_svg(sort_cards(parse_cards(list(close.cards))), "The close as sent", note, discard)]
-    if kind == "deal":
-        players = case.deal.deal.players
-        drawings = []
-        for claim in case.deal.claims.players:
-            groups = [parse_cards(list(group.cards)) for group in claim.groups]
-            if not groups or not 0 <= claim.player < len(players):
-                continue
-            player = players[claim.player]
-            name = player.name or f"player{claim.player + 1}"
-            cards = parse_cards(list(player.cards))
-            drawings.append(render.claimed_svg(groups, _left_out(cards, groups), f"{name}: the claimed linking"))
-        return drawings
-    return []
-
-
-def _left_out(cards: Sequence[Card], groups: Sequence[Sequence[Card]]) -> tuple[Card, ...]:
-    """The cards of the hand in no claimed group (none when the groups use cards it lacks)."""
-    left = Counter(cards)
-    for group in groups:
-        left.subtract(group)
-    if any(count < 0 for count in left.values()):
-        return ()
-    return sort_cards(left.elements())
 
 
 __all__ = [

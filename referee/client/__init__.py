@@ -48,7 +48,7 @@ RETRY_POLICY = {
 }
 # The unary methods only: CheckDisputes is sent again by ``check_disputes`` itself, which also
 # resumes a stream refused midway (gRPC retries a stream only before its first reply).
-UNARY_METHODS = ("SolveHand", "CheckClose", "ScoreDeal", "ReplayDeal", "ReviewDeal")
+UNARY_METHODS = ("SolveHand", "CheckClose", "ScoreDeal", "ReplayDeal", "ReviewDeal", "DrawAnswer")
 SERVICE_CONFIG = json.dumps(
     {
         "methodConfig": [
@@ -283,6 +283,13 @@ class Referee:
             request, timeout=self._timeout(timeout), metadata=self._metadata
         )
         return reply
+
+    def draw_answer(self, question: pb.DrawAnswerRequest, *, timeout: float | None = None) -> list[pb.Drawing]:
+        """The pictures of the answer to ``question`` (SVG documents, each with its caption)."""
+        reply: pb.DrawAnswerResponse = self.stub.DrawAnswer(
+            question, timeout=self._timeout(timeout), metadata=self._metadata
+        )
+        return list(reply.drawings)
 
     @staticmethod
     def _replay_request(record: pb.DealRecord | str, rules: pb.RuleOptions | None) -> pb.ReplayDealRequest:

@@ -128,6 +128,18 @@ SHUFFLE_TEXT = Limit(
 )
 CASE_ID = Limit(128, "characters", ("CheckDisputesRequest.id",), "a dispute case's id, echoed in its verdict")
 
+NOTATION = Limit(
+    200_000,
+    "characters",
+    ("ReplayDealRequest.notation", "ReviewDealRequest.notation"),
+    "a record in the notation: 1000 turns of about 30 characters, with room for restocks and comments",
+)
+DRAWN_TURNS = Limit(
+    12,
+    "turns",
+    ("DrawAnswerRequest.turns",),
+    "the turns of a review drawn in one picture, which stays quick to open",
+)
 LIMITS: tuple[Limit, ...] = (
     CARD_CODE,
     HAND_CARDS,
@@ -144,6 +156,8 @@ LIMITS: tuple[Limit, ...] = (
     RESTOCK_CARDS,
     SHUFFLE_TEXT,
     CASE_ID,
+    DRAWN_TURNS,
+    NOTATION,
 )
 
 __all__ = [
@@ -152,10 +166,12 @@ __all__ = [
     "CLAIMED_GROUPS",
     "CLAIMED_GROUP_CARDS",
     "CLAIMED_PLAYERS",
+    "DRAWN_TURNS",
     "ELIMINATED",
     "HAND_CARDS",
     "LIMITS",
     "MESSAGE_BYTES",
+    "NOTATION",
     "MULTIPLIERS",
     "NAME",
     "PILE_CARDS",

@@ -33,17 +33,12 @@ from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.api import handlers
 from referee.game.limits import MESSAGE_BYTES
 from referee.game.linking import load_engines
-from referee.server import access, metrics
+from referee.server import access, defaults, metrics
 from referee.server.compute import ComputePool, DisputeJobs
-from referee.server.config import (
-    DEFAULT_MAX_CALLS_PER_CLIENT,
-    DEFAULT_MAX_CONCURRENT,
-    DEFAULT_THREADS,
-    ConnectionLimits,
-)
+from referee.server.config import ConnectionLimits, HealthLimits, ServiceLimits
 from referee.server.health import SERVICE_NAME as HEALTH_SERVICE_NAME
-from referee.server.health import HealthLimits, HealthService
-from referee.server.servicer import RefereeServicer, ServiceLimits, add_to_server
+from referee.server.health import HealthService
+from referee.server.servicer import RefereeServicer, add_to_server
 from referee.server.warden import ConnectionWarden
 
 log = logging.getLogger("referee.service")
@@ -113,9 +108,9 @@ class RunningServer:
 async def create_server(
     address: str = "127.0.0.1:0",
     *,
-    threads: int = DEFAULT_THREADS,
-    max_concurrent: int = DEFAULT_MAX_CONCURRENT,
-    max_calls_per_client: int | None = DEFAULT_MAX_CALLS_PER_CLIENT,
+    threads: int = defaults.THREADS,
+    max_concurrent: int = defaults.MAX_CONCURRENT,
+    max_calls_per_client: int | None = defaults.MAX_CALLS_PER_CLIENT,
     limits: ServiceLimits | None = None,
     connections: ConnectionLimits | None = None,
     reflection: bool = True,

@@ -9,37 +9,39 @@ each worker, ``create_server``). Nothing else reads the flags.
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import os
+import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any
 
 from referee.game.limits import MESSAGE_BYTES
-from referee.server import metrics, tracing
-from referee.server.access.proxies import parse_networks
+from referee.server import defaults
 from referee.server.flags import env_name, with_env
-from referee.server.health import HealthLimits
-from referee.server.servicer import (
-    DEFAULT_MAX_STREAMS,
-    DEFAULT_MAX_STREAMS_PER_CLIENT,
-    DEFAULT_RECEIVE_TIMEOUT_SECONDS,
-    DEFAULT_SOLVE_CAP_SECONDS,
-    DEFAULT_STREAM_IDLE_SECONDS,
-    ServiceLimits,
-)
-from referee.server.warden import DEFAULT_FIRST_CALL_SECONDS, DEFAULT_MAX_CONNECTIONS_PER_PEER, core_cap
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 ENV_PREFIX = "REMIGIO_"
-DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 50051
-# Compute slots per process. Python runs one thread at a time, so more slots add no speed: two
-# keep one long solve from holding up every short call, and fewer threads taking the interpreter
-# lock from one another keep calls finishing in turn (a lower p99). More processes, not threads,
-# use more cores.
-DEFAULT_THREADS = 2
-DEFAULT_MAX_CONCURRENT = 64
-# One client's share of those: no client can keep the others out by keeping calls in flight.
-DEFAULT_MAX_CALLS_PER_CLIENT = 16
-DEFAULT_GRACE_SECONDS = 5.0
-DEFAULT_HEARTBEAT_TIMEOUT_SECONDS = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceLimits:
+    """The servicer's budgets and caps (each is a ``serve`` flag; docs/operations.md)."""
+
+    solve_cap_seconds: float = defaults.SOLVE_CAP_SECONDS
+    receive_timeout_seconds: float = defaults.RECEIVE_TIMEOUT_SECONDS
+    stream_idle_seconds: float = defaults.STREAM_IDLE_SECONDS
+    max_streams: int = defaults.MAX_STREAMS
+    max_streams_per_client: int = defaults.MAX_STREAMS_PER_CLIENT
+    reveal_pid: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class HealthLimits:
+    """Watch streams at once per process and per connection."""
+
+    max_watches: int = defaults.HEALTH_MAX_WATCHES
+    max_watches_per_connection: int = defaults.HEALTH_MAX_WATCHES_PER_CONNECTION
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,10 +67,10 @@ class ConnectionLimits:
     # A connection that has not finished its handshake by then is closed: a client sends its
     # HTTP/2 preface (after TLS) at once, and silent connections count against max_connections.
     handshake_timeout_seconds: float = 5.0
-    max_connections_per_peer: int = DEFAULT_MAX_CONNECTIONS_PER_PEER
+    max_connections_per_peer: int = defaults.MAX_CONNECTIONS_PER_PEER
     # A connection that has made no call this long after it was opened is closed: it only holds
     # a slot (a client connects to call; one that reconnects later loses nothing).
-    first_call_seconds: float = DEFAULT_FIRST_CALL_SECONDS
+    first_call_seconds: float = defaults.FIRST_CALL_SECONDS
 
     def options(self) -> list[tuple[str, int]]:
         """These limits as gRPC channel arguments."""
@@ -78,7 +80,7 @@ class ConnectionLimits:
 
         return [
             ("grpc.max_concurrent_streams", self.max_streams_per_connection),
-            ("grpc.max_allowed_incoming_connections", self.core_connections or core_cap(self.max_connections)),
+            ("grpc.max_allowed_incoming_connections", self.core_connections or defaults.core_cap(self.max_connections)),
             ("grpc.max_connection_idle_ms", ms(self.max_connection_idle_seconds)),
             ("grpc.max_connection_age_ms", ms(self.max_connection_age_seconds)),
             ("grpc.max_connection_age_grace_ms", ms(self.max_connection_age_grace_seconds)),
@@ -99,9 +101,9 @@ class MetricsConfig:
     """The Prometheus endpoint: off when ``port`` is None."""
 
     port: int | None = None
-    host: str = metrics.DEFAULT_HOST
-    max_connections: int = metrics.DEFAULT_MAX_CONNECTIONS
-    timeout_seconds: float = metrics.DEFAULT_TIMEOUT_SECONDS
+    host: str = defaults.METRICS_HOST
+    max_connections: int = defaults.METRICS_MAX_CONNECTIONS
+    timeout_seconds: float = defaults.METRICS_TIMEOUT_SECONDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,20 +121,20 @@ class AccessConfig:
 class ServerConfig:
     """Everything ``serve`` was asked for, read once from the flags and the environment."""
 
-    host: str = DEFAULT_HOST
-    port: int = DEFAULT_PORT
+    host: str = defaults.HOST
+    port: int = defaults.PORT
     workers: int = 1
-    threads: int = DEFAULT_THREADS
-    max_concurrent: int = DEFAULT_MAX_CONCURRENT
-    max_calls_per_client: int = DEFAULT_MAX_CALLS_PER_CLIENT
+    threads: int = defaults.THREADS
+    max_concurrent: int = defaults.MAX_CONCURRENT
+    max_calls_per_client: int = defaults.MAX_CALLS_PER_CLIENT
     dispute_jobs: int | None = None  # None: usable cores / workers
     max_message_bytes: int = MESSAGE_BYTES
     reflection: bool = True
     # Deal records whose deck order was not committed are the violation UNCOMMITTED_SHUFFLE.
     require_committed_shuffle: bool = False
     log_format: str = "text"
-    grace_seconds: float = DEFAULT_GRACE_SECONDS
-    heartbeat_timeout_seconds: float = DEFAULT_HEARTBEAT_TIMEOUT_SECONDS
+    grace_seconds: float = defaults.GRACE_SECONDS
+    heartbeat_timeout_seconds: float = defaults.HEARTBEAT_TIMEOUT_SECONDS
     service: ServiceLimits = field(default_factory=ServiceLimits)
     connections: ConnectionLimits = field(default_factory=lambda: ConnectionLimits())
     health: HealthLimits = field(default_factory=HealthLimits)
@@ -220,10 +222,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             **more,
         )
 
-    option("--host", str, DEFAULT_HOST, "address to listen on")
-    option("--port", _port, DEFAULT_PORT, "port to listen on, 0 for any free one")
+    option("--host", str, defaults.HOST, "address to listen on")
+    option("--port", _port, defaults.PORT, "port to listen on, 0 for any free one")
     option("--workers", _positive_int, 1, "server processes sharing the port, supervised by this one", "N")
-    option("--threads", _positive_int, DEFAULT_THREADS, "compute slots per process: calls solved at the same time", "N")
+    option(
+        "--threads", _positive_int, defaults.THREADS, "compute slots per process: calls solved at the same time", "N"
+    )
     parser.add_argument(
         "--no-reflection", dest="reflection", action="store_false", help="turn server reflection off (default on)"
     )
@@ -236,21 +240,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     option(
         "--grace",
         _non_negative_float,
-        DEFAULT_GRACE_SECONDS,
+        defaults.GRACE_SECONDS,
         "on SIGTERM/SIGINT, how long calls in flight may take to finish",
         "SECONDS",
     )
     option(
         "--max-concurrent",
         _positive_int,
-        DEFAULT_MAX_CONCURRENT,
+        defaults.MAX_CONCURRENT,
         "calls solving or waiting for a compute slot per process; more are refused with RESOURCE_EXHAUSTED",
         "N",
     )
     option(
         "--max-calls-per-client",
         _positive_int,
-        DEFAULT_MAX_CALLS_PER_CLIENT,
+        defaults.MAX_CALLS_PER_CLIENT,
         "of those, calls of one client (its API key, or its address without keys); a key file's "
         "CONCURRENCY field overrides it per key",
         "N",
@@ -258,7 +262,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     option(
         "--solve-cap",
         _positive_float,
-        DEFAULT_SOLVE_CAP_SECONDS,
+        defaults.SOLVE_CAP_SECONDS,
         "most time a call may take, also bounded by the client's deadline",
         "SECONDS",
     )
@@ -280,21 +284,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     option(
         "--metrics-host",
         str,
-        metrics.DEFAULT_HOST,
+        defaults.METRICS_HOST,
         "address the metrics port binds; the metrics name API keys, so open it only to the scraper",
         "HOST",
     )
     option(
         "--metrics-max-connections",
         _positive_int,
-        metrics.DEFAULT_MAX_CONNECTIONS,
+        defaults.METRICS_MAX_CONNECTIONS,
         "connections open at once to the metrics port; a new one beyond them replaces the oldest that has not sent its request, or is closed",
         "N",
     )
     option(
         "--metrics-timeout",
         _positive_float,
-        metrics.DEFAULT_TIMEOUT_SECONDS,
+        defaults.METRICS_TIMEOUT_SECONDS,
         "a metrics connection must send its request and take its reply within this long",
         "SECONDS",
     )
@@ -312,28 +316,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     option(
         "--receive-timeout",
         _positive_float,
-        DEFAULT_RECEIVE_TIMEOUT_SECONDS,
+        defaults.RECEIVE_TIMEOUT_SECONDS,
         "most time a unary call's request may take to arrive; then DEADLINE_EXCEEDED",
         "SECONDS",
     )
     option(
         "--stream-idle-timeout",
         _positive_float,
-        DEFAULT_STREAM_IDLE_SECONDS,
+        defaults.STREAM_IDLE_SECONDS,
         "a CheckDisputes stream that sends no case and reads no verdict this long is ended (DEADLINE_EXCEEDED)",
         "SECONDS",
     )
     option(
         "--max-streams",
         _positive_int,
-        DEFAULT_MAX_STREAMS,
+        defaults.MAX_STREAMS,
         "CheckDisputes streams per process; more are RESOURCE_EXHAUSTED",
         "N",
     )
     option(
         "--max-streams-per-client",
         _positive_int,
-        DEFAULT_MAX_STREAMS_PER_CLIENT,
+        defaults.MAX_STREAMS_PER_CLIENT,
         "CheckDisputes streams per client address per process; more are RESOURCE_EXHAUSTED",
         "N",
     )
@@ -432,7 +436,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     option(
         "--heartbeat-timeout",
         _positive_float,
-        DEFAULT_HEARTBEAT_TIMEOUT_SECONDS,
+        defaults.HEARTBEAT_TIMEOUT_SECONDS,
         "with --workers above 1, a worker silent this long is killed and replaced",
         "SECONDS",
     )
@@ -475,9 +479,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 # Argument types ----------------------------------------------------------------------------------
 
 
+def check_endpoint(url: str) -> str:
+    """``url`` if it is an OTLP/gRPC endpoint (``http://host:port`` or ``https://host:port``), else ValueError."""
+    parsed = urllib.parse.urlsplit(url)
+    if parsed.scheme not in {"http", "https"} or not parsed.hostname:
+        raise ValueError(f"an OTLP endpoint is http://HOST:PORT or https://HOST:PORT, not {url[:80]!r}")
+    try:
+        parsed.port  # noqa: B018 - raises on a port that is not a number
+    except ValueError:
+        raise ValueError(f"an OTLP endpoint is http://HOST:PORT or https://HOST:PORT, not {url[:80]!r}") from None
+    return url
+
+
+def parse_networks(text: str) -> tuple[Network, ...]:
+    """``CIDR,CIDR,...`` (a bare address is a /32 or /128); ValueError naming the bad item."""
+    networks = []
+    for item in text.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        try:
+            networks.append(ipaddress.ip_network(item, strict=False))
+        except ValueError:
+            raise ValueError(f"not an address or CIDR network: {item[:64]!r}") from None
+    return tuple(networks)
+
+
 def _otlp_endpoint(text: str) -> str:
     try:
-        return tracing.check_endpoint(text)
+        return check_endpoint(text)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
 
@@ -529,11 +559,14 @@ def _non_negative_float(text: str) -> float:
 
 
 __all__ = [
-    "DEFAULT_HOST",
-    "DEFAULT_PORT",
     "AccessConfig",
     "ConnectionLimits",
+    "HealthLimits",
     "MetricsConfig",
+    "Network",
     "ServerConfig",
+    "ServiceLimits",
     "add_arguments",
+    "check_endpoint",
+    "parse_networks",
 ]

@@ -27,7 +27,6 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterable
-from dataclasses import dataclass
 
 import grpc
 import grpc.aio
@@ -35,23 +34,14 @@ from google.protobuf.message import DecodeError
 from grpc_health.v1 import health_pb2
 
 from referee.game.errors import shorten
+from referee.server import defaults
+from referee.server.config import HealthLimits
 
 SERVICE_NAME: str = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
 # A HealthCheckRequest holds one service name; the names served are a few dozen bytes.
 MAX_REQUEST_BYTES = 256
-DEFAULT_MAX_WATCHES = 100
-DEFAULT_MAX_WATCHES_PER_CONNECTION = 4
-DEFAULT_RECEIVE_TIMEOUT_SECONDS = 10.0
-
-
-@dataclass(frozen=True, slots=True)
-class HealthLimits:
-    """Watch streams at once per process and per connection."""
-
-    max_watches: int = DEFAULT_MAX_WATCHES
-    max_watches_per_connection: int = DEFAULT_MAX_WATCHES_PER_CONNECTION
 
 
 class HealthService:
@@ -61,7 +51,7 @@ class HealthService:
         self,
         services: Iterable[str],
         limits: HealthLimits | None = None,
-        receive_timeout_seconds: float = DEFAULT_RECEIVE_TIMEOUT_SECONDS,
+        receive_timeout_seconds: float = defaults.HEALTH_RECEIVE_TIMEOUT_SECONDS,
     ) -> None:
         self.limits = limits or HealthLimits()
         self.receive_timeout_seconds = receive_timeout_seconds
@@ -186,10 +176,7 @@ def _refuse(context: grpc.aio.ServicerContext, code: grpc.StatusCode, message: s
 
 
 __all__ = [
-    "DEFAULT_MAX_WATCHES",
-    "DEFAULT_MAX_WATCHES_PER_CONNECTION",
     "MAX_REQUEST_BYTES",
     "SERVICE_NAME",
-    "HealthLimits",
     "HealthService",
 ]

@@ -13,6 +13,7 @@ import logging
 import os
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from types import TracebackType
 
@@ -33,6 +34,24 @@ class JsonLinesFormatter(logging.Formatter):
         return json_line(record.created, record.levelname, record.name, record.getMessage(), fields)
 
 
+class TextFormatter(logging.Formatter):
+    """``logging.Formatter``'s lines, its time of day formatted once a second: the server writes a
+    line per call, thousands a second, and ``time.strftime`` was a tenth of a cheap call's cost."""
+
+    def __init__(self, fmt: str) -> None:
+        super().__init__(fmt)
+        self._second = -1
+        self._stamp = ""
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802 (logging's name)
+        """The record's local time as ``logging.Formatter`` writes it (``2026-12-04 05:30:41,123``)."""
+        second = int(record.created)
+        if second != self._second:
+            self._stamp = time.strftime(self.default_time_format, self.converter(record.created))
+            self._second = second
+        return f"{self._stamp},{int(record.msecs):03d}"  # default_msec_format, "%s,%03d"
+
+
 def configure_logging(log_format: str = "text") -> None:
     """Log INFO and above to stderr, as text or as JSON lines (with JSON, warnings and uncaught
     errors too, and the status lines)."""
@@ -40,8 +59,12 @@ def configure_logging(log_format: str = "text") -> None:
     if log_format == "json":
         handler.setFormatter(JsonLinesFormatter())
     else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s pid=%(process)d %(name)s: %(message)s"))
+        handler.setFormatter(TextFormatter("%(asctime)s %(levelname)s pid=%(process)d %(name)s: %(message)s"))
     logging.basicConfig(level=logging.INFO, handlers=[handler], force=True)
+    # No line names its thread or its multiprocessing process name: a record need not look them
+    # up (a tenth of making one).
+    logging.logThreads = False
+    logging.logMultiprocessing = False
     console.use_json(log_format == "json")
     if log_format == "json":
         logging.captureWarnings(True)
@@ -75,4 +98,4 @@ def _log_uncaught_in_thread(args: threading.ExceptHookArgs) -> None:
     )
 
 
-__all__ = ["JsonLinesFormatter", "configure_logging", "quiet_grpc_core"]
+__all__ = ["JsonLinesFormatter", "TextFormatter", "configure_logging", "quiet_grpc_core"]

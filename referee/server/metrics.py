@@ -44,6 +44,7 @@ from typing import Any
 
 from referee import __version__
 from referee.game.linking import observe_linkings
+from referee.server import defaults
 from referee.server.metrics_http import DROP_REASONS, MetricsServer
 
 # prometheus_client's own switch: a process with it in its environment writes to that directory.
@@ -52,12 +53,6 @@ DIRECTORY_ENV = "PROMETHEUS_MULTIPROC_DIR"
 # left by a parent that is gone can be told from one in use.
 DIRECTORY_PREFIX = "remigio-metrics-"
 
-# The metrics port: loopback unless told otherwise (the metrics name API keys, see
-# docs/operations.md); a few connections at once, each exchange within a few seconds. Prometheus
-# opens one connection per scrape and sends its request at once.
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_MAX_CONNECTIONS = 16
-DEFAULT_TIMEOUT_SECONDS = 5.0
 
 # gRFC A66's buckets for call durations, in seconds (10 µs to 100 s).
 CALL_BUCKETS = (
@@ -465,8 +460,8 @@ def _alive(pid: int) -> bool:
 def serve(
     host: str,
     port: int,
-    max_connections: int = DEFAULT_MAX_CONNECTIONS,
-    timeout: float = DEFAULT_TIMEOUT_SECONDS,
+    max_connections: int = defaults.METRICS_MAX_CONNECTIONS,
+    timeout: float = defaults.METRICS_TIMEOUT_SECONDS,
 ) -> tuple[int, Callable[[], None]]:
     """Serve ``/metrics`` (the sum over every process's files) on ``host:port`` from a thread of
     this process, at most ``max_connections`` at once, each exchange within ``timeout`` seconds
@@ -518,9 +513,6 @@ def _metrics_connection_dropped(reason: str) -> None:
 
 __all__ = [
     "CALL_BUCKETS",
-    "DEFAULT_HOST",
-    "DEFAULT_MAX_CONNECTIONS",
-    "DEFAULT_TIMEOUT_SECONDS",
     "DIRECTORY_ENV",
     "auth_failed",
     "call_ended",

@@ -25,9 +25,9 @@ from referee.server.app import SERVICE_NAME, create_server
 from referee.server.config import ConnectionLimits, ServerConfig, add_arguments
 from referee.server.console import address, say
 from referee.server.cpus import usable_cpus
+from referee.server.defaults import core_cap
 from referee.server.flags import check_env
 from referee.server.logs import configure_logging
-from referee.server.warden import core_cap
 
 log = logging.getLogger("referee.service")
 

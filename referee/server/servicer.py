@@ -35,7 +35,7 @@ import os
 import re
 import time
 from collections import Counter, OrderedDict
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 
 import grpc
@@ -43,7 +43,7 @@ import grpc.aio
 from google.protobuf.message import DecodeError, Message
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
-from referee.api import handlers
+from referee.api import drawings, handlers
 from referee.api.disputes import judge_case_bytes
 from referee.api.wire import check_counts
 from referee.game.errors import RefereeError, SolverError
@@ -51,6 +51,7 @@ from referee.game.limits import MESSAGE_BYTES, check_reply
 from referee.game.linking import time_budget
 from referee.server import access, metrics, tracing
 from referee.server.compute import ComputePool, DisputeJobs, JobLost
+from referee.server.config import ServiceLimits
 from referee.server.status import (
     Busy,
     DeadlineExceeded,
@@ -63,29 +64,12 @@ from referee.server.status import (
 
 log = logging.getLogger("referee.service")
 
-DEFAULT_SOLVE_CAP_SECONDS = 5.0
-DEFAULT_RECEIVE_TIMEOUT_SECONDS = 10.0
-DEFAULT_STREAM_IDLE_SECONDS = 30.0
-DEFAULT_MAX_STREAMS = 8
-DEFAULT_MAX_STREAMS_PER_CLIENT = 4
 READ_AHEAD_PER_JOB = 8
 PID_KEY = "x-referee-pid"
 REQUEST_ID_KEY = "x-request-id"
 # gRFC A66's method label: the full method name without its leading slash.
 _METHOD_PREFIX = pb.DESCRIPTOR.services_by_name["RefereeService"].full_name + "/"
 _CLIENT_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
-
-
-@dataclass(frozen=True, slots=True)
-class ServiceLimits:
-    """The servicer's budgets and caps (each is a ``serve`` flag; docs/operations.md)."""
-
-    solve_cap_seconds: float = DEFAULT_SOLVE_CAP_SECONDS
-    receive_timeout_seconds: float = DEFAULT_RECEIVE_TIMEOUT_SECONDS
-    stream_idle_seconds: float = DEFAULT_STREAM_IDLE_SECONDS
-    max_streams: int = DEFAULT_MAX_STREAMS
-    max_streams_per_client: int = DEFAULT_MAX_STREAMS_PER_CLIENT
-    reveal_pid: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,14 +207,32 @@ def _handled(
     does not): the solve cap, or less if the client's ``deadline`` (monotonic) comes first.
     """
     started = time.monotonic()
+    budget = _budget(started, cap, deadline)
+    return _replied(handler, _decoded(message_type, data), started, budget, max_bytes)
+
+
+def _budget(started: float, cap: float, deadline: float | None) -> float:
+    """The time budget of a call whose work starts at ``started`` (monotonic): the solve cap, or
+    less if the client's ``deadline`` comes first; DeadlineExceeded when nothing is left."""
     budget = cap if deadline is None else min(cap, deadline - started)
     if budget <= 0:
         raise DeadlineExceeded("the deadline passed before the call was solved")
+    return budget
+
+
+def _decoded(message_type: type[Message], data: bytes) -> Message:
+    """The request message of ``data``; Undecodable when it is none."""
     check_counts(data, message_type.DESCRIPTOR)
     try:
-        request = message_type.FromString(data)
+        return message_type.FromString(data)
     except DecodeError:  # its text only repeats the type's name
         raise Undecodable(message_type.DESCRIPTOR.full_name, len(data)) from None
+
+
+def _replied(
+    handler: Callable[[Message], Message], request: Message, started: float, budget: float, max_bytes: int
+) -> bytes:
+    """The encoded reply to a decoded request, within ``budget`` seconds from ``started``."""
     try:
         with time_budget(budget - (time.monotonic() - started)):
             reply = handler(request).SerializeToString()
@@ -242,6 +244,22 @@ def _handled(
         raise DeadlineExceeded(f"the call overran its time budget of {budget:.3f} s")
     check_reply(len(reply), max_bytes)
     return reply
+
+
+def _search_solve(request: Message) -> bool:
+    return isinstance(request, pb.SolveHandRequest) and request.rules.engine == pb.ENGINE_SEARCH
+
+
+# Calls answered on the event loop itself, by method: those whose request says their work is
+# small. Handing a call to a compute slot and back costs about 0.2 ms of the loop's and the
+# threads' time (a thread wakes, takes the interpreter lock from the loop, gives it back, the loop
+# wakes), more than the search engine's solve of one hand (at most 11 cards: well under 0.1 ms
+# on a typical hand, a few tenths on the worst ones the benchmarks know). Such a call is still
+# admitted by its client's share first, and runs under its time budget; the loop runs one at a
+# time, between the steps of the other calls, as it sends remembered replies. A request this
+# large or larger is never decoded on the loop (a SolveHand request takes well under 100 bytes).
+_INLINE: dict[str, Callable[[Message], bool]] = {"SolveHand": _search_solve}
+_INLINE_REQUEST_BYTES = 1024
 
 
 # Requests this large or larger always go to a compute slot, and their replies are not remembered
@@ -311,6 +329,7 @@ _HANDLERS: dict[str, Callable[..., Message]] = {
     "ScoreDeal": handlers.score_deal,
     "ReplayDeal": handlers.replay_deal,
     "ReviewDeal": handlers.review_deal,
+    "DrawAnswer": drawings.draw_answer,
 }
 # The methods whose replies are remembered: a replayed or reviewed record is judged turn by turn,
 # every time (its requests are large, and rarely sent twice), so ReplayDeal and ReviewDeal always go
@@ -358,12 +377,17 @@ class RefereeServicer:
         metrics.call_started(_METHOD_PREFIX + method)
         peer = context.peer()
         self.note_call(peer)
-        client = self.proxies.client_address(peer, context.invocation_metadata())
-        # The log names the peer, or the client when the peer is a trusted proxy that forwarded the call.
-        shown = peer if client == access.client_address(peer) else client
-        call = _Call(method, context, _request_id(context), peer=shown, client=client)
+        # Read once: gRPC builds the metadata's tuple afresh at each read.
+        metadata = context.invocation_metadata()
+        if self.proxies.networks:
+            client = self.proxies.client_address(peer, metadata)
+            # The log names the peer, or the client when the peer is a trusted proxy that forwarded the call.
+            shown = peer if client == access.client_address(peer) else client
+        else:  # no proxy trusted: the client is the peer's address
+            client, shown = access.client_address(peer), peer
+        call = _Call(method, context, _request_id(metadata), peer=shown, client=client)
         if tracing.enabled():
-            call.span = tracing.begin(_METHOD_PREFIX + method, context.invocation_metadata())
+            call.span = tracing.begin(_METHOD_PREFIX + method, metadata)
         context.add_done_callback(call.end)
         return call
 
@@ -422,9 +446,20 @@ class RefereeServicer:
             return reply
         deadline = None if remaining is None else time.monotonic() + remaining
         cap = self.limits.solve_cap_seconds
-        reply = await self.compute.run(
-            client, concurrency, _handled, handler, message_type, data, cap, deadline, self.max_message_bytes
-        )
+        reply = None
+        small = _INLINE.get(method)
+        if small is not None and len(data) < _INLINE_REQUEST_BYTES:
+            # Decoded here to read what the call asks (a few microseconds); a call that is not
+            # small after all is decoded again on its slot, as any other.
+            started = time.monotonic()
+            budget = _budget(started, cap, deadline)
+            request = _decoded(message_type, data)
+            if small(request):
+                reply = _replied(handler, request, started, budget, self.max_message_bytes)
+        if reply is None:
+            reply = await self.compute.run(
+                client, concurrency, _handled, handler, message_type, data, cap, deadline, self.max_message_bytes
+            )
         if remembered:
             self._replies.remember(method, data, reply)
         return reply
@@ -631,9 +666,9 @@ def _ignore(_peer: str) -> None:
     pass
 
 
-def _request_id(context: grpc.aio.ServicerContext) -> str:
-    """The client's ``x-request-id`` when it is a sane token, else a fresh one."""
-    for key, value in context.invocation_metadata() or ():
+def _request_id(metadata: Iterable[tuple[str, str | bytes]] | None) -> str:
+    """The client's ``x-request-id`` (in the call's ``metadata``) when it is a sane token, else a fresh one."""
+    for key, value in metadata or ():
         if key == REQUEST_ID_KEY and isinstance(value, str) and _CLIENT_REQUEST_ID.fullmatch(value):
             return value
     return _fresh_ids.next()
@@ -662,12 +697,10 @@ _fresh_ids = _RequestIds()
 
 
 __all__ = [
-    "DEFAULT_SOLVE_CAP_SECONDS",
     "PID_KEY",
     "REQUEST_ID_KEY",
     "CallEnd",
     "RefereeServicer",
-    "ServiceLimits",
     "Undecodable",
     "add_to_server",
     "call_observers",

@@ -41,18 +41,6 @@ class TracingUnavailable(RuntimeError):
     """``--otlp-endpoint`` was given but the OpenTelemetry packages are not installed."""
 
 
-def check_endpoint(url: str) -> str:
-    """``url`` if it is an OTLP/gRPC endpoint (``http://host:port`` or ``https://host:port``), else ValueError."""
-    parsed = urllib.parse.urlsplit(url)
-    if parsed.scheme not in {"http", "https"} or not parsed.hostname:
-        raise ValueError(f"an OTLP endpoint is http://HOST:PORT or https://HOST:PORT, not {url[:80]!r}")
-    try:
-        parsed.port  # noqa: B018 - raises on a port that is not a number
-    except ValueError:
-        raise ValueError(f"an OTLP endpoint is http://HOST:PORT or https://HOST:PORT, not {url[:80]!r}") from None
-    return url
-
-
 def available() -> bool:
     """Whether the OpenTelemetry SDK and its OTLP exporter are installed."""
     try:
@@ -157,7 +145,6 @@ __all__ = [
     "TracingUnavailable",
     "available",
     "begin",
-    "check_endpoint",
     "configure",
     "enabled",
     "shutdown",

@@ -46,13 +46,10 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from referee.server import defaults
+
 log = logging.getLogger("referee.service")
 
-DEFAULT_MAX_CONNECTIONS_PER_PEER = 64
-DEFAULT_FIRST_CALL_SECONDS = 10.0
-# gRPC's core refuses at this many times the warden's cap: room for new clients while the warden
-# sheds, and still a bound on what a flood faster than the sweeps can open.
-CORE_CAP_FACTOR = 4
 SWEEP_SECONDS = 0.2
 # After a sweep that shut connections down the next comes sooner: an address that opens them
 # again as fast as they are shut must not fill the server's connection cap in between.
@@ -69,11 +66,6 @@ _BYTES_RECEIVED_OFFSET = 128
 _LAST_DATA_RECEIVED = struct.Struct("=I")
 _LAST_DATA_RECEIVED_OFFSET = 52
 _SYS_PIDFD_GETFD = 438  # the same number on every architecture (a syscall of the unified table)
-
-
-def core_cap(max_connections: int) -> int:
-    """gRPC core's own connection cap for a warden cap of ``max_connections``."""
-    return max_connections * CORE_CAP_FACTOR
 
 
 def peer_key(address: str) -> str:
@@ -295,7 +287,7 @@ class ConnectionWarden:
     def __init__(
         self,
         ports: set[int],
-        per_peer: int = DEFAULT_MAX_CONNECTIONS_PER_PEER,
+        per_peer: int = defaults.MAX_CONNECTIONS_PER_PEER,
         refused: Callable[[str], None] = lambda _reason: None,
         every: float = SWEEP_SECONDS,
         *,
@@ -477,10 +469,7 @@ _REASONS = {
 
 
 __all__ = [
-    "DEFAULT_FIRST_CALL_SECONDS",
-    "DEFAULT_MAX_CONNECTIONS_PER_PEER",
     "ConnectionWarden",
     "call_key",
-    "core_cap",
     "peer_key",
 ]

@@ -149,7 +149,7 @@ def test_the_proto_names_its_package_for_each_language() -> None:
     assert options.php_namespace == "Remigio\\Referee\\V1" and options.ruby_package == "Remigio::Referee::V1"
 
 
-def test_service_descriptor_has_the_six_methods() -> None:
+def test_service_descriptor_has_the_seven_methods() -> None:
     from referee._gen.remigio.referee.v1 import referee_pb2
 
     service = referee_pb2.DESCRIPTOR.services_by_name["RefereeService"]
@@ -164,6 +164,7 @@ def test_service_descriptor_has_the_six_methods() -> None:
         "CheckDisputes": ("CheckDisputesRequest", "CheckDisputesResponse", True, True),
         "ReplayDeal": ("ReplayDealRequest", "ReplayDealResponse", False, False),
         "ReviewDeal": ("ReviewDealRequest", "ReviewDealResponse", False, False),
+        "DrawAnswer": ("DrawAnswerRequest", "DrawAnswerResponse", False, False),
     }
 
 
@@ -296,12 +297,12 @@ MESSAGES = {
     "Shuffle": "algorithm server_seed server_seed_hash client_seed nonce",
     "Turn": "seat? draw drawn discard close restock",
     "DealRecord": "seats dealer deck shuffle turns eliminated",
-    "ReplayDealRequest": "record rules claims",
+    "ReplayDealRequest": "record rules claims notation stop_after_turn?",
     "Violation": "turn seat code message",
     "ReplayDealResponse": (
         "legal violation turns_played complete hands discard_pile stock discard result claims to_play? closer? reshuffles shuffle_proof"
     ),
-    "ReviewDealRequest": "record rules",
+    "ReviewDealRequest": "record rules notation",
     "HandProgress": "distance improving points unseen outs",
     "ReviewOption": "choice value",
     "DecisionJudgment": "options best loss",
@@ -312,6 +313,9 @@ MESSAGES = {
         "omniscient_differs omniscient_agrees"
     ),
     "ReviewDealResponse": "legal violation seats turns shuffle_proof",
+    "DrawAnswerRequest": "solve_hand check_close score_deal replay_deal review_deal dispute turns",
+    "Drawing": "caption svg",
+    "DrawAnswerResponse": "drawings",
 }
 
 
@@ -397,7 +401,7 @@ def test_installed_wheel_imports_the_generated_modules(wheel: Path, tmp_path: Pa
     result = _run([sys.executable, "-c", probe], cwd=tmp_path, env=env)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.split() == [
-        SERVICE, "CheckClose", "CheckDisputes", "ReplayDeal", "ReviewDeal", "ScoreDeal", "SolveHand"
+        SERVICE, "CheckClose", "CheckDisputes", "DrawAnswer", "ReplayDeal", "ReviewDeal", "ScoreDeal", "SolveHand"
     ]  # fmt: skip
 
 

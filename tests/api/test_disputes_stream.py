@@ -36,7 +36,8 @@ from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
 from referee.server.app import ServerThread
 from referee.server.compute import DisputeJobs
-from referee.server.servicer import READ_AHEAD_PER_JOB, ServiceLimits
+from referee.server.config import ServiceLimits
+from referee.server.servicer import READ_AHEAD_PER_JOB
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.skipif(sys.platform != "linux", reason="/proc, signals")]
 

@@ -201,3 +201,19 @@ def test_a_turn_the_lane_reads_is_the_turn_the_message_way_reads() -> None:
         rules = played.record.rules
         assert turns == records.record_from_proto(message.record.record, rules).turns, played.index
         assert len(case.record.record.turns) == 0  # the turns are not read twice
+
+
+def test_a_record_case_with_its_notation_goes_the_message_way() -> None:
+    from referee.play.record import format_notation
+
+    played = corpus()[0]
+    both = json.loads(_line(played.record, None, "both"))
+    both["record"]["notation"] = format_notation(played.record)
+    line = Line(1, json.dumps(both))
+    assert _lane(line) is None  # the lane reads records, not the notation
+    verdict = json.loads(_message_way(line))
+    assert verdict["outcome"] == "DISPUTE_OUTCOME_MALFORMED" and verdict["error"]["field"] == "record.notation"
+    alone = {"id": "alone", "record": {"notation": format_notation(played.record)}}
+    line = Line(2, json.dumps(alone))
+    assert _lane(line) is None
+    assert json.loads(_message_way(line))["outcome"] != "DISPUTE_OUTCOME_MALFORMED"

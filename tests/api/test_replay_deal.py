@@ -13,6 +13,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 from dataclasses import replace
+from typing import Any
 
 import grpc
 import pytest
@@ -415,3 +416,71 @@ def test_check_disputes_answers_record_cases_and_an_illegal_one_is_illegal(
         if outcome == pb.DISPUTE_OUTCOME_ILLEGAL:
             assert not verdict.record.legal and not verdict.claims
             assert verdict.record.violation.code == CODES[ViolationCode(case.id)]
+
+
+def test_a_record_in_the_notation_is_replayed_and_reviewed_as_its_message(stub: Stub) -> None:
+    from referee.play.record import format_notation
+
+    record = simulate(9, 3, FAST)
+    text = format_notation(record)
+    as_message = records.request_of(record)
+    assert stub.ReplayDeal(pb.ReplayDealRequest(notation=text), timeout=30) == stub.ReplayDeal(as_message, timeout=30)
+    reviewed = stub.ReviewDeal(pb.ReviewDealRequest(notation=text), timeout=60)
+    assert reviewed == stub.ReviewDeal(
+        pb.ReviewDealRequest(record=as_message.record, rules=as_message.rules), timeout=60
+    )
+    # The rules' fields that are set override the notation's tags.
+    forbidden = pb.RuleOptions(discard_taken=pb.DISCARD_TAKEN_FORBIDDEN)
+    overridden = stub.ReplayDeal(pb.ReplayDealRequest(notation=text, rules=forbidden), timeout=30)
+    as_message.rules.discard_taken = pb.DISCARD_TAKEN_FORBIDDEN
+    assert overridden == stub.ReplayDeal(as_message, timeout=30)
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        (lambda r: r.replace("1. ", "1. zz ", 1), "line "),
+        (lambda r: r + "\n" + "%" * 200_001, "at most 200000 characters"),
+    ],
+    ids=["bad line", "too long"],
+)
+def test_a_malformed_notation_is_invalid_argument_naming_the_notation(stub: Stub, change: Any, says: str) -> None:
+    from referee.play.record import format_notation
+
+    text = change(format_notation(simulate(9, 3, FAST)))
+    for call, message in ((stub.ReplayDeal, pb.ReplayDealRequest), (stub.ReviewDeal, pb.ReviewDealRequest)):
+        with pytest.raises(grpc.RpcError) as caught:
+            call(message(notation=text), timeout=30)
+        assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        violation = field_violation(caught.value)
+        assert violation.field == "notation" and says in violation.description, violation
+
+
+def test_a_record_and_its_notation_both_are_refused(stub: Stub) -> None:
+    from referee.play.record import format_notation
+
+    record = simulate(9, 3, FAST)
+    request = records.request_of(record)
+    request.notation = format_notation(record)
+    with pytest.raises(grpc.RpcError) as caught:
+        stub.ReplayDeal(request, timeout=30)
+    assert field_violation(caught.value).field == "notation"
+
+
+def test_stop_after_turn_replays_the_first_turns_of_a_record_or_its_notation(stub: Stub) -> None:
+    from referee.play.record import format_notation
+
+    record = simulate(9, 3, FAST)
+    request = records.request_of(record)
+    for stop in (0, 1, 5, len(record.turns)):
+        cut = records.request_of(replace(record, turns=record.turns[:stop]))
+        expected = stub.ReplayDeal(cut, timeout=30)
+        request.stop_after_turn = stop
+        assert stub.ReplayDeal(request, timeout=30) == expected
+        written = pb.ReplayDealRequest(notation=format_notation(record), stop_after_turn=stop)
+        assert stub.ReplayDeal(written, timeout=30) == expected
+    for stop in (-1, len(record.turns) + 1):
+        request.stop_after_turn = stop
+        with pytest.raises(grpc.RpcError) as caught:
+            stub.ReplayDeal(request, timeout=30)
+        assert field_violation(caught.value).field == "stop_after_turn"

@@ -34,7 +34,8 @@ from referee.game.errors import SolverError, SolverTimeout
 from referee.game.linking import best_linking, forget_linkings, observe_linkings
 from referee.game.rules import RuleSet
 from referee.server.app import SERVICE_NAME, ServerThread
-from referee.server.servicer import Replies, ServiceLimits
+from referee.server.config import ServiceLimits
+from referee.server.servicer import Replies
 from referee.server.status import status_for
 
 pytestmark = pytest.mark.timeout(60)
@@ -356,6 +357,85 @@ def test_a_request_answered_before_gets_the_remembered_reply_without_a_lookup_or
     assert different.linking.points != 33
     # The first and the different request: a miss, solved on the compute slot; the other two: no lookup.
     assert seen == [("compute_0", "miss"), ("compute_0", "miss")]
+
+
+def test_a_search_solve_runs_on_the_loop_and_a_cpsat_solve_on_a_slot(own_server) -> None:
+    """A SolveHand with the search engine is small: it is answered on the event loop (no hand-off
+    to a compute thread and back), with the very reply the domain gives; the same hand on CP-SAT
+    still goes to a slot. Every lookup is seen where it ran."""
+    seen: list[str] = []
+
+    class Where:
+        def looked_up(self, hit: bool) -> None:
+            seen.append(threading.current_thread().name)
+
+        def solved(self, engine: str, seconds: float) -> None:
+            pass
+
+    points = next(_fresh_joker_points)  # rules of their own: nothing cached
+    search = pb.SolveHandRequest(
+        cards=OTHER_33.split(), rules=pb.RuleOptions(joker_points=points, engine=pb.ENGINE_SEARCH)
+    )
+    cpsat = pb.SolveHandRequest(
+        cards=OTHER_33.split(), rules=pb.RuleOptions(joker_points=points, engine=pb.ENGINE_CPSAT)
+    )
+    chan, stub = _run_stub(own_server(threads=1))
+    observe_linkings(Where())
+    try:
+        with chan:
+            on_loop = stub.SolveHand(search, timeout=10)
+            on_slot = stub.SolveHand(cpsat, timeout=10)
+    finally:
+        observe_linkings(None)
+    assert on_loop == handlers.solve_hand(search) and on_slot == handlers.solve_hand(cpsat)
+    assert seen[0] != "compute_0" and seen[1:] == ["compute_0"]
+
+
+def test_a_search_solve_keeps_the_clients_share_and_the_deadline(own_server) -> None:
+    # Answered on the loop, it is still a call of its client: refused while the client has its
+    # share of calls admitted (heavy ones holding the one slot), and a deadline already passed is
+    # the client's answer.
+    chan, stub = _run_stub(own_server(threads=1, max_calls_per_client=2))
+    search = pb.SolveHandRequest(cards=OTHER_33.split(), rules=pb.RuleOptions(engine=pb.ENGINE_SEARCH))
+    with chan:
+        # The heavy calls last tens of milliseconds each: a round in which they were done before
+        # the search call came proves nothing, and is tried again.
+        for _ in range(20):
+            heavy = [stub.SolveHand.future(heavy_hand(), timeout=30) for _ in range(2)]
+            time.sleep(0.01)
+            try:
+                stub.SolveHand(search, timeout=10)
+            except grpc.RpcError as error:
+                assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, error
+                assert "this client already has 2 calls" in str(error.details())
+                break
+            finally:
+                for call in heavy:
+                    assert call.result().linking.points == 2
+        else:
+            pytest.fail("the search call was never refused while the client had its share admitted")
+        assert stub.SolveHand(search, timeout=10).linking.points == 33
+    # The time budget holds on the loop too: a server whose cap no solve fits in answers
+    # DEADLINE_EXCEEDED (a client's own tiny deadline may be beaten by a reply on loopback).
+    chan, stub = _run_stub(own_server(threads=1, solve_cap_seconds=0.000_001))
+    with chan, pytest.raises(grpc.RpcError) as caught:
+        stub.SolveHand(pb.SolveHandRequest(cards=OTHER_33.split()[:9], rules=search.rules), timeout=10)
+    assert caught.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+
+
+def test_the_text_log_lines_are_loggings_own() -> None:
+    # The log's formatter writes the time of day once a second; every line is still the one
+    # logging.Formatter writes, whatever the second and the milliseconds.
+    from referee.server.logs import TextFormatter
+
+    text = "%(asctime)s %(levelname)s pid=%(process)d %(name)s: %(message)s"
+    ours, theirs = TextFormatter(text), logging.Formatter(text)
+    rng = random.Random(5)
+    times = sorted(rng.uniform(0, 2e9) for _ in range(500)) + [time.time(), 1e9 + 0.9995, 1e9 + 1.0]
+    for created in times:
+        record = logging.makeLogRecord({"msg": "SolveHand OK %s", "args": ("1.00ms",), "name": "referee.service"})
+        record.created, record.msecs = created, int((created - int(created)) * 1000) + 0.0
+        assert ours.format(record) == theirs.format(record)
 
 
 def test_remembered_replies_are_bounded_by_count_and_bytes_and_skip_large_ones() -> None:

@@ -34,6 +34,7 @@ UNARY = {
     "ScoreDeal": pb.ScoreDealRequest,
     "ReplayDeal": pb.ReplayDealRequest,
     "ReviewDeal": pb.ReviewDealRequest,
+    "DrawAnswer": pb.DrawAnswerRequest,
 }
 FUZZ = settings(max_examples=120, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 

@@ -26,6 +26,8 @@ import cases
 import grpc
 import pytest
 from google.protobuf import json_format
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from played import rules_for
 from prometheus_client.parser import text_string_to_metric_families
 from servers import METRICS, ServerProcess, server_env
@@ -281,6 +283,61 @@ def test_jobs_1_and_jobs_2_write_the_same_bytes_in_the_same_order(tmp_path: Path
     assert [v["id"] for v in verdicts if str(v["id"]).startswith("record-")] == named
     outcomes = Counter(str(v["outcome"]).removeprefix("DISPUTE_OUTCOME_") for v in verdicts)
     assert {"CONFIRMED", "WRONG", "ILLEGAL", "NO_CLAIM", "MALFORMED"} <= set(outcomes), outcomes
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from(["a", "{}", " ", "é", "\n", "\r", "\r\n", "\t"]), max_size=40),
+    st.integers(1, 5),
+    st.integers(1, 16),
+)
+def test_blocks_cut_the_lines_a_text_file_reads(pieces: list[str], lines: int, read: int) -> None:
+    # The workers read the input's bytes in blocks: every block's lines, numbered, must be the
+    # lines (and numbers) iterating the file opened as text gives, universal newlines and all,
+    # whatever the block size and the size of the reads.
+    import io
+
+    from referee.cli import batch
+
+    data = "".join(pieces).encode("utf-8")
+    expected = [(n, text) for n, text in enumerate(io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"), 1)]
+    expected = [(n, text) for n, text in expected if text.strip()]
+    original, batch.BLOCK_READ = batch.BLOCK_READ, read
+    try:
+        blocks = list(batch._blocks(io.BytesIO(data), lines))
+    finally:
+        batch.BLOCK_READ = original
+    assert b"".join(block for _, block in blocks) == data
+    got = [(line.number, line.text) for first, block in blocks for line in batch._lines_of(first, block)]
+    assert got == expected
+
+
+def test_the_blocks_verdicts_are_the_bytes_of_judging_each_line(tmp_path: Path) -> None:
+    # Every case judged (the workers read blocks of bytes) and a resumed run (this process reads
+    # the lines, as when a report is drawn): the same bytes as judging each line alone, on a
+    # corpus of every kind of case with \r\n and \r line ends, blank lines and no last newline.
+    from referee.cli.batch import Line, judge_line
+
+    lines = _many_mixed_lines(160)
+    text = "\n".join(lines[:60]) + "\r\n" + "\r\n".join(lines[60:100]) + "\r" + "\r".join(lines[100:])
+    path = tmp_path / "mixed.jsonl"
+    path.write_bytes(text.encode("utf-8"))
+    with path.open(encoding="utf-8") as source:
+        expected = "".join(
+            judge_line(Line(n, line), "search") + "\n" for n, line in enumerate(source, 1) if line.strip()
+        )
+    for jobs in (1, 2):
+        out = tmp_path / f"jobs{jobs}.jsonl"
+        result = run_batch(path, "-o", out, "--jobs", jobs, "--engine", "search")
+        assert result.returncode == 3, result.stderr  # the malformed lines
+        assert out.read_text(encoding="utf-8") == expected, f"--jobs {jobs}"
+    # A resumed run skips the first verdicts and judges the rest line by line.
+    out = tmp_path / "resumed.jsonl"
+    kept = "".join(expected.splitlines(keepends=True)[:7])
+    out.write_text(kept, encoding="utf-8")
+    result = run_batch(path, "-o", out, "--jobs", "2", "--engine", "search", "--resume")
+    assert result.returncode == 3, result.stderr
+    assert out.read_text(encoding="utf-8") == expected
 
 
 def test_a_run_in_this_process_gives_the_frozen_heap_back(tmp_path: Path) -> None:

@@ -295,3 +295,18 @@ def test_a_resumed_batch_says_which_cases_its_report_leaves_to_the_earlier_run(t
     assert again.returncode == 0, again.stderr
     text = page.read_text(encoding="utf-8")
     assert "Summary: 0 cases" in text and "7 cases judged in an earlier run (resumed) are not here" in text
+
+
+def test_a_legal_records_review_is_drawn_for_the_first_records_only() -> None:
+    """A record case's review (DrawAnswer's picture of it) is drawn beside its replay, for the
+    first ``reviewed_cases`` legal records: a review costs the batch time."""
+    lines = []
+    for seed in (3, 4, 5):
+        request = records.request_of(simulate(seed, 3, RULES))
+        lines.append(jsonmsg.to_json(pb.CheckDisputesRequest(id=f"r{seed}", record=request)))
+    report = Report(reviewed_cases=2)
+    for number, line in enumerate(lines, 1):
+        report.add(judge_line(Line(number, line)), line)
+    page = report.html()
+    assert page.count('<figure class="review">') == 2 and page.count('data-drawing="review"') == 2
+    assert report.counts["NO_CLAIM"] == 3  # drawn: a record with no claim is not confirmed

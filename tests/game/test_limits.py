@@ -26,6 +26,7 @@ REQUESTS = (
     pb.ScoreDealRequest,
     pb.ReplayDealRequest,
     pb.ReviewDealRequest,
+    pb.DrawAnswerRequest,
     pb.CheckDisputesRequest,
 )
 

@@ -21,13 +21,16 @@ from browsers import SCREENSHOTS, launch, sync_api
 from gateways import Gateway
 
 from gateway import desk as desk_page
+from referee import render
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.api import handlers, jsonmsg, records
 from referee.cli.batch import Line, judge_line
-from referee.game.cards import parse_cards
+from referee.game.cards import Card, parse_cards
 from referee.game.closing import best_close
 from referee.game.linking import best_linking
 from referee.game.rules import Engine, RuleSet
+from referee.play.record import format_notation
+from referee.play.review import review_deal
 from referee.play.simulate import simulate
 from referee.render import card_symbols
 from referee.server.access.keys import digest_of
@@ -203,7 +206,7 @@ def test_scoring_a_deal_draws_every_player_with_the_referees_numbers(page: Any, 
     text = (ROOT / "examples" / "deal.json").read_text(encoding="utf-8")
     page.click("#tab-deal")
     page.fill("#deal-json", text)
-    page.click("#deal-score")
+    page.click("#deal-go")
     page.wait_for_selector("#deal-out svg[data-drawing=deal]", timeout=30_000)
     scored = handlers.score_deal(jsonmsg.parse(text, pb.ScoreDealRequest()))
     rows = page.eval_on_selector_all(
@@ -214,7 +217,7 @@ def test_scoring_a_deal_draws_every_player_with_the_referees_numbers(page: Any, 
     assert page.is_hidden("#steps")
     # Not JSON: a sentence under the field, nothing sent.
     page.fill("#deal-json", '{"deal": ')
-    page.click("#deal-score")
+    page.click("#deal-go")
     page.wait_for_selector("#deal-json-error:not(:empty)", timeout=10_000)
     assert page.inner_text("#deal-json-error").startswith("This is not JSON")
     shoot(page, "deal", tmp_path)
@@ -256,7 +259,7 @@ def test_stepping_through_a_record_to_its_first_violation(page: Any, tmp_path: P
     assert violation.turn == 5
     page.click("#tab-deal")
     page.fill("#deal-json", json.dumps(request))
-    page.click("#deal-score")
+    page.click("#deal-go")
     page.wait_for_selector("#deal-out svg[data-drawing=replay]", timeout=30_000)
     assert page.inner_text("#step-label") == f"turn 5 of {len(turns)}: the first violation"
     drawing = text_of(page, "#deal-out svg")
@@ -271,7 +274,13 @@ def test_stepping_through_a_record_to_its_first_violation(page: Any, tmp_path: P
     assert "legal so far" in text_of(page, "#deal-out svg")
     assert _hands(page) == [list(hand.cards) for hand in after_four.hands]
     assert page.locator("#deal-out rect.seat.fault").count() == 0
-    assert page.inner_text("#step-turn-text").startswith("Turn 4: Seat ")
+    # The turn in words, by the seat's name, as the referee's states before and after it show it.
+    seat = _replayed(request, 3).to_play
+    name = request["record"]["seats"][seat]["name"]
+    said = page.inner_text("#step-turn-text")
+    assert said.startswith(f"Turn 4: {name} draws from ") and "Seat" not in said, said
+    fourth = request["record"]["turns"][3]
+    assert said.endswith(f"throws {Card.parse(fourth['discard']).pretty()}."), said
     # Back to the deal as dealt.
     page.click("#step-first")
     page.wait_for_selector(f"#step-label:text-is('turn 0 of {len(turns)}')")
@@ -284,7 +293,7 @@ def test_a_legal_record_ends_closed_and_scored(page: Any) -> None:
     assert whole.legal and whole.complete
     page.click("#tab-deal")
     page.fill("#deal-json", json.dumps(request["record"]))  # a bare DealRecord: default rules
-    page.click("#deal-score")
+    page.click("#deal-go")
     page.wait_for_selector("#deal-out svg[data-drawing=deal]", timeout=30_000)
     turns = len(request["record"]["turns"])
     assert page.inner_text("#step-label") == f"turn {turns} of {turns}"
@@ -426,3 +435,38 @@ def test_an_upload_that_outruns_the_keys_quota_waits_and_finishes(page: Any, des
     # Three chunks of 50 at most, but a burst of 20: the rest of each chunk went again later.
     calls = _disputes_calls(desk, before + 4)[before:]
     assert len(calls) > 3, calls
+
+
+def test_a_record_in_the_notation_steps_and_is_reviewed(page: Any, tmp_path: Path) -> None:
+    """The record box takes the notation the documents teach; the record is stepped through by the
+    referee (stop_after_turn) and reviewed, every picture the referee's own (DrawAnswer)."""
+    record = simulate(7, 3, FAST)
+    text = format_notation(record)
+    page.click("#tab-deal")
+    page.fill("#deal-json", text)
+    page.click("#deal-go")
+    page.wait_for_selector("#deal-out svg[data-drawing=replay]", timeout=30_000)
+    turns = len(record.turns)
+    assert page.inner_text("#step-label") == f"turn {turns} of {turns}"
+    page.click("#step-first")
+    page.wait_for_selector(f"#step-label:text-is('turn 0 of {turns}')")
+    page.click("#step-next")
+    page.wait_for_selector(f"#step-label:text-is('turn 1 of {turns}')")
+    first = record.turns[0]
+    mover = record.seats[(record.dealer + 1) % len(record.seats)].name
+    assert page.inner_text("#step-turn-text").startswith(f"Turn 1: {mover} draws from ")
+    assert page.inner_text("#step-turn-text").endswith(f"throws {first.discard.pretty()}.")
+    page.click("#deal-review")
+    page.wait_for_selector("#review-out svg[data-drawing=review]", timeout=60_000)
+    expected = render.review_svg(record, review_deal(record))
+    drawn = page.eval_on_selector("#review-out svg[data-drawing=review]", "e => e.outerHTML")
+    assert drawn.count('class="card') == expected.count('class="card')
+    shown = text_of(page, "#review-out svg")
+    for seat in record.seats:
+        assert seat.name in shown
+    shoot(page, "review", tmp_path)
+    # A notation that does not read: the line named under the box.
+    page.fill("#deal-json", text.replace("1. ", "1. zz ", 1))
+    page.click("#deal-go")
+    page.wait_for_selector("#deal-json-error:not(:empty)", timeout=30_000)
+    assert "line " in page.inner_text("#deal-json-error")

@@ -185,7 +185,7 @@ def test_every_field_the_desk_reads_is_a_field_of_the_contract() -> None:
 
     script = (ROOT / "gateway" / "desk.js").read_text(encoding="utf-8")
     read = set(re.findall(r'\bf\([^,()]+, "([a-z_]+)"', script))
-    assert len(read) > 30, "the desk's field reads were not found: has f() changed?"
+    assert len(read) > 15, "the desk's field reads were not found: has f() changed?"
 
     def fields(file: object) -> set[str]:
         names: set[str] = set()

@@ -264,10 +264,12 @@ def test_the_worked_examples_draw_as_their_golden_files(name: str) -> None:
     drawing = golden_drawings()[name]
     parse(drawing)
     path = GOLDEN / f"{name}.svg"
-    assert path.exists(), f"no golden file {path.name}: write them with `python tests/play/test_render.py`"
+    assert path.exists(), (
+        f"no golden file {path.name}: write them with `PYTHONPATH=tests .venv/bin/python tests/play/test_render.py`"
+    )
     assert drawing == path.read_text(encoding="utf-8"), (
         f"{name} is drawn differently from {path.name}: look at both, and if the new one is right, "
-        "write the golden files again with `python tests/play/test_render.py`"
+        "write the golden files again with `PYTHONPATH=tests .venv/bin/python tests/play/test_render.py`"
     )
 
 

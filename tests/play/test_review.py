@@ -15,12 +15,16 @@ before ``tests/conftest.py`` names it (the module's place in TIERS is the wiring
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import random
+import sys
 from collections import Counter
 from dataclasses import replace
 from functools import cache, lru_cache
 from itertools import combinations
+from pathlib import Path
 
 import numpy as np
 import oracle
@@ -41,6 +45,7 @@ from referee.play.review import (
     DecisionKind,
     Mark,
     Progress,
+    Verdict,
     accuracy,
     counts_of,
     distance_of,
@@ -505,3 +510,147 @@ def _plus(counts: tuple[int, ...], code: str, n: int = 1) -> tuple[int, ...]:
     out = list(counts)
     out[Card.parse(code).index] += n
     return tuple(out)
+
+
+# --- the review of a fixed corpus of deals, against its golden digests -------------------------------
+
+# The tests' folder (this module sits in it, or in one of its subfolders) holds the golden files.
+GOLDEN = next(up for up in Path(__file__).resolve().parents if up.name == "tests") / "golden" / "review-digests.json"
+# The corpus: simulated four-seat deals of fixed seeds, most under the default rules, some under each
+# option the measure depends on (a joker limit, wrap_runs, a forbidden pile card, three decks) and
+# one of ten seats whose stock runs out (reshuffles).
+CORPUS_OPTIONS: dict[str, dict[str, object]] = {
+    "default": {},
+    "one-per-group": {"joker_limit": JokerLimit.ONE_PER_GROUP},
+    "no-more-than-naturals-wrap": {"joker_limit": JokerLimit.NO_MORE_THAN_NATURALS, "wrap_runs": True},
+    "forbidden": {"discard_taken": DiscardTaken.FORBIDDEN},
+    "three-decks": {"decks": 3},
+}
+
+
+def corpus() -> list[tuple[str, int, int, str]]:
+    """(name, seed, seats, options) of every deal of the corpus: 30 deals."""
+    deals_ = [(f"default-{seed}", seed, 4, "default") for seed in range(20)]
+    deals_ += [(f"{name}-{seed}", seed, 4, name) for name in list(CORPUS_OPTIONS)[1:] for seed in (20, 21)]
+    deals_ += [("ten-seats-reshuffle-4", 4, 10, "default"), ("ten-seats-reshuffle-5", 5, 10, "default")]
+    return deals_
+
+
+def corpus_record(seed: int, seats: int, options: str) -> Record:
+    rules = RuleSet(engine=Engine.SEARCH, **CORPUS_OPTIONS[options])  # type: ignore[arg-type]
+    if seats > 4:  # bots that never close, so the stock runs out
+        return simulate(seed, seats, rules, closing=False, max_turns=40)
+    return simulate(seed, seats, rules)
+
+
+def _verdict_form(verdict: Verdict) -> object:
+    return {
+        "options": [[c.choice, repr(c.value), _progress_form(c.progress)] for c in verdict.options],
+        "best": list(verdict.best),
+        "loss": repr(verdict.loss),
+    }
+
+
+def _progress_form(progress: Progress | None) -> object:
+    if progress is None:
+        return None
+    return [
+        progress.distance,
+        progress.improving,
+        progress.points,
+        progress.unseen,
+        " ".join(card.code() for card in progress.outs),
+        repr(progress.value),
+    ]
+
+
+def review_form(review: DealReview) -> object:
+    """Every field of a review as JSON values (floats by their exact repr)."""
+    return {
+        "legal": review.legal,
+        "turns": [
+            {
+                "number": t.number,
+                "seat": t.seat,
+                "before": _progress_form(t.before),
+                "drawn": t.drawn.code(),
+                "thrown": t.thrown.code(),
+                "closed": t.closed,
+                "decisions": [
+                    {
+                        "kind": d.kind.value,
+                        "choice": d.choice,
+                        "judged": _verdict_form(d.judged),
+                        "omniscient": _verdict_form(d.omniscient),
+                        "marks": [m.value for m in d.marks],
+                    }
+                    for d in t.decisions
+                ],
+            }
+            for t in review.turns
+        ],
+        "seats": [
+            [
+                s.seat,
+                s.name,
+                s.decisions,
+                repr(s.accuracy),
+                repr(s.average_loss),
+                s.inaccuracies,
+                s.mistakes,
+                s.blunders,
+                s.passed_closes,
+                s.fed,
+                s.omniscient_differs,
+                s.omniscient_agrees,
+            ]
+            for s in review.seats
+        ],
+    }
+
+
+def review_digest(review: DealReview) -> str:
+    """The SHA-256 of the review's every field, as canonical JSON."""
+    text = json.dumps(review_form(review), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def corpus_digests() -> dict[str, dict[str, object]]:
+    out: dict[str, dict[str, object]] = {}
+    for name, seed, seats, options in corpus():
+        review = review_deal(corpus_record(seed, seats, options))
+        out[name] = {"turns": len(review.turns), "digest": review_digest(review)}
+    return out
+
+
+@cache
+def golden_digests() -> dict[str, dict[str, object]]:
+    assert GOLDEN.exists(), (
+        f"no golden file {GOLDEN.name}: write it with `PYTHONPATH=tests .venv/bin/python tests/play/test_review.py`"
+    )
+    loaded: dict[str, dict[str, object]] = json.loads(GOLDEN.read_text(encoding="utf-8"))
+    return loaded
+
+
+def test_the_golden_file_holds_the_corpus() -> None:
+    assert sorted(golden_digests()) == sorted(name for name, *_ in corpus())
+
+
+@pytest.mark.parametrize(("name", "seed", "seats", "options"), corpus(), ids=[name for name, *_ in corpus()])
+def test_the_review_of_the_corpus_is_unchanged(name: str, seed: int, seats: int, options: str) -> None:
+    """The review of each deal of the corpus, every option, value, best choice and mark, is the
+    one the golden file holds (written by ``PYTHONPATH=tests .venv/bin/python tests/play/test_review.py`` from the review as first
+    published): a faster review must give the same review, to the last bit of every value."""
+    review = review_deal(corpus_record(seed, seats, options))
+    got = {"turns": len(review.turns), "digest": review_digest(review)}
+    assert got == golden_digests()[name], (
+        f"the review of {name} differs from {GOLDEN.name}; if the change is meant, write the file "
+        "again with `PYTHONPATH=tests .venv/bin/python tests/play/test_review.py`"
+    )
+
+
+if __name__ == "__main__":
+    # Write the golden digests again (only after a change to the review that is meant).
+    GOLDEN.parent.mkdir(exist_ok=True)
+    GOLDEN.write_text(json.dumps(corpus_digests(), indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    print(f"wrote {len(corpus())} review digests to {GOLDEN}", file=sys.stderr)

@@ -519,7 +519,7 @@ def test_the_read_only_tmp_test_passes_from_a_clone_under_tmp(tmp_path: Path) ->
     try:
         subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(ROOT), str(clone)], check=True, timeout=120)
         # The test as the working tree has it now (a clone holds what is committed).
-        shutil.copy2(ROOT / "tests" / "test_hostile.py", clone / "tests" / "test_hostile.py")
+        shutil.copy2(Path(__file__), clone / "tests" / "server" / "test_hostile.py")
         run = subprocess.run(
             [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/server/test_hostile.py",
              "-k", "needs_no_writable_temporary_directory", "--basetemp", str(tmp_path / "base")],

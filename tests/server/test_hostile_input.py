@@ -28,7 +28,7 @@ from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
 from referee.game.cards import deck
 from referee.game.limits import CARD_CODE, CASE_ID, NAME
-from referee.server.config import DEFAULT_MAX_CALLS_PER_CLIENT
+from referee.server.defaults import MAX_CALLS_PER_CLIENT as DEFAULT_MAX_CALLS_PER_CLIENT
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.skipif(sys.platform != "linux", reason="/proc")]
 

@@ -29,7 +29,7 @@ import pytest
 import yaml
 from servers import LISTENING, METRICS, WORKERS, ServerProcess
 
-from referee.server import metrics
+from referee.server import defaults
 from referee.server.config import add_arguments
 from referee.server.metrics_http import MetricsServer, Render
 
@@ -37,7 +37,7 @@ pytestmark = [pytest.mark.timeout(120), pytest.mark.skipif(sys.platform != "linu
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 2.0  # --metrics-timeout of the first server
-CAP = metrics.DEFAULT_MAX_CONNECTIONS
+CAP = defaults.METRICS_MAX_CONNECTIONS
 CANNOT_START = re.compile(r"cannot start worker \d+ \((.+)\); trying again")
 
 

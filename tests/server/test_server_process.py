@@ -236,6 +236,26 @@ def _shared_objects(pid: int) -> set[str]:
     return {Path(row[5]).name for row in fields if len(row) >= 6 and row[5].startswith("/")}
 
 
+def test_a_server_process_reviews_and_draws_a_record_in_the_notation(launch) -> None:
+    """ReviewDeal and DrawAnswer from a real server process, the record sent in the notation."""
+    from referee.play.record import format_notation
+    from referee.play.review import review_deal
+    from referee.play.simulate import simulate
+
+    record = simulate(7, 3)
+    server = launch("--port", "0").listening()
+    with grpc.insecure_channel(server.address) as chan:
+        stub = referee_pb2_grpc.RefereeServiceStub(chan)
+        reviewed = stub.ReviewDeal(pb.ReviewDealRequest(notation=format_notation(record)), timeout=60)
+        drawn = stub.DrawAnswer(
+            pb.DrawAnswerRequest(review_deal=pb.ReviewDealRequest(notation=format_notation(record))), timeout=60
+        )
+    expected = review_deal(record)
+    assert reviewed.legal and len(reviewed.turns) == len(expected.turns) == len(record.turns)
+    assert [s.accuracy for s in reviewed.seats] == [s.accuracy for s in expected.seats]
+    assert [d.caption for d in drawn.drawings] == ["The review"] and 'data-drawing="review"' in drawn.drawings[0].svg
+
+
 def test_workers_stop_when_the_parent_is_killed(launch) -> None:
     server = launch("--port", "0", "--workers", "2", "--grace", "1")
     server.wait_for(WORKERS)

@@ -78,7 +78,8 @@ MAY_IMPORT = {
     "game": {"game"},
     "play": {"game", "play"},
     "render": {"game", "play"},
-    "api": {"game", "play", "api"},
+    # The adapter draws answers (DrawAnswer, the report's cases) with the one drawing.
+    "api": {"game", "play", "render", "api"},
     "server": {"game", "play", "api", "server"},
     "client": {"game", "play", "api", "client"},
     # The command line's serve and keygen start the server's own code; batch is a client too.
@@ -214,6 +215,7 @@ TESTED_BY = {
     "game/linking/cpsat.py": ("game/test_cpsat_paths.py", "game/test_engines.py"),
     "game/linking/dispatch.py": ("game/test_oracle.py", "game/test_engines.py"),
     "game/linking/search.py": ("game/test_engines.py",),
+    "play/measure.py": ("play/test_review.py",),
     "play/simulate.py": ("api/test_replay_deal.py", "cli/test_cli_records.py"),
     "server/access/interceptor.py": ("server/test_access.py",),
     "server/access/keys.py": ("server/test_access.py", "server/test_access_parts.py"),
@@ -224,6 +226,7 @@ TESTED_BY = {
     "server/app.py": ("api/test_service.py", "api/test_disputes_stream.py"),
     "server/compute.py": ("server/test_dispute_jobs.py", "server/test_fair_share.py"),
     "server/config.py": ("cli/test_cli.py", "server/test_hostile_input.py"),
+    "server/defaults.py": ("cli/test_cli.py", "tooling/test_layout.py"),
     "server/console.py": ("server/test_server_process.py",),
     "server/health.py": ("server/test_hostile_health.py",),
     "server/job.py": ("server/test_dispute_jobs.py", "server/test_server_process.py"),
@@ -260,3 +263,20 @@ def test_each_test_folder_is_a_layer_and_holds_only_test_modules() -> None:
     folders = {path.name for path in TESTS.iterdir() if path.is_dir() and any(path.glob("test_*.py"))}
     assert folders == {"game", "play", "api", "server", "client", "cli", "gateway", "tooling"}
     assert not list(TESTS.glob("test_*.py")), "a test module beside the shared helpers: put it in its layer's folder"
+
+
+def test_the_configuration_imports_nothing_it_configures() -> None:
+    """``serve``'s configuration reads its defaults from ``defaults`` (which imports nothing of the
+    project) and its flag helper; the runtime modules import the configuration, never the reverse."""
+    config = {module for module, _, _ in _imports(MODULES["referee.server.config"]) if module.startswith("referee")}
+    assert config <= {"referee.game.limits", "referee.server", "referee.server.defaults", "referee.server.flags"}, (
+        config
+    )
+    names = {
+        n
+        for module, items, _ in _imports(MODULES["referee.server.config"])
+        if module == "referee.server"
+        for n in items
+    }
+    assert names <= {"defaults"}, names
+    assert not [m for m, _, _ in _imports(MODULES["referee.server.defaults"]) if m.startswith("referee")]

@@ -545,14 +545,18 @@ class DealRecord(_message.Message):
     def __init__(self, seats: _Optional[_Iterable[_Union[Seat, _Mapping]]] = ..., dealer: _Optional[int] = ..., deck: _Optional[_Union[Pile, _Mapping]] = ..., shuffle: _Optional[_Union[Shuffle, _Mapping]] = ..., turns: _Optional[_Iterable[_Union[Turn, _Mapping]]] = ..., eliminated: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ReplayDealRequest(_message.Message):
-    __slots__ = ("record", "rules", "claims")
+    __slots__ = ("record", "rules", "claims", "notation", "stop_after_turn")
     RECORD_FIELD_NUMBER: _ClassVar[int]
     RULES_FIELD_NUMBER: _ClassVar[int]
     CLAIMS_FIELD_NUMBER: _ClassVar[int]
+    NOTATION_FIELD_NUMBER: _ClassVar[int]
+    STOP_AFTER_TURN_FIELD_NUMBER: _ClassVar[int]
     record: DealRecord
     rules: RuleOptions
     claims: DealClaims
-    def __init__(self, record: _Optional[_Union[DealRecord, _Mapping]] = ..., rules: _Optional[_Union[RuleOptions, _Mapping]] = ..., claims: _Optional[_Union[DealClaims, _Mapping]] = ...) -> None: ...
+    notation: str
+    stop_after_turn: int
+    def __init__(self, record: _Optional[_Union[DealRecord, _Mapping]] = ..., rules: _Optional[_Union[RuleOptions, _Mapping]] = ..., claims: _Optional[_Union[DealClaims, _Mapping]] = ..., notation: _Optional[str] = ..., stop_after_turn: _Optional[int] = ...) -> None: ...
 
 class Violation(_message.Message):
     __slots__ = ("turn", "seat", "code", "message")
@@ -599,12 +603,14 @@ class ReplayDealResponse(_message.Message):
     def __init__(self, legal: _Optional[bool] = ..., violation: _Optional[_Union[Violation, _Mapping]] = ..., turns_played: _Optional[int] = ..., complete: _Optional[bool] = ..., hands: _Optional[_Iterable[_Union[Player, _Mapping]]] = ..., discard_pile: _Optional[_Union[Pile, _Mapping]] = ..., stock: _Optional[_Union[Pile, _Mapping]] = ..., discard: _Optional[str] = ..., result: _Optional[_Union[ScoreDealResponse, _Mapping]] = ..., claims: _Optional[_Iterable[_Union[ClaimVerdict, _Mapping]]] = ..., to_play: _Optional[int] = ..., closer: _Optional[int] = ..., reshuffles: _Optional[int] = ..., shuffle_proof: _Optional[_Union[ShuffleProof, str]] = ...) -> None: ...
 
 class ReviewDealRequest(_message.Message):
-    __slots__ = ("record", "rules")
+    __slots__ = ("record", "rules", "notation")
     RECORD_FIELD_NUMBER: _ClassVar[int]
     RULES_FIELD_NUMBER: _ClassVar[int]
+    NOTATION_FIELD_NUMBER: _ClassVar[int]
     record: DealRecord
     rules: RuleOptions
-    def __init__(self, record: _Optional[_Union[DealRecord, _Mapping]] = ..., rules: _Optional[_Union[RuleOptions, _Mapping]] = ...) -> None: ...
+    notation: str
+    def __init__(self, record: _Optional[_Union[DealRecord, _Mapping]] = ..., rules: _Optional[_Union[RuleOptions, _Mapping]] = ..., notation: _Optional[str] = ...) -> None: ...
 
 class HandProgress(_message.Message):
     __slots__ = ("distance", "improving", "points", "unseen", "outs")
@@ -713,3 +719,35 @@ class ReviewDealResponse(_message.Message):
     turns: _containers.RepeatedCompositeFieldContainer[ReviewedTurn]
     shuffle_proof: ShuffleProof
     def __init__(self, legal: _Optional[bool] = ..., violation: _Optional[_Union[Violation, _Mapping]] = ..., seats: _Optional[_Iterable[_Union[SeatReview, _Mapping]]] = ..., turns: _Optional[_Iterable[_Union[ReviewedTurn, _Mapping]]] = ..., shuffle_proof: _Optional[_Union[ShuffleProof, str]] = ...) -> None: ...
+
+class DrawAnswerRequest(_message.Message):
+    __slots__ = ("solve_hand", "check_close", "score_deal", "replay_deal", "review_deal", "dispute", "turns")
+    SOLVE_HAND_FIELD_NUMBER: _ClassVar[int]
+    CHECK_CLOSE_FIELD_NUMBER: _ClassVar[int]
+    SCORE_DEAL_FIELD_NUMBER: _ClassVar[int]
+    REPLAY_DEAL_FIELD_NUMBER: _ClassVar[int]
+    REVIEW_DEAL_FIELD_NUMBER: _ClassVar[int]
+    DISPUTE_FIELD_NUMBER: _ClassVar[int]
+    TURNS_FIELD_NUMBER: _ClassVar[int]
+    solve_hand: SolveHandRequest
+    check_close: CheckCloseRequest
+    score_deal: ScoreDealRequest
+    replay_deal: ReplayDealRequest
+    review_deal: ReviewDealRequest
+    dispute: CheckDisputesRequest
+    turns: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, solve_hand: _Optional[_Union[SolveHandRequest, _Mapping]] = ..., check_close: _Optional[_Union[CheckCloseRequest, _Mapping]] = ..., score_deal: _Optional[_Union[ScoreDealRequest, _Mapping]] = ..., replay_deal: _Optional[_Union[ReplayDealRequest, _Mapping]] = ..., review_deal: _Optional[_Union[ReviewDealRequest, _Mapping]] = ..., dispute: _Optional[_Union[CheckDisputesRequest, _Mapping]] = ..., turns: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class Drawing(_message.Message):
+    __slots__ = ("caption", "svg")
+    CAPTION_FIELD_NUMBER: _ClassVar[int]
+    SVG_FIELD_NUMBER: _ClassVar[int]
+    caption: str
+    svg: str
+    def __init__(self, caption: _Optional[str] = ..., svg: _Optional[str] = ...) -> None: ...
+
+class DrawAnswerResponse(_message.Message):
+    __slots__ = ("drawings",)
+    DRAWINGS_FIELD_NUMBER: _ClassVar[int]
+    drawings: _containers.RepeatedCompositeFieldContainer[Drawing]
+    def __init__(self, drawings: _Optional[_Iterable[_Union[Drawing, _Mapping]]] = ...) -> None: ...

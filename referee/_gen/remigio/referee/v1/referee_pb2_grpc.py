@@ -65,6 +65,11 @@ class RefereeServiceStub:
                 request_serializer=remigio_dot_referee_dot_v1_dot_referee__pb2.ReviewDealRequest.SerializeToString,
                 response_deserializer=remigio_dot_referee_dot_v1_dot_referee__pb2.ReviewDealResponse.FromString,
                 _registered_method=True)
+        self.DrawAnswer = channel.unary_unary(
+                '/remigio.referee.v1.RefereeService/DrawAnswer',
+                request_serializer=remigio_dot_referee_dot_v1_dot_referee__pb2.DrawAnswerRequest.SerializeToString,
+                response_deserializer=remigio_dot_referee_dot_v1_dot_referee__pb2.DrawAnswerResponse.FromString,
+                _registered_method=True)
 
 
 class RefereeServiceServicer:
@@ -121,6 +126,16 @@ class RefereeServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DrawAnswer(self, request, context):
+        """Draws the answer to a question as SVG pictures, the referee's one drawing (the command
+        line's --svg, the dispute report and the desk show the same): the same request gives the
+        same bytes. A malformed question is INVALID_ARGUMENT naming its field, as the question's
+        own method would.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RefereeServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -153,6 +168,11 @@ def add_RefereeServiceServicer_to_server(servicer, server):
                     servicer.ReviewDeal,
                     request_deserializer=remigio_dot_referee_dot_v1_dot_referee__pb2.ReviewDealRequest.FromString,
                     response_serializer=remigio_dot_referee_dot_v1_dot_referee__pb2.ReviewDealResponse.SerializeToString,
+            ),
+            'DrawAnswer': grpc.unary_unary_rpc_method_handler(
+                    servicer.DrawAnswer,
+                    request_deserializer=remigio_dot_referee_dot_v1_dot_referee__pb2.DrawAnswerRequest.FromString,
+                    response_serializer=remigio_dot_referee_dot_v1_dot_referee__pb2.DrawAnswerResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -318,6 +338,33 @@ class RefereeService:
             '/remigio.referee.v1.RefereeService/ReviewDeal',
             remigio_dot_referee_dot_v1_dot_referee__pb2.ReviewDealRequest.SerializeToString,
             remigio_dot_referee_dot_v1_dot_referee__pb2.ReviewDealResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DrawAnswer(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/remigio.referee.v1.RefereeService/DrawAnswer',
+            remigio_dot_referee_dot_v1_dot_referee__pb2.DrawAnswerRequest.SerializeToString,
+            remigio_dot_referee_dot_v1_dot_referee__pb2.DrawAnswerResponse.FromString,
             options,
             channel_credentials,
             insecure,

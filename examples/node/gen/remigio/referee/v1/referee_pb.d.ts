@@ -1303,6 +1303,22 @@ export declare type ReplayDealRequest = Message<"remigio.referee.v1.ReplayDealRe
    * @generated from field: remigio.referee.v1.DealClaims claims = 3;
    */
   claims?: DealClaims | undefined;
+
+  /**
+   * The record in the notation of docs/records.md, instead of record: its tags give the rules,
+   * and the fields set in rules override them.
+   *
+   * @generated from field: string notation = 4;
+   */
+  notation: string;
+
+  /**
+   * Play only the record's first turns: the deal as it stood after this turn (0: as dealt);
+   * unset: every turn. At most the record's count of turns.
+   *
+   * @generated from field: optional int32 stop_after_turn = 5;
+   */
+  stopAfterTurn?: number | undefined;
 };
 
 /**
@@ -1486,6 +1502,14 @@ export declare type ReviewDealRequest = Message<"remigio.referee.v1.ReviewDealRe
    * @generated from field: remigio.referee.v1.RuleOptions rules = 2;
    */
   rules?: RuleOptions | undefined;
+
+  /**
+   * The record in the notation of docs/records.md, instead of record: its tags give the rules,
+   * and the fields set in rules override them.
+   *
+   * @generated from field: string notation = 3;
+   */
+  notation: string;
 };
 
 /**
@@ -1866,6 +1890,128 @@ export declare type ReviewDealResponse = Message<"remigio.referee.v1.ReviewDealR
  * Use `create(ReviewDealResponseSchema)` to create a new message.
  */
 export declare const ReviewDealResponseSchema: GenMessage<ReviewDealResponse>;
+
+/**
+ * A question whose answer to draw: the request of one of the methods.
+ *
+ * @generated from message remigio.referee.v1.DrawAnswerRequest
+ */
+export declare type DrawAnswerRequest = Message<"remigio.referee.v1.DrawAnswerRequest"> & {
+  /**
+   * The question.
+   *
+   * @generated from oneof remigio.referee.v1.DrawAnswerRequest.question
+   */
+  question: {
+    /**
+     * The best linking.
+     *
+     * @generated from field: remigio.referee.v1.SolveHandRequest solve_hand = 1;
+     */
+    value: SolveHandRequest;
+    case: "solveHand";
+  } | {
+    /**
+     * The close verdict.
+     *
+     * @generated from field: remigio.referee.v1.CheckCloseRequest check_close = 2;
+     */
+    value: CheckCloseRequest;
+    case: "checkClose";
+  } | {
+    /**
+     * The scored deal.
+     *
+     * @generated from field: remigio.referee.v1.ScoreDealRequest score_deal = 3;
+     */
+    value: ScoreDealRequest;
+    case: "scoreDeal";
+  } | {
+    /**
+     * The deal as replayed (every hand, the piles, the first violation), and scored when complete.
+     *
+     * @generated from field: remigio.referee.v1.ReplayDealRequest replay_deal = 4;
+     */
+    value: ReplayDealRequest;
+    case: "replayDeal";
+  } | {
+    /**
+     * The review: each seat's accuracy, and the turns with a mark (or those of turns).
+     *
+     * @generated from field: remigio.referee.v1.ReviewDealRequest review_deal = 5;
+     */
+    value: ReviewDealRequest;
+    case: "reviewDeal";
+  } | {
+    /**
+     * A dispute case: what was claimed beside the referee's answer, as the dispute report draws it.
+     *
+     * @generated from field: remigio.referee.v1.CheckDisputesRequest dispute = 6;
+     */
+    value: CheckDisputesRequest;
+    case: "dispute";
+  } | { case: undefined; value?: undefined };
+
+  /**
+   * For review_deal: the turns to draw, 1-based; none: the turns with a mark (12 at most).
+   *
+   * @generated from field: repeated int32 turns = 7;
+   */
+  turns: number[];
+};
+
+/**
+ * Describes the message remigio.referee.v1.DrawAnswerRequest.
+ * Use `create(DrawAnswerRequestSchema)` to create a new message.
+ */
+export declare const DrawAnswerRequestSchema: GenMessage<DrawAnswerRequest>;
+
+/**
+ * One picture.
+ *
+ * @generated from message remigio.referee.v1.Drawing
+ */
+export declare type Drawing = Message<"remigio.referee.v1.Drawing"> & {
+  /**
+   * What it shows ("The best linking", "Claimed", "The referee"...).
+   *
+   * @generated from field: string caption = 1;
+   */
+  caption: string;
+
+  /**
+   * An SVG document, self-contained (nothing fetched; text escaped).
+   *
+   * @generated from field: string svg = 2;
+   */
+  svg: string;
+};
+
+/**
+ * Describes the message remigio.referee.v1.Drawing.
+ * Use `create(DrawingSchema)` to create a new message.
+ */
+export declare const DrawingSchema: GenMessage<Drawing>;
+
+/**
+ * The pictures of an answer, in the order a page shows them.
+ *
+ * @generated from message remigio.referee.v1.DrawAnswerResponse
+ */
+export declare type DrawAnswerResponse = Message<"remigio.referee.v1.DrawAnswerResponse"> & {
+  /**
+   * The pictures.
+   *
+   * @generated from field: repeated remigio.referee.v1.Drawing drawings = 1;
+   */
+  drawings: Drawing[];
+};
+
+/**
+ * Describes the message remigio.referee.v1.DrawAnswerResponse.
+ * Use `create(DrawAnswerResponseSchema)` to create a new message.
+ */
+export declare const DrawAnswerResponseSchema: GenMessage<DrawAnswerResponse>;
 
 /**
  * How many jokers a group may hold (docs/rules.md §2).
@@ -2627,6 +2773,19 @@ export declare const RefereeService: GenService<{
     methodKind: "unary";
     input: typeof ReviewDealRequestSchema;
     output: typeof ReviewDealResponseSchema;
+  },
+  /**
+   * Draws the answer to a question as SVG pictures, the referee's one drawing (the command
+   * line's --svg, the dispute report and the desk show the same): the same request gives the
+   * same bytes. A malformed question is INVALID_ARGUMENT naming its field, as the question's
+   * own method would.
+   *
+   * @generated from rpc remigio.referee.v1.RefereeService.DrawAnswer
+   */
+  drawAnswer: {
+    methodKind: "unary";
+    input: typeof DrawAnswerRequestSchema;
+    output: typeof DrawAnswerResponseSchema;
   },
 }>;
 

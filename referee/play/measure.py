@@ -1,0 +1,1145 @@
+"""The measure of a hand's progress: how far it is from a valid close, the unseen cards that bring
+it nearer, the points it holds (``docs/review.md`` §1 states it; ``referee.play.review`` judges a
+deal's decisions by it).
+
+**The measure** (mahjong's shanten and ukeire, for Remigio). A hand ``X`` (10 cards, or 11 after a
+draw) is judged against the cards it could still get, the *unseen* multiset ``U``; ``A = X + U``
+is what is *available*. A *target* is 10 cards that make a valid close (RULES §4: linked under the
+joker limit, or a color), taken from ``A``. The *overlap* of a target ``T`` with ``X`` is
+``Σ_c min(T[c], X[c])``: the cards of ``X`` it keeps.
+
+- ``distance(X) = 10 - max overlap``: the fewest cards of ``X`` to swap, one thrown for one drawn
+  from ``U``, before 10 of them close. 0: some 10 cards of ``X`` close now.
+- ``improving(X)`` (10 cards, distance above 0): how many unseen cards (copies counted) would, drawn,
+  let the hand throw one card and be one step nearer. Drawing ``c`` and throwing the best card
+  gives ``distance(X + c) = distance(X) - 1`` exactly when some target of the highest overlap
+  draws ``c`` (holds more of ``c`` than ``X``), and ``distance(X)`` otherwise; so the improving
+  kinds are the cards some best target draws, found in the same search as the distance.
+- ``points(X)``: the points the best linking of ``X`` leaves (RULES §3, §5).
+
+Hands are ordered by distance (lower first), then improving (more first), then points (fewer
+first). The value ``V = -distance + (improving + q) / (unseen + 1)``, ``q = 1 - points / (cap + 1)``,
+orders hands exactly so, and reads as minus the expected distance after one more draw from the
+stock (the chance a draw improves is ``improving / unseen``), so losses are in distance steps.
+
+**The search.** The kept cards of a linked target lie in at most three groups (10 cards, groups of
+3 or more). The natural cards of ``X`` are walked in card order: each is left out (thrown) or
+starts a *core*, the cards of ``X`` one group keeps (one rank, or one suit within a window of 10
+ranks). A set of cores is then completed every way into groups whose sizes add up to 10: each
+core's group (its size; a run's window), and up to three groups in all, some drawn whole from
+``U``. A completion is feasible when ``U`` holds the cards its empty places need; a joker of ``X``
+counts as kept wherever a joker may stand (the joker limit). Sets of cores are tried by how many
+natural cards they leave out, fewest first, and the walk stops once no set can beat the best
+found, so a hand near a close is solved in a few steps. Colors are counted suit by suit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from itertools import product
+from typing import cast
+
+from referee.game.cards import CARD_BY_INDEX, CARD_KINDS, JOKER_INDEX, RANKS_PER_SUIT, Card
+from referee.game.linking import best_linking
+from referee.game.rules import Engine, JokerLimit, RuleSet
+
+SHOWN = 10  # the cards a close shows: every target holds this many
+MOST_GROUPS = 3  # 10 cards in groups of at least 3
+_JK = JOKER_INDEX
+_SUITS = 4
+_RANK = tuple(i % RANKS_PER_SUIT + 1 for i in range(JOKER_INDEX))
+_SUIT = tuple(i // RANKS_PER_SUIT for i in range(JOKER_INDEX))
+
+# Core kinds: the cards of a hand one group of a target keeps.
+_RANK_CORE, _RUN_CORE, _SINGLE = 0, 1, 2
+Core = tuple[int, tuple[int, ...]]  # (kind, card indices ascending)
+# A way to complete a core (or to draw a group whole): (size, the cards its run places need, the
+# rank its same-rank places take (0: none), how many such places).
+Completion = tuple[int, tuple[int, ...], int, int]
+Counts = tuple[int, ...]  # a multiset as a count per card index (53 entries)
+
+
+def _code(position: int, suit: int) -> int:
+    """The card at ``position`` of the A…A scale (1-14, 14 the high ace; or round the clock) of ``suit``."""
+    return suit * RANKS_PER_SUIT + (position - 1) % RANKS_PER_SUIT
+
+
+def counts_of(cards: Iterable[Card]) -> Counts:
+    """A multiset of cards as a count per card index."""
+    held = [0] * CARD_KINDS
+    for card in cards:
+        held[card.index] += 1
+    return tuple(held)
+
+
+def add_card(a: Counts, card: int, n: int = 1) -> Counts:
+    """``a`` with ``n`` more copies of the card of index ``card`` (fewer when ``n`` is negative)."""
+    out = list(a)
+    out[card] += n
+    return tuple(out)
+
+
+def cards_of(counts: Sequence[int]) -> tuple[Card, ...]:
+    """The cards of a multiset given as a count per card index, in index order."""
+    return tuple(CARD_BY_INDEX[i] for i, n in enumerate(counts) for _ in range(n))
+
+
+# --- cores and their completions ------------------------------------------------------------------
+
+
+def _arc(ranks: Sequence[int], wrap: bool) -> int:
+    """The fewest places of a run that hold these distinct ranks (11 or more: none fits a target)."""
+    if wrap:
+        ordered = sorted(ranks)
+        gaps = [b - a for a, b in zip(ordered, ordered[1:])] + [ordered[0] + RANKS_PER_SUIT - ordered[-1]]
+        return RANKS_PER_SUIT - max(gaps) + 1
+    low = max(ranks) - min(ranks) + 1
+    if 1 in ranks:  # the ace high instead
+        high = [14 if r == 1 else r for r in ranks]
+        return min(low, max(high) - min(high) + 1)
+    return low
+
+
+@lru_cache(maxsize=1 << 16)
+def _cores_of(
+    x: int, same: tuple[tuple[int, int], ...], above: tuple[int, ...], wrap: bool
+) -> tuple[tuple[Core, int], ...]:
+    """Every core whose lowest card is ``x``, with the least size of a group holding it, given the
+    other cards of ``x``'s rank held (with copies) and those of its suit above it."""
+    found: list[tuple[Core, int]] = []
+    for take in product(*(range(k + 1) for _, k in same)):
+        members = tuple(i for (i, _), n in zip(same, take) for _ in range(n))
+        if members:
+            found.append(((_RANK_CORE, (x, *members)), max(MIN_GROUP_SIZE, 1 + len(members))))
+        else:
+            found.append(((_SINGLE, (x,)), MIN_GROUP_SIZE))
+    chosen: list[int] = []
+
+    def grow(start: int) -> None:
+        for n in range(start, len(above)):
+            chosen.append(above[n])
+            span = _arc([_RANK[i] for i in (x, *chosen)], wrap)
+            if span <= SHOWN:
+                found.append(((_RUN_CORE, (x, *chosen)), max(MIN_GROUP_SIZE, span, 1 + len(chosen))))
+                grow(n + 1)
+            chosen.pop()
+
+    grow(0)
+    return tuple(found)
+
+
+MIN_GROUP_SIZE = 3
+
+
+# A multiset of cards packed in one integer: a field of _FIELD bits per card index, the count in its
+# low bits and a guard bit on top, so that "these cores fit in the hand together" is one subtraction
+# (a field whose cards are over-used borrows its guard bit).
+_FIELD = 7
+_GUARD = sum(1 << (_FIELD * i + _FIELD - 1) for i in range(CARD_KINDS))
+
+
+def _packed(cards: Iterable[int]) -> int:
+    return sum(1 << (_FIELD * c) for c in cards)
+
+
+# A core of a hand: (cards kept, the least size of its group, the cards packed, its order in the
+# walk by lowest card, the core).
+_HandCore = tuple[int, int, int, tuple[int, int], Core]
+
+
+@lru_cache(maxsize=1 << 12)
+def _hand_cores(naturals: tuple[int, ...], wrap: bool) -> tuple[int, tuple[_HandCore, ...]]:
+    """Every core of the hand ``naturals`` (each once, by its lowest card), largest first, and the
+    hand packed with its guard bits set."""
+    counts: dict[int, int] = {}
+    for i in naturals:
+        counts[i] = counts.get(i, 0) + 1
+    found: list[_HandCore] = []
+    for x in sorted(counts):
+        counts[x] -= 1  # its other cards are of higher indices: a lower card would be the lowest
+        same = tuple((i, counts[i]) for i in range(x, JOKER_INDEX, RANKS_PER_SUIT) if counts.get(i, 0))
+        above = tuple(i for i in range(x + 1, (_SUIT[x] + 1) * RANKS_PER_SUIT) if counts.get(i, 0))
+        for n, (core, size) in enumerate(_cores_of(x, same, above, wrap)):
+            if size <= SHOWN:
+                found.append((len(core[1]), size, _packed(core[1]), (x, n), core))
+        counts[x] += 1
+    found.sort(key=lambda entry: (-entry[0], entry[3]))
+    return _packed(naturals) | _GUARD, tuple(found)
+
+
+@lru_cache(maxsize=1 << 16)
+def _core_sets(naturals: tuple[int, ...], left_out: int, wrap: bool) -> tuple[tuple[Core, ...], ...]:
+    """Every set of at most three cores that keeps all of ``naturals`` (ascending) but exactly
+    ``left_out`` of them and fits in 10 cards; each set once, its cores largest first.
+
+    The hand's cores are listed once; a set is chosen largest core first (so the first keeps at
+    least a third of the cards kept, the second half of the rest, the third exactly what is left),
+    and its cores fit in the hand together when their packed sum borrows no guard bit."""
+    keep = len(naturals) - left_out
+    if keep <= 0:
+        return ((),) if keep == 0 else ()
+    room, cores = _hand_cores(naturals, wrap)
+    found: list[tuple[Core, ...]] = []
+    total = len(cores)
+    for i in range(total):
+        li, si, pi, _, ci = cores[i]
+        if li * MOST_GROUPS < keep:
+            break
+        if li > keep:
+            continue
+        if li == keep:
+            found.append((ci,))
+            continue
+        rest = keep - li
+        for j in range(i, total):
+            lj, sj, pj, _, cj = cores[j]
+            if lj * 2 < rest:
+                break
+            if lj > rest or si + sj > SHOWN or (room - pi - pj) & _GUARD != _GUARD:
+                continue
+            if lj == rest:
+                found.append((ci, cj))
+                continue
+            last = rest - lj
+            for k in range(j, total):
+                lk, sk, pk, _, ck = cores[k]
+                if lk < last:
+                    break
+                if lk > last or si + sj + sk > SHOWN or (room - pi - pj - pk) & _GUARD != _GUARD:
+                    continue
+                found.append((ci, cj, ck))
+    return tuple(found)
+
+
+@lru_cache(maxsize=1 << 16)
+def _left_kinds(naturals: tuple[int, ...], left_out: int, wrap: bool) -> tuple[tuple[int, ...], ...]:
+    """The kinds of card each set of ``_core_sets(naturals, left_out, wrap)`` leaves out."""
+    out = []
+    for cores in _core_sets(naturals, left_out, wrap):
+        left = list(naturals)
+        for _, cards in cores:
+            for c in cards:
+                left.remove(c)
+        out.append(tuple(sorted(set(left))))
+    return tuple(out)
+
+
+def _run_windows(ranks: Sequence[int], suit: int, wrap: bool, kept: int) -> Iterator[Completion]:
+    """Every run of 3 to 10 places of ``suit`` holding ``ranks`` (distinct; ``kept`` of them from
+    the hand), with the cards its other places need."""
+    if wrap:
+        held = set(ranks)
+        for n in range(MIN_GROUP_SIZE, SHOWN + 1):
+            for first in range(1, RANKS_PER_SUIT + 1):
+                window = [(first - 1 + k) % RANKS_PER_SUIT + 1 for k in range(n)]
+                if held.issubset(window):
+                    yield n, tuple(sorted(_code(r, suit) for r in window if r not in held)), 0, 0
+        return
+    readings = [list(ranks)]
+    if 1 in ranks and ranks:
+        readings.append([14 if r == 1 else r for r in ranks])
+    for places in readings:
+        low, high = min(places), max(places)
+        for n in range(max(MIN_GROUP_SIZE, high - low + 1, kept), SHOWN + 1):
+            for first in range(max(1, high - n + 1), min(low, 15 - n) + 1):
+                need = tuple(sorted(_code(p, suit) for p in range(first, first + n) if p not in places))
+                yield n, need, 0, 0
+
+
+@lru_cache(maxsize=1 << 14)
+def _completions(core: Core, wrap: bool) -> tuple[tuple[Completion, ...], ...]:
+    """The ways to complete ``core`` into a group, by group size (index: size)."""
+    kind, cards = core
+    kept = len(cards)
+    found: set[Completion] = set()
+    if kind != _RUN_CORE:
+        rank = _RANK[cards[0]]
+        for n in range(max(MIN_GROUP_SIZE, kept), SHOWN + 1):
+            found.add((n, (), rank, n - kept))
+    if kind != _RANK_CORE:
+        found.update(_run_windows([_RANK[i] for i in cards], _SUIT[cards[0]], wrap, kept))
+    by_size: list[list[Completion]] = [[] for _ in range(SHOWN + 1)]
+    for option in sorted(found):
+        by_size[option[0]].append(option)
+    return tuple(tuple(options) for options in by_size)
+
+
+@lru_cache(maxsize=64)
+def _drawn_groups(n: int, wrap: bool) -> tuple[Completion, ...]:
+    """Every group of ``n`` cards drawn whole: one rank (any suits, jokers standing in), or a run."""
+    found: set[Completion] = {(n, (), rank, n) for rank in range(1, RANKS_PER_SUIT + 1)}
+    for suit in range(_SUITS):
+        firsts = range(1, RANKS_PER_SUIT + 1) if wrap else range(1, 16 - n)
+        for first in firsts:
+            found.add((n, tuple(sorted(_code(p, suit) for p in range(first, first + n))), 0, 0))
+    return tuple(sorted(found))
+
+
+def _splits(total: int, parts: int) -> list[tuple[int, ...]]:
+    """Sizes of ``parts`` groups drawn whole (each 3 or more, ascending) that add up to ``total``."""
+    if parts == 0:
+        return [()] if total == 0 else []
+    out = []
+    for first in range(MIN_GROUP_SIZE, total + 1):
+        for rest in _splits(total - first, parts - 1):
+            if not rest or first <= rest[0]:
+                out.append((first, *rest))
+    return out
+
+
+def joker_cap(limit: JokerLimit, size: int) -> int:
+    """The most jokers a group of ``size`` cards may hold under ``limit``."""
+    if limit is JokerLimit.ONE_PER_GROUP:
+        return 1
+    if limit is JokerLimit.NO_MORE_THAN_NATURALS:
+        return size // 2
+    return size
+
+
+# --- a completion's empty places, filled from the unseen cards ------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """The rule options a hand's distance depends on."""
+
+    wrap: bool
+    limit: JokerLimit
+
+
+def _assignable(items: list[tuple[int, list[tuple[int, int]]]], caps: list[int]) -> bool:
+    """Whether each item's jokers (its demand) fit in the groups it may take them from, each group
+    within its cap (``items``: demand and (group, places) pairs)."""
+    if not items:
+        return True
+    demand, where = items[0]
+    rest = items[1:]
+
+    def spread(k: int, left: int) -> bool:
+        if left == 0:
+            return _assignable(rest, caps)
+        if k == len(where):
+            return False
+        group, places = where[k]
+        for n in range(min(places, caps[group], left), -1, -1):
+            caps[group] -= n
+            ok = spread(k + 1, left - n)
+            caps[group] += n
+            if ok:
+                return True
+        return False
+
+    return spread(0, demand)
+
+
+class _Filler:
+    """Completions of cores into targets, judged against one multiset of unseen cards, for a hand
+    holding ``jokers`` jokers."""
+
+    def __init__(self, unseen: Counts, shape: _Shape, jokers: int) -> None:
+        self.unseen = unseen
+        self.limit = shape.limit
+        self.wrap = shape.wrap
+        self.jokers = jokers
+        self.supply = jokers + unseen[_JK]
+        # By rank (index: rank 1-13): the unseen natural cards of that rank.
+        self.free = [0, *map(sum, zip(*(unseen[s * RANKS_PER_SUIT : (s + 1) * RANKS_PER_SUIT] for s in range(_SUITS))))]
+        self.support = frozenset([c for c, n in enumerate(unseen) if n])
+        # The natural cards none of which is unseen, one bit each: a run place of one of them needs a joker.
+        self.absent = sum([1 << c for c in range(JOKER_INDEX) if not unseen[c]])
+        self.caps = [joker_cap(shape.limit, n) for n in range(SHOWN + 1)]  # by group size
+        self.shorts: dict[Completion, int] = {}
+        self.drawn: dict[int, list[tuple[Completion, int]]] = {}
+        self.ways: dict[Core, list[tuple[Completion, int]]] = {}
+        self.sizes: dict[Core, frozenset[int]] = {}  # the sizes of each core's ways
+        self.least: dict[Core, dict[int, int]] = {}  # the fewest jokers its ways need, by size
+        self.wholes: list[dict[int, int]] | None = None
+        self.listed: dict[tuple[Core, ...], list[list[tuple[Completion, int]]] | None] = {}
+        self.slotted: dict[tuple[Core, ...], list[tuple[int, Completion, int, frozenset[int]]]] = {}
+        # The fewest jokers the ways of some cores need together, by total size (shared by the
+        # core sets that hold those cores).
+        self.combined: dict[tuple[Core, ...], dict[int, int]] = {}
+        self.values: dict[tuple[tuple[Core, ...], int], int] = {}
+        self.outs: dict[tuple[tuple[Core, ...], int], frozenset[int]] = {}
+
+    def short(self, option: Completion) -> int:
+        """The jokers ``option`` needs on its own (its places no unseen natural card can take), or
+        -1 when it cannot be filled even with every joker."""
+        known = self.shorts.get(option)
+        if known is not None:
+            return known
+        n, need, rank, many = option
+        unseen = self.unseen
+        s = 0
+        for c in need:
+            if not unseen[c]:
+                s += 1
+        if many > self.free[rank]:
+            s += many - self.free[rank]
+        if s > min(len(need) + many, joker_cap(self.limit, n)) or s > self.supply:
+            s = -1
+        self.shorts[option] = s
+        return s
+
+    def fillable(self, table: Iterable[tuple[Completion, int, int]]) -> list[tuple[Completion, int]]:
+        """The options of ``table`` (each with its run places' cards as bits and its places) that
+        can be filled on their own, each with its jokers needed: ``short``, without remembering
+        each option."""
+        found = []
+        absent, free, caps, supply = self.absent, self.free, self.caps, self.supply
+        for option, bits, places in table:
+            n, _, rank, many = option
+            s = (bits & absent).bit_count()
+            if many > free[rank]:
+                s += many - free[rank]
+            if s <= places and s <= caps[n] and s <= supply:
+                found.append((option, s))
+        return found
+
+    def drawn_of(self, n: int) -> list[tuple[Completion, int]]:
+        """The groups of ``n`` cards that may be drawn whole, fewest jokers first."""
+        found = self.drawn.get(n)
+        if found is None:
+            found = sorted(self.fillable(_drawn_table(n, self.wrap)), key=lambda pair: pair[1])
+            self.drawn[n] = found
+        return found
+
+    def whole(self) -> list[dict[int, int]]:
+        """The fewest jokers up to 0, 1, 2 and 3 groups drawn whole need, by total size (built
+        when a core set leaves a group to draw whole)."""
+        if self.wholes is None:
+            drawn_least = {n: pairs[0][1] for n in range(MIN_GROUP_SIZE, SHOWN + 1) if (pairs := self.drawn_of(n))}
+            self.wholes = [_combine_drawn(drawn_least, groups) for groups in range(MOST_GROUPS + 1)]
+        return self.wholes
+
+    def room(self, groups: Sequence[Completion]) -> int:
+        """The places of ``groups`` a joker may take, within the joker limit."""
+        caps = self.caps
+        return sum(min(len(need) + many, caps[n]) for n, need, rank, many in groups)
+
+    def exact(self, groups: Sequence[Completion], forced: tuple[int, int] | None = None) -> bool:
+        """Whether the unseen cards and the hand's jokers fill ``groups`` keeping as many of the
+        hand's jokers as the joker limit lets them hold; with ``forced`` (group, card), one place
+        of that group takes an unseen copy of that card.
+
+        Places no natural card can take need jokers (matching run places to their cards first is
+        optimal: a same-rank place takes whatever a run place could); the jokers needed must fit
+        within each group's cap, and the places jokers take (the hand's first) between the hand's
+        jokers kept and all the jokers there are.
+        """
+        unseen = self.unseen
+        limit = self.limit
+        if limit is JokerLimit.UNLIMITED:
+            return self._fills(groups, forced)
+        caps = [min(len(need) + many, self.caps[n]) for n, need, rank, many in groups]
+        kept = min(self.jokers, sum(caps))
+        spec: dict[int, int] = {}
+        pool: dict[int, int] = {}
+        taken = -1
+        for gi, (_, need, rank, many) in enumerate(groups):
+            if forced is not None and forced[0] == gi:
+                taken = forced[1]
+                caps[gi] = min(caps[gi], len(need) + many - 1)
+                if taken in need:
+                    need = tuple(c for c in need if c != taken)
+                else:
+                    many -= 1
+            for c in need:
+                spec[c] = spec.get(c, 0) + 1
+            if many:
+                pool[rank] = pool.get(rank, 0) + many
+        if forced is not None:
+            if not unseen[taken] or sum(caps) < kept:
+                return False
+
+        def copies(c: int) -> int:
+            return unseen[c] - (c == taken)
+
+        needed = 0
+        deficits: dict[int, int] = {}
+        for c, wanted in spec.items():
+            if wanted > copies(c):
+                deficits[c] = wanted - copies(c)
+                needed += wanted - copies(c)
+        pool_deficits: dict[int, int] = {}
+        for rank, wanted in pool.items():
+            free = 0
+            for c in range(rank - 1, JOKER_INDEX, RANKS_PER_SUIT):
+                left = copies(c) - spec.get(c, 0)
+                if left > 0:
+                    free += left
+            if wanted > free:
+                pool_deficits[rank] = wanted - free
+                needed += wanted - free
+        if needed > self.supply:
+            return False
+        if not needed:
+            return True
+        items: list[tuple[int, list[tuple[int, int]]]] = []
+        for c, d in deficits.items():
+            items.append(
+                (d, [(gi, 1) for gi, g in enumerate(groups) if c in g[1] and not (forced and forced == (gi, c))])
+            )
+        for rank, d in pool_deficits.items():
+            where = []
+            for gi, (_, need, r, many) in enumerate(groups):
+                places = many - (forced is not None and forced[0] == gi and taken not in need) if r == rank else 0
+                # A joker on a run place of this rank frees its natural card for the same-rank places.
+                places += sum(1 for c in need if _RANK[c] == rank and c != taken and copies(c) >= spec.get(c, 0))
+                if places:
+                    where.append((gi, places))
+            items.append((d, where))
+        return _assignable(items, caps)
+
+    def _fills(self, groups: Sequence[Completion], forced: tuple[int, int] | None) -> bool:
+        """``exact`` with no joker limit, where a group's cap is all its places: whether the jokers
+        there are cover the places no unseen natural card can take and, with a place forced, the
+        places left can still hold the hand's jokers."""
+        unseen = self.unseen
+        spec: dict[int, int] = {}
+        pool: dict[int, int] = {}
+        taken = -1
+        if forced is not None:
+            at, taken = forced
+            if not unseen[taken]:
+                return False
+            places = 0
+            for gi, (_, need, rank, many) in enumerate(groups):
+                places += len(need) + many
+                if gi == at:
+                    if taken in need:
+                        need = tuple(c for c in need if c != taken)
+                    else:
+                        many -= 1
+                for c in need:
+                    spec[c] = spec.get(c, 0) + 1
+                if many:
+                    pool[rank] = pool.get(rank, 0) + many
+            if places - 1 < min(self.jokers, places):
+                return False
+        else:
+            for _, need, rank, many in groups:
+                for c in need:
+                    spec[c] = spec.get(c, 0) + 1
+                if many:
+                    pool[rank] = pool.get(rank, 0) + many
+        needed = 0
+        for c, wanted in spec.items():
+            have = unseen[c] - (c == taken)
+            if wanted > have:
+                needed += wanted - have
+        for rank, wanted in pool.items():
+            free = 0
+            for c in range(rank - 1, JOKER_INDEX, RANKS_PER_SUIT):
+                left = unseen[c] - (c == taken) - spec.get(c, 0)
+                if left > 0:
+                    free += left
+            if wanted > free:
+                needed += wanted - free
+        return needed <= self.supply
+
+    # The search for a completion ------------------------------------------------------------
+
+    def find(
+        self,
+        lists: Sequence[Sequence[tuple[Completion, int]]],
+        fixed: Sequence[Completion],
+        drawn_groups: int,
+        accept: Callable[[list[Completion]], bool],
+    ) -> list[Completion] | None:
+        """A completion that ``accept`` takes: one option of each of ``lists`` (the cores' ways,
+        each with its jokers needed), the ``fixed`` groups, and up to ``drawn_groups`` groups drawn
+        whole, 10 cards in all; None when there is none."""
+        chosen = list(fixed)
+        short = sum(self.short(o) for o in fixed)
+        left = SHOWN - sum(o[0] for o in fixed)
+        least = [0] * (len(lists) + 1)
+        for k in range(len(lists) - 1, -1, -1):
+            least[k] = least[k + 1] + (lists[k][0][0][0] if lists[k] else SHOWN + 1)
+        supply = self.supply
+        # With no group drawn whole, the last core's group is exactly the cards left.
+        last = len(lists) - 1 if drawn_groups == 0 else -1
+
+        def cores(k: int, left: int, short: int) -> bool:
+            if k == len(lists):
+                return drawn(left, short, drawn_groups, MIN_GROUP_SIZE)
+            for option, s in lists[k]:
+                n = option[0]
+                if n + least[k + 1] > left:
+                    break
+                if short + s > supply or (k == last and n != left):
+                    continue
+                chosen.append(option)
+                if cores(k + 1, left - n, short + s):
+                    return True
+                chosen.pop()
+            return False
+
+        def drawn(left: int, short: int, free: int, smallest: int) -> bool:
+            if left == 0:
+                return accept(chosen)
+            if free == 0 or left < MIN_GROUP_SIZE:
+                return False
+            sizes = [left] if free == 1 else [n for n in range(smallest, left + 1) if n == left or left - n >= n]
+            for n in sizes:
+                for option, s in self.drawn_of(n):
+                    if short + s > supply:
+                        break
+                    chosen.append(option)
+                    if drawn(left - n, short + s, free - 1, n):
+                        return True
+                    chosen.pop()
+            return False
+
+        if short > supply or least[0] > left:
+            return None
+        return chosen if cores(0, left, short) else None
+
+    def value(self, cores: tuple[Core, ...], kept: int, floor: int) -> int:
+        """The highest overlap of a completion of ``cores`` (``kept`` natural cards), or -1 when it
+        is below ``floor``."""
+        lists = self.lists(cores)
+        if lists is None:
+            return -1
+        free = MOST_GROUPS - len(cores)
+        top = kept + min(self.jokers, SHOWN - kept)
+        if self.limit is JokerLimit.UNLIMITED and self.supply >= SHOWN - kept:
+            # Jokers could fill every place: any completion whose sizes add up to 10 will do.
+            if top < floor:
+                return -1
+            return top if self.sizes_fit(cores, free) else -1
+        for target in range(top, max(floor, 0) - 1, -1):
+            extra = target - kept
+
+            def accept(groups: list[Completion], extra: int = extra) -> bool:
+                return min(self.jokers, self.room(groups)) >= extra and self.exact(groups)
+
+            if self.find(lists, (), free, accept) is not None:
+                return target
+            if self.limit is JokerLimit.UNLIMITED:
+                break  # every completion keeps as many jokers
+        return -1
+
+    def lists(self, cores: tuple[Core, ...]) -> list[list[tuple[Completion, int]]] | None:
+        """Each core's ways to be completed that can be filled on their own, smallest first
+        (remembered by core set: the value, then the outs of one set, ask for them again)."""
+        if cores in self.listed:
+            return self.listed[cores]
+        found = self.listed[cores] = self._lists(cores)
+        return found
+
+    def _lists(self, cores: tuple[Core, ...]) -> list[list[tuple[Completion, int]]] | None:
+        out = []
+        for core in cores:
+            mine = self.ways.get(core)
+            if mine is None:
+                mine = self.ways[core] = self.fillable(_ways(core, self.wrap))
+                self.sizes[core] = frozenset({o[0] for o, _ in mine})
+                self.least[core] = _least_by_size(mine)
+            if not mine:
+                return None
+            out.append(mine)
+        return out
+
+    def potential(self, cores: tuple[Core, ...]) -> frozenset[int]:
+        """Every unseen card some completion of ``cores`` could draw (a bound, feasibility aside:
+        what the ways each core can fill on its own draw, at sizes that make 10 cards)."""
+        if self.lists(cores) is None:
+            return frozenset()
+        return self.collect_rich(cores)
+
+    def sizes_fit(self, cores: tuple[Core, ...], free: int) -> bool:
+        """Whether one way of each core and up to ``free`` groups drawn whole can make 10 cards
+        (``lists`` has listed the cores' ways)."""
+        reach = 1  # bit a: some choice of sizes adds up to a (at most 10)
+        for core in cores:
+            step = 0
+            for n in self.sizes[core]:
+                step |= reach << n
+            reach = step & _UP_TO_SHOWN
+        return bool(reach >> SHOWN & 1) or (free > 0 and bool(reach & _ROOM_LEFT))
+
+    def collect_rich(self, cores: tuple[Core, ...]) -> frozenset[int]:
+        """``collect`` when the jokers there are could fill every place (no joker limit): then every
+        completion whose sizes add up to 10 can be filled, with any one place taking any card it
+        may hold and jokers in the others, so the outs are what those completions' places hold
+        (``_rich_cards``: a table of the cores and the sizes of their ways, whatever is unseen)."""
+        key = (cores, -2)
+        known = self.outs.get(key)
+        if known is not None:
+            return known
+        found = _rich_cards(cores, tuple(self.sizes[core] for core in cores), self.wrap) & self.support
+        self.outs[key] = found
+        return found
+
+    def slots(
+        self, cores: tuple[Core, ...], lists: Sequence[Sequence[tuple[Completion, int]]]
+    ) -> list[tuple[int, Completion, int, frozenset[int]]]:
+        """The options a completion of ``cores`` may hold (the core it completes, or -1 for a group
+        drawn whole; the option; its jokers needed; the unseen cards it may draw): those within a lower bound on the jokers the
+        best completion through each needs, its own plus the fewest the other groups need on their
+        own at sizes that make 10 cards in all."""
+        free = MOST_GROUPS - len(cores)
+        least = [self.least[core] for core in cores]
+        whole = self.whole() if free else _NONE_DRAWN
+        supply = self.supply
+        slots: list[tuple[int, Completion, int, frozenset[int]]] = []
+        support = self.support
+        for k, mine in enumerate(lists):
+            rest = cores[:k] + cores[k + 1 :]
+            others = self.combined.get(rest)
+            if others is None:
+                others = self.combined[rest] = _min_plus([self.least[core] for core in rest])
+            if free:
+                bounds = {n: _best_total(others, whole[free], SHOWN - n) for n in least[k]}
+            else:  # no group drawn whole: the others make the 10 cards alone
+                bounds = {n: others.get(SHOWN - n, _NEVER) for n in least[k]}
+            slots += [
+                (k, option, short, _drawable(option) & support)
+                for option, short in mine
+                if short + bounds[option[0]] <= supply
+            ]
+        if free:
+            all_cores = _min_plus(least)
+            for n in range(MIN_GROUP_SIZE, SHOWN + 1):
+                pairs = self.drawn_of(n)
+                bound = _best_total(all_cores, whole[free - 1], SHOWN - n)
+                slots += [(-1, o, short, _drawable(o) & support) for o, short in pairs if short + bound <= supply]
+        return slots
+
+    def collect(self, cores: tuple[Core, ...], kept: int, target: int, outs: set[int]) -> None:
+        """Add to ``outs`` the cards some completion of ``cores`` of overlap ``target`` draws."""
+        lists = self.lists(cores)
+        if lists is None:
+            return
+        support = self.support
+        extra = target - kept
+        jokers = self.jokers
+        if SHOWN - kept <= jokers:
+            return  # the hand's jokers fill every place: nothing is drawn
+
+        def base(groups: list[Completion]) -> bool:
+            return min(jokers, self.room(groups)) >= extra and self.exact(groups)
+
+        free = MOST_GROUPS - len(cores)
+        if self.limit is JokerLimit.UNLIMITED and self.supply >= SHOWN - kept:
+            outs |= self.collect_rich(cores)
+            return
+        slots = self.slotted.get(cores)
+        if slots is None:
+            slots = self.slotted[cores] = self.slots(cores, lists)
+        everything = len(support)  # the outs are unseen cards: all of them once this many
+        for k, option, short, draws in slots:
+            if len(outs) >= everything:
+                return
+            wanted = draws - outs
+            if not wanted:
+                continue
+            if k >= 0:
+                mine_lists = [mine if j != k else [(option, short)] for j, mine in enumerate(lists)]
+                fixed: tuple[Completion, ...] = ()
+                drawn_groups, at = free, k
+            else:
+                mine_lists, fixed, drawn_groups, at = lists, (option,), free - 1, 0
+            found = self.find(mine_lists, fixed, drawn_groups, base)
+            if found is None:
+                continue
+            found = list(found)
+            at = found.index(option) if k < 0 else at
+            for c in sorted(wanted):
+                if c == _JK:
+                    if self.room(found) > jokers or self.find(
+                        mine_lists, fixed, drawn_groups, lambda g: self.room(g) > jokers and base(g)
+                    ):
+                        outs.add(c)
+                    continue
+                if self.exact(found, (at, c)):
+                    outs.add(c)
+                    continue
+
+                def forcing(groups: list[Completion], c: int = c, o: Completion = option) -> bool:
+                    return base(groups) and self.exact(groups, (groups.index(o), c))
+
+                if self.find(mine_lists, fixed, drawn_groups, forcing) is not None:
+                    outs.add(c)
+
+
+_NEVER = 1 << 20
+_UP_TO_SHOWN = (1 << (SHOWN + 1)) - 1  # the bits of sums 0 to 10
+_ROOM_LEFT = (1 << (SHOWN - MIN_GROUP_SIZE + 1)) - 1  # sums 0 to 7: room for a group drawn whole
+_NONE_DRAWN = [{0: 0}]  # no group drawn whole: none needs a joker
+
+
+def _least_by_size(mine: Sequence[tuple[Completion, int]]) -> dict[int, int]:
+    """The fewest jokers a core's ways need on their own, by size."""
+    least: dict[int, int] = {}
+    for option, short in mine:
+        n = option[0]
+        if short < least.get(n, _NEVER):
+            least[n] = short
+    return least
+
+
+def _min_plus(tables: Sequence[dict[int, int]]) -> dict[int, int]:
+    """The fewest jokers one way of each table needs, by total size (at most 10)."""
+    out = {0: 0}
+    for table in tables:
+        out_next: dict[int, int] = {}
+        for a, x in out.items():
+            for n, y in table.items():
+                if a + n <= SHOWN and x + y < out_next.get(a + n, _NEVER):
+                    out_next[a + n] = x + y
+        out = out_next
+    return out
+
+
+def _combine_drawn(least: dict[int, int], groups: int) -> dict[int, int]:
+    """The fewest jokers up to ``groups`` groups drawn whole need, by total size (0: none drawn)."""
+    out = {0: 0}
+    reach = {0: 0}
+    for _ in range(groups):
+        reach = _min_plus([reach, least])
+        for n, x in reach.items():
+            if x < out.get(n, _NEVER):
+                out[n] = x
+    return out
+
+
+def _best_total(cores: dict[int, int], drawn: dict[int, int], size: int) -> int:
+    """The fewest jokers cores and groups drawn whole need to make ``size`` cards."""
+    return min((x + drawn[size - a] for a, x in cores.items() if size - a in drawn), default=_NEVER)
+
+
+ALL_KINDS = frozenset(range(CARD_KINDS))
+
+
+@lru_cache(maxsize=1 << 14)
+def _rich_cards(cores: tuple[Core, ...], sizes: tuple[frozenset[int], ...], wrap: bool) -> frozenset[int]:
+    """The cards some completion of ``cores`` whose sizes add up to 10 may draw, each core completed
+    at one of its ``sizes`` and the groups left drawn whole (feasibility aside: ``collect_rich``)."""
+    free = MOST_GROUPS - len(cores)
+
+    def sums(skip: int) -> int:
+        """The totals of one size of each core but ``skip``, as bits (bit a: a total of a, at most 10)."""
+        reach = 1
+        for k, mine in enumerate(sizes):
+            if k != skip:
+                step = 0
+                for n in mine:
+                    step |= reach << n
+                reach = step & _UP_TO_SHOWN
+        return reach
+
+    def closes(n: int, totals: int, groups: int) -> bool:
+        """Whether a group of ``n`` cards and one of ``totals`` make 10, or leave room for one
+        of ``groups`` groups drawn whole (3 cards or more)."""
+        room = SHOWN - MIN_GROUP_SIZE - n + 1  # the totals 0 to 7 - n leave 3 or more
+        return bool(totals >> (SHOWN - n) & 1) or (groups > 0 and room > 0 and bool(totals & ((1 << room) - 1)))
+
+    # Rich enough, every way of every core can be filled (the jokers needed are never more than
+    # the places), so what each core's ways of one size may draw is a table of the core alone.
+    cards: frozenset[int] = frozenset()
+    for k, core in enumerate(cores):
+        others = sums(k)
+        drawable = _core_drawable(core, wrap)
+        for n in sizes[k]:
+            # ``closes``, inline: this loop runs for every core set judged.
+            room = SHOWN - MIN_GROUP_SIZE - n + 1
+            if others >> (SHOWN - n) & 1 or (free > 0 and room > 0 and others & ((1 << room) - 1)):
+                cards |= drawable[n]
+    if free:
+        total = sums(-1)
+        for n in range(MIN_GROUP_SIZE, SHOWN + 1):  # a group drawn whole of n cards
+            if closes(n, total, free - 1):
+                cards = ALL_KINDS  # a same-rank group drawn whole may hold any card, or a joker
+                break
+    return cards
+
+
+@lru_cache(maxsize=1 << 14)
+def _core_drawable(core: Core, wrap: bool) -> tuple[frozenset[int], ...]:
+    """What the ways to complete ``core`` may draw, by group size (index: size)."""
+    return tuple(frozenset().union(*(_drawable(o) for o in options)) for options in _completions(core, wrap))
+
+
+@lru_cache(maxsize=1 << 14)
+def _ways(core: Core, wrap: bool) -> tuple[tuple[Completion, int, int], ...]:
+    """The ways to complete ``core``, smallest first, each with its run places' cards as bits and
+    its empty places."""
+    return tuple(
+        (option, sum(1 << c for c in option[1]), len(option[1]) + option[3])
+        for by_size in _completions(core, wrap)
+        for option in by_size
+    )
+
+
+@lru_cache(maxsize=64)
+def _drawn_table(n: int, wrap: bool) -> tuple[tuple[Completion, int, int], ...]:
+    """``_drawn_groups`` with each group's run places' cards as bits and its places."""
+    return tuple(
+        (option, sum(1 << c for c in option[1]), len(option[1]) + option[3]) for option in _drawn_groups(n, wrap)
+    )
+
+
+@lru_cache(maxsize=1 << 14)
+def _drawable(option: Completion) -> frozenset[int]:
+    """The cards a filling of ``option`` may draw: its run places' cards, any card of its rank, a joker."""
+    _, need, rank, many = option
+    cards = set(need)
+    if many:
+        cards.update(range(rank - 1, JOKER_INDEX, RANKS_PER_SUIT))
+    cards.add(_JK)
+    return frozenset(cards)
+
+
+def _color_value(hand: Counts, unseen: Counts, outs_by_value: dict[int, set[int]]) -> int:
+    """The highest overlap of a color target (10 cards of one suit, jokers standing in), -1 if none."""
+    return _color_of(_by_suit(hand), _Suits.of(unseen), hand[_JK], outs_by_value)
+
+
+def _by_suit(hand: Counts) -> list[int]:
+    return [sum(hand[suit * RANKS_PER_SUIT : (suit + 1) * RANKS_PER_SUIT]) for suit in range(_SUITS)]
+
+
+@dataclass(frozen=True, slots=True)
+class _Suits:
+    """The unseen cards by suit: how many (jokers added), and the kinds a color of the suit draws."""
+
+    room: tuple[int, ...]
+    draws: tuple[frozenset[int], ...]
+
+    @staticmethod
+    def of(unseen: Counts) -> _Suits:
+        jokers = unseen[_JK]
+        room, draws = [], []
+        for suit in range(_SUITS):
+            cards = range(suit * RANKS_PER_SUIT, (suit + 1) * RANKS_PER_SUIT)
+            room.append(sum(unseen[c] for c in cards) + jokers)
+            draws.append(frozenset([*(c for c in cards if unseen[c]), *((_JK,) if jokers else ())]))
+        return _Suits(tuple(room), tuple(draws))
+
+
+def _color_of(held_by_suit: Sequence[int], suits: _Suits, jokers: int, outs_by_value: dict[int, set[int]]) -> int:
+    """``_color_value`` from the hand's natural cards by suit and its jokers."""
+    best = -1
+    for suit in range(_SUITS):
+        held = held_by_suit[suit] + jokers
+        if held + suits.room[suit] < SHOWN:
+            continue
+        value = min(SHOWN, held)
+        best = max(best, value)
+        if value < SHOWN:
+            outs_by_value.setdefault(value, set()).update(suits.draws[suit])
+    return best
+
+
+def overlap(hand: Counts, unseen: Counts, shape: _Shape, want_outs: bool) -> tuple[int, frozenset[int]]:
+    """The highest overlap of a valid close taken from ``hand + unseen`` with ``hand``, and (when
+    asked) the card kinds some target of that overlap draws from ``unseen``."""
+    color_outs: dict[int, set[int]] = {}
+    best = _color_value(hand, unseen, color_outs)
+    naturals = tuple(i for i in range(JOKER_INDEX) for _ in range(hand[i]))
+    jokers = hand[_JK]
+    filler = _Filler(unseen, shape, jokers)
+    found: list[tuple[tuple[Core, ...], int, int]] = []  # core sets worth collecting outs from
+    for left_out in range(len(naturals) + 1):
+        bound = min(SHOWN, len(naturals) - left_out + jokers)
+        if bound < best or (bound == best and (not want_outs or best == SHOWN)):
+            break
+        kept = len(naturals) - left_out
+        for cores in _core_sets(naturals, left_out, shape.wrap):
+            floor = best if want_outs else best + 1
+            value = filler.value(cores, kept, floor)
+            if value < 0 or value < best:
+                continue
+            if value > best:
+                best = value
+                found = []
+            if want_outs:
+                found.append((cores, kept, value))
+            elif best == bound:
+                break
+    outs: set[int] = set()
+    if want_outs and 0 <= best < SHOWN:
+        outs |= color_outs.get(best, set())
+        for cores, kept, value in found:
+            if value == best and not filler.potential(cores) <= outs:
+                filler.collect(cores, kept, value, outs)
+    return best, frozenset(outs)
+
+
+def throw_overlaps(held: Counts, unseen: Counts, shape: _Shape) -> dict[int, tuple[int, frozenset[int]]]:
+    """For each kind ``t`` of natural card among the 11 cards ``held``: ``overlap(held - t, unseen,
+    shape, True)``, from one walk over the 11 cards (a core set of ``held - t`` is a core set of
+    ``held`` that leaves ``t`` out, so each is judged once for every throw it serves)."""
+    naturals = tuple(i for i in range(JOKER_INDEX) for _ in range(held[i]))
+    jokers = held[_JK]
+    kinds = sorted(set(naturals))
+    best: dict[int, int] = {}
+    colors: dict[int, dict[int, set[int]]] = {}
+    by_suit, suits = _by_suit(held), _Suits.of(unseen)
+    for t in kinds:
+        colors[t] = {}
+        by_suit[_SUIT[t]] -= 1
+        best[t] = _color_of(by_suit, suits, jokers, colors[t])
+        by_suit[_SUIT[t]] += 1
+    filler = _Filler(unseen, shape, jokers)
+    found: list[tuple[tuple[Core, ...], int, int, list[int]]] = []
+    total = len(naturals)
+    for left_out in range(1, total + 1):
+        bound = min(SHOWN, total - left_out + jokers)
+        open_kinds = {t for t in kinds if bound > best[t] or (bound == best[t] and best[t] < SHOWN)}
+        if not open_kinds:
+            break
+        kept = total - left_out
+        for cores, left in zip(_core_sets(naturals, left_out, shape.wrap), _left_kinds(naturals, left_out, shape.wrap)):
+            serves = [t for t in left if t in open_kinds]
+            if not serves:
+                continue
+            value = filler.value(cores, kept, min(best[t] for t in serves))
+            if value < 0:
+                continue
+            for t in serves:
+                best[t] = max(best[t], value)
+            found.append((cores, kept, value, serves))
+    # Each throw's outs, from the core sets that serve it, each adding only the cards not yet found
+    # (a core set that could draw nothing new is skipped).
+    out: dict[int, tuple[int, frozenset[int]]] = {}
+    for t in kinds:
+        outs: set[int] = set()
+        if 0 <= best[t] < SHOWN:
+            outs |= colors[t].get(best[t], set())
+            for cores, kept, value, serves in found:
+                if value == best[t] and t in serves and not filler.potential(cores) <= outs:
+                    filler.collect(cores, kept, value, outs)
+        out[t] = (best[t], frozenset(outs))
+    return out
+
+
+# --- the measure of a hand ------------------------------------------------------------------------
+
+UNREACHABLE = SHOWN + 1  # the distance of a hand no close can be made from (a tiny deck only)
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """How far a hand is from a valid close, against the cards it has not seen (``docs/review.md``)."""
+
+    distance: int  # cards to swap before 10 of the hand close (0: they close now)
+    improving: int  # unseen cards (copies counted) that, drawn, bring the distance down by one
+    points: int  # what the hand's best linking leaves unlinked (RULES §3)
+    unseen: int  # how many cards the hand is judged against
+    outs: tuple[Card, ...]  # the improving card kinds, in canonical order
+    value: float  # -distance + (improving + q) / (unseen + 1), q = 1 - points / (cap + 1)
+
+    @property
+    def key(self) -> tuple[int, int, int]:
+        """The order of hands: the greater key is the better hand."""
+        return (-self.distance, self.improving, -self.points)
+
+    def __str__(self) -> str:
+        outs = " ".join(card.code() for card in self.outs) or "none"
+        return (
+            f"distance {self.distance}, improving {self.improving}/{self.unseen} ({outs}), "
+            f"points {self.points}, value {self.value:.4f}"
+        )
+
+
+def points_cap(rules: RuleSet) -> int:
+    """The most points 10 cards can leave unlinked: the scale of the points term of the value."""
+    return SHOWN * max(10, rules.joker_points)
+
+
+def hand_value(distance: int, improving: int, points: int, unseen: int, rules: RuleSet) -> float:
+    """``-distance + (improving + q) / (unseen + 1)`` with ``q = 1 - points / (cap + 1)``: it orders
+    hands as (distance, improving, points) do, and a step of distance weighs 1."""
+    q = 1 - points / (points_cap(rules) + 1)
+    return -distance + (improving + q) / (unseen + 1)
+
+
+def _shape(rules: RuleSet) -> _Shape:
+    return _Shape(rules.wrap_runs, rules.joker_limit)
+
+
+def search_rules(rules: RuleSet) -> RuleSet:
+    """The same rules linked by the search engine (every engine gives the same answer; it is the fast one)."""
+    return rules if rules.engine is Engine.SEARCH else rules.with_options(engine=Engine.SEARCH)
+
+
+def distance_of(hand: Counts, unseen: Counts, rules: RuleSet) -> int:
+    """The distance of a hand of 10 or 11 cards (for 11: whether some 10 of them close, and if not
+    how many swaps), against ``unseen``."""
+    best, _ = overlap(hand, unseen, _shape(rules), False)
+    return UNREACHABLE if best < 0 else SHOWN - best
+
+
+@lru_cache(maxsize=1 << 15)
+def _measure(hand: Counts, unseen: Counts, rules: RuleSet) -> Progress:
+    best, outs = overlap(hand, unseen, _shape(rules), True)
+    return _progress(hand, unseen, rules, best, outs)
+
+
+def _progress(hand: Counts, unseen: Counts, rules: RuleSet, best: int, outs: frozenset[int]) -> Progress:
+    """The progress of ``hand`` whose highest overlap is ``best``, drawing ``outs``."""
+    distance = UNREACHABLE if best < 0 else SHOWN - best
+    if distance in (0, UNREACHABLE):
+        outs = frozenset()
+    improving = sum([unseen[c] for c in outs])
+    total = sum(unseen)
+    points = _points(hand, rules)
+    return Progress(
+        distance=distance,
+        improving=improving,
+        points=points,
+        unseen=total,
+        outs=tuple(CARD_BY_INDEX[c] for c in sorted(outs)),
+        value=hand_value(distance, improving, points, total, rules),
+    )
+
+
+@lru_cache(maxsize=1 << 15)
+def _points(hand: Counts, rules: RuleSet) -> int:
+    """What the best linking of ``hand`` leaves (a hand's throws are measured twice a turn)."""
+    return best_linking(cards_of(hand), search_rules(rules)).points
+
+
+def measure_throws(held: Counts, unseen: Counts, rules: RuleSet) -> dict[Card, Progress]:
+    """The progress of the 10 cards left by each kind of card the 11 cards ``held`` may throw."""
+    shared = throw_overlaps(held, unseen, _shape(rules))
+    out: dict[Card, Progress] = {}
+    for t in range(CARD_KINDS):
+        if held[t]:
+            left = add_card(held, t, -1)
+            if t == _JK:
+                out[CARD_BY_INDEX[t]] = _measure(left, unseen, rules)
+            else:
+                best, outs = shared[t]
+                out[CARD_BY_INDEX[t]] = _progress(left, unseen, rules, best, outs)
+    return out
+
+
+def measure(hand: Iterable[Card] | Counts, unseen: Iterable[Card] | Counts, rules: RuleSet) -> Progress:
+    """The progress of a hand of 10 cards against the multiset of cards it has not seen."""
+    held, pool = _as_counts(hand), _as_counts(unseen)
+    if sum(held) != SHOWN:
+        raise ValueError(f"a measured hand holds {SHOWN} cards, not {sum(held)}")
+    return _measure(held, pool, rules)
+
+
+def _as_counts(value: Iterable[Card] | Counts) -> Counts:
+    """Cards, or already a count per card index."""
+    if isinstance(value, tuple) and len(value) == CARD_KINDS and all(type(n) is int for n in value):
+        return cast(Counts, value)
+    return counts_of(cast(Iterable[Card], value))
+
+
+def forget_measures() -> None:
+    """Empty the caches of measures and of what depends on a hand (a benchmark times each deal cold)."""
+    _measure.cache_clear()
+    _core_sets.cache_clear()
+    _hand_cores.cache_clear()
+    _rich_cards.cache_clear()
+    _left_kinds.cache_clear()
+    _points.cache_clear()
