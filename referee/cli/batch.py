@@ -114,7 +114,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--ray",
         metavar="ADDRESS",
         help="judge on a Ray cluster (the ray extra): auto (the cluster of RAY_ADDRESS, or a local one), "
-        "host:port, or ray://host:10001 (Ray Client)",
+        "or host:port (its head); from outside the cluster, submit the command as a Ray job",
     )
     parser.add_argument(
         "--format",

@@ -88,6 +88,13 @@ def run(args: argparse.Namespace) -> int:
         return _usage("--ray needs Ray: pip install 'remigio-referee[ray]'")
     if args.report:
         return _usage("--report is written by a local run (the Ray run writes verdicts only)")
+    if args.ray.startswith("ray://"):
+        # Ray Data 2.60 cannot execute a dataset from a Ray Client (its executor needs the
+        # driver's core worker): the driver has to run in the cluster.
+        return _usage(
+            "Ray Client (ray://) cannot run Ray Data: run the command in the cluster, "
+            "e.g. ray job submit --address http://HEAD:8265 -- remigio-referee batch ... --ray auto"
+        )
     to_directory = args.format == "parquet" or _is_directory_output(args.output)
     if args.format == "parquet" and args.output == "-":
         return _usage("--format parquet writes a directory: give one with -o")

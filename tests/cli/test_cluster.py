@@ -50,7 +50,7 @@ def head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayNode]:
 def batch(head: RayNode | None, *args: object, timeout: float = 180) -> subprocess.CompletedProcess[str]:
     """``remigio-referee batch`` to its end: on ``head``'s cluster, or locally (one job) when None."""
     where = ["--ray", head.address] if head else ["--jobs", "1"]
-    env = ray_env(head.folder) if head else ray_env(ROOT / "build" / "ray-unused")
+    env = ray_env(head.folder) if head else {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
     return subprocess.run(
         [sys.executable, "-m", "referee.cli", "batch", *map(str, args), *where],
         cwd=ROOT,
@@ -381,3 +381,25 @@ def test_batch_runs_locally_with_ray_not_importable_and_says_what_ray_needs(tmp_
         timeout=60,
     )
     assert refused.returncode == 2 and "pip install 'remigio-referee[ray]'" in refused.stderr, refused.stderr
+
+
+def test_standard_input_on_ray_gives_the_local_runs_bytes(head: RayNode, tmp_path: Path) -> None:
+    path = write(tmp_path / "disputes.jsonl", dispute_lines())
+    with open(path, encoding="utf-8") as stdin:
+        result = subprocess.run(
+            [sys.executable, "-m", "referee.cli", "batch", "-", "--ray", head.address],
+            cwd=ROOT,
+            env=ray_env(head.folder),
+            stdin=stdin,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+    assert result.returncode == 3, result.stderr
+    assert result.stdout == local_verdicts(path, tmp_path)
+
+
+def test_ray_client_is_refused_with_what_to_do_instead() -> None:
+    pytest.importorskip("ray", reason="the ray extra is not installed")
+    result = batch(None, EXAMPLES, "--ray", "ray://127.0.0.1:10001")
+    assert result.returncode == 2 and "ray job submit" in result.stderr, result.stderr
