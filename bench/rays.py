@@ -17,6 +17,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -59,11 +60,7 @@ class RayNode:
         self.folder = folder
         folder.mkdir(parents=True, exist_ok=True)
         # Ray's unix sockets must fit in 107 bytes: a short folder of the node's own.
-        self.temp_dir = Path(
-            subprocess.run(
-                ["mktemp", "-d", "/tmp/rayXXXXXX"], capture_output=True, text=True, check=True
-            ).stdout.strip()
-        )
+        self.temp_dir = Path(tempfile.mkdtemp(prefix="ray"))
         args = [
             str(RAY),
             "start",
