@@ -36,8 +36,15 @@ ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
 RUN python -m venv /opt/venv \
     && groupadd --system --gid 10001 referee \
     && useradd --system --uid 10001 --gid 10001 --no-create-home --shell /usr/sbin/nologin referee
+# EXTRAS=ray makes the Ray worker variant (docker build --build-arg EXTRAS=ray): the ray extra
+# (Ray Data, pyarrow) beside the referee, for a KubeRay RayCluster or RayJob, which starts its own
+# `ray start` in place of the entrypoint (deploy/kubernetes/batch/rayjob.yaml).
+ARG EXTRAS=""
 COPY --from=build /wheels /tmp/wheels
-RUN python -m pip install --no-cache-dir /tmp/wheels/*.whl \
+# The wheel is this build's own, with its extra's name; the versions are pinned by its metadata.
+# hadolint ignore=DL3013
+RUN set -- /tmp/wheels/*.whl \
+    && python -m pip install --no-cache-dir "$1${EXTRAS:+[$EXTRAS]}" \
     && rm -rf /tmp/wheels
 WORKDIR /opt/referee
 COPY scripts/health_probe.py ./health_probe.py

@@ -41,10 +41,11 @@ help: ## list the targets
 $(VENV_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,ray]'
 	touch $@
 
-venv .venv: $(VENV_STAMP) ## create .venv and install the project with its dev extra
+# The ray extra too: the cluster tier (tests/test_cluster.py) runs batches on a local Ray cluster.
+venv .venv: $(VENV_STAMP) ## create .venv and install the project with its dev and ray extras
 
 # RLCard, for bench.rlcard only (the bench extra): never needed by the package or the tests.
 BENCH_STAMP := $(VENV)/.installed-bench

@@ -6,7 +6,8 @@ server), ``property`` (the engines and the rules against the brute-force oracle 
 seeded hands, and other bulk runs; a test of another module joins it with
 ``@pytest.mark.property``), ``service`` (a real server on a loopback port, in this process or as a client's peer),
 ``process`` (server processes: signals, workers, TLS, metrics, tracing), ``hostile`` (attacks and
-faults against real server processes) and ``tooling`` (lint, types, buf, hadolint, schemas,
+faults against real server processes), ``cluster`` (batches on a real local Ray cluster: the ray
+extra) and ``tooling`` (lint, types, buf, hadolint, schemas,
 documents, wheel builds). ``make test-fast`` runs ``unit``; ``make test`` runs them all.
 
 The test modules are in folders by the layer they test (game, play, api, server, client, cli,
@@ -159,10 +160,12 @@ TIERS: dict[str, tuple[str, ...]] = {
         "test_hostile_two",
         "test_soak",
     ),
+    "cluster": ("test_cluster",),
     "tooling": (
         "test_bench_suite",
         "test_contract",
         "test_deploy",
+        "test_deploy_batch",
         "test_docs",
         "test_gateway_files",
         "test_layout",

@@ -90,7 +90,7 @@ def build_parser(serving: bool = True) -> argparse.ArgumentParser:
     keygen.set_defaults(run=run_keygen)
 
     from referee.cli.batch import add_arguments as add_batch_arguments
-    from referee.cli.batch import run as run_batch
+    from referee.cli.cluster import run_batch
 
     batch = commands.add_parser("batch", help="judge a file of dispute cases (JSON lines)")
     add_batch_arguments(batch)
@@ -102,6 +102,10 @@ def build_parser(serving: bool = True) -> argparse.ArgumentParser:
     fairplay = commands.add_parser("fairplay", help="fair-play statistics and flags over deal records (JSON lines)")
     add_fairplay_arguments(fairplay)
     fairplay.set_defaults(run=run_fairplay)
+
+    from referee.cli.merge import add_command as add_merge_command
+
+    add_merge_command(commands)
     return parser
 
 

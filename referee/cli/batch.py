@@ -77,7 +77,11 @@ class Line:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of the ``batch`` subcommand."""
-    parser.add_argument("input", metavar="IN.jsonl", help="cases, one JSON object per line (- for stdin)")
+    parser.add_argument(
+        "input",
+        metavar="IN.jsonl",
+        help="cases, one JSON object per line (- for stdin); with --ray also a glob, a directory or a URI (s3://, gs://, file://)",
+    )
     parser.add_argument("-o", "--output", default="-", metavar="OUT.jsonl", help="verdicts (default - for stdout)")
     parser.add_argument(
         "--target",
@@ -96,6 +100,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--report",
         metavar="FILE",
         help="also write a dispute report: one self-contained HTML page, the cases not confirmed drawn",
+    )
+    from referee.cli.shards import parse_shard
+
+    parser.add_argument(
+        "--shard",
+        type=parse_shard,
+        metavar="I/N",
+        help="judge only the cases of shard I of N (a stable hash of the case id; docs/commands.md): "
+        "one pod of a Kubernetes Indexed Job each, merged by batch-merge",
+    )
+    parser.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        help="judge on a Ray cluster (the ray extra): auto (the cluster of RAY_ADDRESS, or a local one), "
+        "or host:port (its head); from outside the cluster, submit the command as a Ray job",
+    )
+    parser.add_argument(
+        "--format",
+        choices=("jsonl", "parquet"),
+        default="jsonl",
+        help="the verdicts as JSON lines (default) or, with --ray, as Parquet: a directory of files, a column per field",
     )
     from referee.client import KEEPALIVE_SECONDS, KEEPALIVE_TIMEOUT_SECONDS
     from referee.client import add_arguments as add_connection_arguments
@@ -141,6 +166,9 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    if args.format != "jsonl":
+        print("remigio-referee batch: --format parquet is written by a Ray run (--ray)", file=sys.stderr)
+        return 2
     # Before the local workers are forked: they inherit it.
     handlers.require_committed_shuffles(args.require_committed_shuffle)
     if args.target:
@@ -157,6 +185,14 @@ def run(args: argparse.Namespace) -> int:
     except OSError as error:
         print(f"remigio-referee batch: cannot read {args.input}: {error.strerror}", file=sys.stderr)
         return 2
+    if args.shard is not None:
+        from referee.cli.shards import select
+
+        try:
+            source = select(source, args.shard, lambda number, text: _line_id(Line(number, text)))
+        except UnicodeDecodeError:
+            print(f"remigio-referee batch: {args.input}: not UTF-8 text", file=sys.stderr)
+            return 2
     with _local_workers(args) as pool:
         return _judge_all(args, source, pool)
 
@@ -816,3 +852,11 @@ def _summary(counts: Counter[str], seconds: float, skipped: int) -> None:
         out.write(f"{'resumed':<12}{skipped:>10}  (already in the output)\n")
     out.write(f"time {seconds:.2f} s, {total / max(seconds, 1e-9):,.0f} cases/s\n")
     sys.stderr.write(out.getvalue())
+
+
+# The Ray run (referee.cli.cluster) and the shards' merge (referee.cli.merge) read ids, resume,
+# count and sum up as the local run does: the same functions.
+line_id = _line_id
+resume_ids = _resume_ids
+outcome_of = _outcome_of
+summary = _summary
