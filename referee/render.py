@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 import textwrap
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from referee.game.cards import CARD_BY_INDEX, JOKER_CODE, Card, Suit, rank_code
@@ -730,9 +730,7 @@ def _reviewed_turn(canvas: _Canvas, y: float, record: Record, turn: TurnReview, 
 
 
 def _cut(record: Record, turns: int) -> Record:
-    from dataclasses import replace as with_fields
-
-    return with_fields(record, turns=record.turns[:turns])
+    return replace(record, turns=record.turns[:turns])
 
 
 def _describe_review(review: DealReview, turns: Sequence[TurnReview], names: Sequence[str]) -> str:

@@ -80,10 +80,8 @@ def _replay_deal(request: pb.ReplayDealRequest, _turns: tuple[int, ...]) -> list
 
 
 def _review_deal(request: pb.ReviewDealRequest, turns: tuple[int, ...]) -> list[Picture]:
-    reply = handlers.review_deal(request)  # every check and error of ReviewDeal first
-    record, _ = handlers.record_of(request)
-    if not reply.legal:
-        replayed = replay(record, handlers.committed_shuffles_required())
+    record, replayed = handlers.replayed_for_review(request)  # ReviewDeal's checks and errors
+    if not replayed.legal:
         return [Picture("Not reviewed: the first violation", render.replay_svg(replayed))]
     return [Picture("The review", render.review_svg(record, review_deal(record), turns=turns or None))]
 

@@ -32,7 +32,7 @@ from referee.game.limits import HAND_CARDS, NOTATION
 from referee.game.linking import best_linking
 from referee.game.rules import RuleSet
 from referee.play.record import Record, parse_notation
-from referee.play.replay import replay
+from referee.play.replay import Replay, replay
 from referee.play.review import review_deal as review_of
 
 CLOSE_SHOWN = 10
@@ -154,12 +154,18 @@ def replay_deal(request: pb.ReplayDealRequest, into: pb.ReplayDealResponse | Non
 def review_deal(request: pb.ReviewDealRequest) -> pb.ReviewDealResponse:
     """ReviewDeal: a legal record reviewed decision by decision; an illegal one answered with its
     first violation, as ReplayDeal names it, and not reviewed."""
-    record, _ = record_of(request)
-    with rooted_at("record"), records.proto_paths():
-        result = replay(record, _committed_only)
+    record, result = replayed_for_review(request)
     if not result.legal:
         return reviews.unreviewed(result)
     return reviews.review_to_proto(review_of(record), result)
+
+
+def replayed_for_review(request: pb.ReviewDealRequest) -> tuple[Record, Replay]:
+    """The request's record and its replay, checked as ReviewDeal checks it (DrawAnswer draws
+    a review from the same, reviewing once)."""
+    record, _ = record_of(request)
+    with rooted_at("record"), records.proto_paths():
+        return record, replay(record, _committed_only)
 
 
 def record_of(request: pb.ReplayDealRequest | pb.ReviewDealRequest) -> tuple[Record, RuleSet]:
@@ -195,4 +201,4 @@ def _rules(options: pb.RuleOptions) -> RuleSet:
         return rules_from_proto(options)
 
 
-__all__ = ["check_close", "record_of", "replay_deal", "review_deal", "score_deal", "solve_hand"]
+__all__ = ["check_close", "record_of", "replay_deal", "replayed_for_review", "review_deal", "score_deal", "solve_hand"]

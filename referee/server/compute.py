@@ -331,14 +331,13 @@ class DisputeJobs:
     def _submit(self, index: int, calls: list[job.Judging]) -> tuple[Executor, Future[tuple[list[object], float]]]:
         """A batch submitted to job ``index``, replaced first if it is broken or stopped."""
         executor = self._executors[index]
+        # A job's one process was spawned by its first submit (warm_up, _replace): none spawns here.
         try:
-            with job.sigint_ignored_while_spawning():
-                return executor, executor.submit(job.judge_each, calls)
+            return executor, executor.submit(job.judge_each, calls)
         except (BrokenProcessPool, RuntimeError):
             self._replace(index, executor)
             executor = self._executors[index]
-            with job.sigint_ignored_while_spawning():
-                return executor, executor.submit(job.judge_each, calls)
+            return executor, executor.submit(job.judge_each, calls)
 
     def _batch_cases(self, index: int) -> int:
         """How many cases job ``index`` judges in about ``BATCH_SECONDS``: one until it has judged any."""
