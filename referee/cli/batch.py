@@ -392,10 +392,11 @@ def _newlines(block: bytes) -> int:
     return block.count(b"\n") + block.count(b"\r") - block.count(b"\r\n")
 
 
-def _lines_of(first: int, block: bytes) -> list[Line]:
+def _lines_of(first: int, block: bytes, errors: str = "strict") -> list[Line]:
     """The non-blank lines of a block, numbered from ``first``, each as ``open(..., encoding="utf-8")``
-    reads it (its newline ending it, \\r\\n and \\r read as \\n); UnicodeDecodeError when it is not UTF-8."""
-    text = block.decode("utf-8")
+    reads it (its newline ending it, \\r\\n and \\r read as \\n); UnicodeDecodeError when it is not UTF-8
+    (``errors="replace"``: bytes that are not UTF-8 read as U+FFFD instead, as the Ray run reads them)."""
+    text = block.decode("utf-8", errors)
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     parts = text.split("\n")
@@ -526,6 +527,13 @@ def chunk_size(cases: int, jobs: int) -> int:
     return max(1, min(CHUNK, cases // (jobs * CHUNKS_PER_JOB)))
 
 
+def load_judging(engine: str | None) -> None:
+    """Load what every case needs before the first is judged: the engine the cases default to,
+    and the judging code."""
+    engine_for(RuleSet(engine=Engine(engine)) if engine else RuleSet())
+    import referee.api.disputes  # noqa: F401
+
+
 @contextlib.contextmanager
 def _local_workers(args: argparse.Namespace) -> Iterator[Pool | None]:
     """The worker processes of a local run of more than one job (None otherwise), forked once
@@ -534,9 +542,7 @@ def _local_workers(args: argparse.Namespace) -> Iterator[Pool | None]:
     if args.target:
         yield None
         return
-    engine_for(RuleSet(engine=Engine(args.engine)) if args.engine else RuleSet())
-    import referee.api.disputes  # noqa: F401
-
+    load_judging(args.engine)
     # Judging a case makes thousands of short-lived objects, so the collector runs all the time;
     # what is loaded by now (the modules, the engine's tables: most of the heap) is taken out of
     # its sight, so it does not walk it again and again, in this process and in the workers
@@ -857,6 +863,8 @@ def _summary(counts: Counter[str], seconds: float, skipped: int) -> None:
 # The Ray run (referee.cli.cluster) and the shards' merge (referee.cli.merge) read ids, resume,
 # count and sum up as the local run does: the same functions.
 line_id = _line_id
+blocks = _blocks
+lines_of = _lines_of
 resume_ids = _resume_ids
 outcome_of = _outcome_of
 summary = _summary

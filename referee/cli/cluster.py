@@ -1,19 +1,25 @@
 """``remigio-referee batch --ray ADDRESS``: the batch judged on a Ray cluster, with Ray Data.
 
-Ray Data reads the input files (a path, a glob, a directory, or a URI pyarrow's file systems
-read: ``s3://``, ``gs://``, ``file://``), splits each into numbered lines, judges them in tasks
-spread over the cluster's CPUs and streams the verdicts out with backpressure: a bounded amount
-in flight whatever the input's size, a task lost with its worker or node run again. Each line is
-judged by ``batch.judge_line``, the function of the local run, so a verdict is the same bytes
-here as there.
+The input files (a path, a glob, a directory, or a URI pyarrow's file systems read: ``s3://``,
+``gs://``, ``file://``) are cut into pieces of ``PIECE_LINES`` lines, as bytes (a task per file,
+reading it as a stream: never a whole file in memory), and the pieces are judged by tasks spread
+over the cluster's CPUs, streamed with backpressure: a bounded amount in flight whatever the
+input's size, a task lost with its worker or node run again. Each line is judged by
+``batch.judge_line``, the function of the local run, so a verdict is the same bytes here as there.
 
 The verdicts go to standard output or a file (written by this process in the order of the input,
-so a run over one file writes what the local run writes), or to a directory (a name ending in
-``/``, an existing directory, a URI, or any ``--format parquet`` output), written by the cluster's
-tasks as Ray writes datasets: one file per write task, JSON lines or Parquet with a column per
-field of the verdict. A directory's files appear whole (written aside, then renamed, where the
-file system is local; an object store shows an object only once it is uploaded), so ``--resume``
-reads the ids of the files there and judges only the other cases.
+so a run over one file writes what the local run writes: each piece comes back as one text), or
+to a directory (a name ending in ``/``, an existing directory, a URI, or any ``--format parquet``
+output), written by the judging tasks themselves, a file per piece, JSON lines or Parquet with a
+column per field of the verdict; only the counts come back. A directory's files appear whole
+(written aside, then renamed, where the file system is local; an object store shows an object
+only once it is uploaded), and a piece's file has the same name however often its task is run
+again, so ``--resume`` reads the ids of the files there and judges only the other cases.
+
+Ray Data runs only where a Ray driver does. With Ray Client (``--ray ray://HOST:PORT``), this
+process is not one, so the driver is an actor in the cluster (``_Driver``): it reads the inputs
+and writes a directory as the cluster sees them, and hands the verdicts back here, piece by
+piece in order, to be written as a local run writes them.
 
 Ray and pyarrow are imported here only: the rest of the command line runs without them.
 """
@@ -22,29 +28,30 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
+import gc
 import io
 import json
 import logging
 import os
-import re
 import sys
 import time
 import uuid
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 from referee.cli import batch
 from referee.cli.batch import (
     EXIT_MALFORMED,
     EXIT_OK,
     EXIT_UNREACHABLE,
+    Judged,
     Line,
     Progress,
     judge_line,
+    judged,
     line_id,
-    outcome_of,
     resume_ids,
     summary,
 )
@@ -55,9 +62,9 @@ if TYPE_CHECKING:
     import pyarrow.fs as pafs
     from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
-SPLIT_LINES = 256  # lines per block handed to the judging tasks: small enough to spread a file
-JUDGE_BATCH = 512  # lines a judging task takes at once: amortises a task's overhead (about 1 ms)
-OUTCOME_PREFIX = "DISPUTE_OUTCOME_"
+SPLIT_LINES = 256  # lines per block of ``_lines``' dataset: small enough to spread a file
+PIECE_LINES = 512  # lines a judging task takes at once: its overhead (a task, a file written) spread over them
+CUTTERS = 2  # input files cut into pieces at once (reading, not judging: it takes no CPU of Ray's)
 PARTIAL = ".partial-"  # a file still being written (local file systems); never read, removed by --resume
 
 
@@ -68,6 +75,34 @@ class Place:
     fs: pafs.FileSystem
     path: str
     name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """A batch as the cluster's driver runs it, made from the command line (and sent into the
+    cluster as it is when the command runs outside it, through Ray Client)."""
+
+    input: str  # a path, glob, directory or URI; "-": standard input, given as pieces
+    output: str | None  # a directory, as named; None: the verdicts come back, in order
+    file_format: str
+    engine: str | None
+    done: frozenset[str]  # the ids already in an output file (--resume of a file)
+    resume: bool  # --resume over a directory: its ids are read where it is, by the driver
+    shard: Shard | None
+    strict: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """A job's inputs, output and ids already judged, as the driver finds them."""
+
+    inputs: tuple[Place, ...] | None
+    output: Place | None
+    done: frozenset[str]
+
+
+class _Refused(Exception):
+    """A job the driver cannot run as given (no input there, an output it cannot read)."""
 
 
 def run_batch(args: argparse.Namespace) -> int:
@@ -88,22 +123,32 @@ def run(args: argparse.Namespace) -> int:
         return _usage("--ray needs Ray: pip install 'remigio-referee[ray]'")
     if args.report:
         return _usage("--report is written by a local run (the Ray run writes verdicts only)")
-    if args.ray.startswith("ray://"):
-        # Ray Data 2.60 cannot execute a dataset from a Ray Client (its executor needs the
-        # driver's core worker): the driver has to run in the cluster.
-        return _usage(
-            "Ray Client (ray://) cannot run Ray Data: run the command in the cluster, "
-            "e.g. ray job submit --address http://HEAD:8265 -- remigio-referee batch ... --ray auto"
-        )
-    to_directory = args.format == "parquet" or _is_directory_output(args.output)
+    client = args.ray.startswith("ray://")
+    to_directory = args.format == "parquet" or _is_directory_output(args.output, client)
     if args.format == "parquet" and args.output == "-":
         return _usage("--format parquet writes a directory: give one with -o")
     try:
-        inputs = None if args.input == "-" else _input_files(args.input)
-        output = _place(args.output.rstrip("/")) if to_directory else None
-        done = _resume(args, output) if args.resume else set()
-    except (ValueError, OSError) as error:
-        return _usage(str(error))
+        # An output file is this machine's, wherever the cases are judged.
+        done = resume_ids(args.output) if args.resume and not to_directory else set()
+    except OSError as error:
+        return _usage(f"cannot read {args.output}: {error.strerror}")
+    job = Job(
+        input=args.input,
+        output=args.output.rstrip("/") if to_directory else None,
+        file_format=args.format,
+        engine=args.engine,
+        done=frozenset(done),
+        resume=args.resume and to_directory,
+        shard=args.shard,
+        strict=args.require_committed_shuffle,
+    )
+    plan = None
+    if not client:
+        # The inputs are this machine's too: a missing one is bad usage, found before joining.
+        try:
+            plan = _plan(job)
+        except _Refused as error:
+            return _usage(str(error))
     started = time.monotonic()
     try:
         _join(ray, args.ray)
@@ -112,31 +157,23 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_UNREACHABLE
     cpus = int(ray.cluster_resources().get("CPU", 0))
     print(f"ray: {cpus} CPUs, joined in {time.monotonic() - started:.2f} s", file=sys.stderr)
-    from ray.data import DataContext
-
-    # A file or standard output gets the verdicts in the order of the input, as from a local run;
-    # a directory's files need no order, and no task waits for an earlier one.
-    DataContext.get_current().execution_options.preserve_order = output is None
-    dataset = _verdicts(_lines(inputs), args, done, parquet=args.format == "parquet")
     progress = Progress(None, enabled=False)
-    counts: Counter[str] = Counter()
+    stdin = _stdin_pieces() if args.input == "-" else None
     try:
-        if output is not None:
-            sink = _directory_datasink(output, args.format)
-            # Writing asks less than a CPU, so Ray keeps it apart from judging. Each judged block
-            # is written as it comes, a file each: bundling blocks into larger files held
-            # verdicts in the object store until it was full, and the run waited for ever.
-            dataset.write_datasink(sink, ray_remote_args={"num_cpus": 0.25})
-            counts = sink.counts
+        if plan is None:
+            skipped, chunks = _through_client(ray, job, stdin)
         else:
-            counts = _write_in_order(dataset, args, progress)
+            skipped, chunks = len(plan.done), _judged(plan, job, stdin)
+        counts = _write(chunks, None if to_directory else args.output, args.resume, progress)
+    except _Refused as error:
+        return _usage(str(error))
     except OSError as error:
         print(f"\nremigio-referee batch: cannot write {args.output}: {error.strerror}", file=sys.stderr)
         return 2
     except Exception as error:  # noqa: BLE001 - the cluster failed the run: said in one line, what is written kept
         print(f"\nremigio-referee batch: the Ray run failed: {_first_line(error)}", file=sys.stderr)
         return EXIT_UNREACHABLE
-    summary(counts, progress.elapsed, skipped=len(done))
+    summary(counts, progress.elapsed, skipped=skipped)
     return EXIT_MALFORMED if counts["MALFORMED"] else EXIT_OK
 
 
@@ -151,7 +188,8 @@ def _first_line(error: BaseException) -> str:
 
 
 def _join(ray: Any, address: str) -> None:
-    """Connect to the cluster (``auto``: RAY_ADDRESS's, the one last started here, or a new local one)."""
+    """Connect to the cluster (``auto``: RAY_ADDRESS's, the one last started here, or a new local
+    one; ``ray://HOST:PORT``: through Ray Client, as a client and not a driver)."""
     # A token given as Ray reads it (RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH, ~/.ray/auth_token) is
     # sent: the clusters ``ray start`` makes ask for one. RAY_AUTH_MODE, when set, decides.
     if "RAY_AUTH_MODE" not in os.environ and (
@@ -160,22 +198,63 @@ def _join(ray: Any, address: str) -> None:
         or os.path.exists(os.path.expanduser("~/.ray/auth_token"))
     ):
         os.environ["RAY_AUTH_MODE"] = "token"
+    if address.startswith("ray://"):
+        logging.getLogger("ray.util.client").setLevel(logging.ERROR)
     ray.init(
         address=None if address == "auto" else address,
         logging_level=logging.ERROR,
         log_to_driver=False,
         ignore_reinit_error=True,
     )
+    # Ray Data's own progress bars on a terminal; elsewhere only the summary, as a local run.
+    _configure_data(progress_bars=sys.stderr.isatty())
+
+
+def _configure_data(progress_bars: bool) -> None:
+    """Ray Data's settings for the datasets this process makes (a dataset takes the context it is made in)."""
     from ray.data import DataContext
 
     logging.getLogger("ray.data").setLevel(logging.ERROR)
     context = DataContext.get_current()
-    # Ray Data's own progress bars on a terminal; elsewhere only the summary, as a local run.
-    context.enable_progress_bars = sys.stderr.isatty()
+    context.enable_progress_bars = progress_bars
     context.enable_auto_log_stats = False
-    # Blocks of about a megabyte (a dataset takes the context it is made in): a split file becomes
-    # blocks of SPLIT_LINES lines, judged by many tasks, not one block judged by one.
+    # Blocks of about a megabyte: a split file becomes many blocks, judged by many tasks, not
+    # one block judged by one.
     context.target_max_block_size = 1 << 20
+
+
+def _plan(job: Job) -> _Plan:
+    """The inputs, the output and the ids already judged of a job; _Refused when they cannot be read."""
+    try:
+        inputs = None if job.input == "-" else _input_files(job.input)
+        output = _place(job.output) if job.output is not None else None
+        done = frozenset(_resume_directory(output)) if job.resume and output is not None else job.done
+    except (ValueError, OSError) as error:
+        raise _Refused(str(error)) from None
+    return _Plan(inputs, output, done)
+
+
+def _write(chunks: Iterable[Judged], output: str | None, append: bool, progress: Progress) -> Counter[str]:
+    """The verdicts to ``output`` (a file, ``-`` for standard output), in the order they come, or
+    (None: a directory's, written already) only counted; their counts."""
+    sink = None
+    if output is not None:
+        sink = sys.stdout if output == "-" else open(output, "a" if append else "w", encoding="utf-8")
+    counts: Counter[str] = Counter()
+    try:
+        for chunk in chunks:
+            if not chunk.cases:
+                continue
+            if sink is not None:
+                # One write and one flush per piece, as locally: --resume cuts a line left half written.
+                sink.write(chunk.text)
+                sink.flush()
+            counts.update(dict(chunk.outcomes))
+            progress.step(chunk.cases)
+    finally:
+        if sink is not None and sink is not sys.stdout:
+            sink.close()
+    return counts
 
 
 # Inputs ----------------------------------------------------------------------------------------
@@ -267,101 +346,249 @@ def _split(files: pa.Table) -> Iterator[pa.Table]:
             yield _numbered(lines, first)
 
 
+# Pieces ----------------------------------------------------------------------------------------
+
+
+def _pieces(inputs: tuple[Place, ...] | None, stdin: list[pa.Table] | None) -> Any:
+    """A dataset of pieces of the input (``file``: its index, ``first``: the number of its first
+    line, ``data``: its bytes, whole lines), in the order of the files and their lines."""
+    import ray.data
+
+    if inputs is None:
+        return ray.data.from_arrow(stdin or [_piece_table([], [], [])])
+    files = ray.data.from_items(
+        [{"file": index, "path": place.path} for index, place in enumerate(inputs)], override_num_blocks=len(inputs)
+    )
+    # Cutting takes no CPU of Ray's: the judging tasks, a CPU each, take them all, and a cutting
+    # task waiting for one would hold the run up; it is reading, a small part of a core.
+    return files.map_batches(_Cut(inputs[0].fs), batch_size=1, batch_format="pyarrow", num_cpus=0, concurrency=CUTTERS)
+
+
+def _piece_table(files: list[int], firsts: list[int], data: list[bytes]) -> pa.Table:
+    import pyarrow as pa
+
+    return pa.table(
+        {
+            "file": pa.array(files, pa.int32()),
+            "first": pa.array(firsts, pa.int64()),
+            "data": pa.array(data, pa.binary()),
+        }
+    )
+
+
+def _stdin_pieces() -> list[pa.Table]:
+    """Standard input (this process's) as pieces, to hand to the cluster."""
+    return [_piece_table([0], [first], [data]) for first, data in batch.blocks(sys.stdin.buffer, PIECE_LINES)]
+
+
+@dataclass(frozen=True, slots=True)
+class _Cut:
+    """What a cutting task runs on a file: its bytes read as a stream, cut after a newline every
+    ``PIECE_LINES`` lines (as the local run cuts its blocks)."""
+
+    fs: pafs.FileSystem
+
+    def __call__(self, files: pa.Table) -> Iterator[pa.Table]:
+        for index, path in zip(files.column("file").to_pylist(), files.column("path").to_pylist()):
+            # The bytes as they are: a file named .gz is not the local run's to read either.
+            with self.fs.open_input_stream(path, compression=None) as stream:
+                for first, data in batch.blocks(cast(BinaryIO, stream), PIECE_LINES):
+                    yield _piece_table([index], [first], [data])
+
+
 # Judging -------------------------------------------------------------------------------------
-
-
-def _verdicts(lines: Any, args: argparse.Namespace, done: set[str], parquet: bool) -> Any:
-    """The dataset of verdicts: ``id``, ``outcome`` and ``verdict`` (the JSON line), or the
-    verdict's own fields as columns (``parquet``)."""
-    judge = _Judge(args.engine, frozenset(done), args.shard, args.require_committed_shuffle, parquet)
-    return lines.map_batches(judge, batch_size=JUDGE_BATCH, batch_format="pyarrow", num_cpus=1)
 
 
 @dataclass(frozen=True, slots=True)
 class _Judge:
-    """What a judging task runs on a batch of numbered lines (pickled once, sent with the tasks)."""
+    """What a judging task runs on pieces of the input (pickled once, sent with the tasks): their
+    verdicts, a row per piece (``text``: its verdict lines, ``cases``, ``outcomes``: their counts
+    as JSON), the text written to a file of ``output`` instead when it is given."""
 
     engine: str | None
     done: frozenset[str]
     shard: Shard | None
     strict: bool
-    parquet: bool
+    file_format: str
+    output: Place | None
+    run: str  # the run's mark in its files' names: a resumed run's files keep theirs
 
-    def __call__(self, batch: pa.Table) -> pa.Table:
+    def __call__(self, pieces: pa.Table) -> pa.Table:
         import pyarrow as pa
 
         from referee.api import handlers
 
+        _ready(self.engine)
         handlers.require_committed_shuffles(self.strict)
-        ids: list[str] = []
-        verdicts: list[str] = []
-        for number, text in zip(batch.column("number").to_pylist(), batch.column("text").to_pylist()):
-            if not text.strip():
-                continue
-            line = Line(number, text)
+        texts: list[str] = []
+        cases: list[int] = []
+        outcomes: list[str] = []
+        for file, first, data in zip(
+            pieces.column("file").to_pylist(), pieces.column("first").to_pylist(), pieces.column("data").to_pylist()
+        ):
+            # Bytes that are not UTF-8 read as U+FFFD, so their line gets its verdict.
+            lines = batch.lines_of(first, data, errors="replace")
             if self.done or self.shard is not None:
-                case_id = line_id(line)
-                if case_id in self.done or (self.shard is not None and not self.shard.holds(case_id)):
-                    continue
-            verdicts.append(judge_line(line, self.engine))
-        if self.parquet:
-            return pa.Table.from_pylist([json.loads(verdict) for verdict in verdicts], schema=verdict_schema())
-        ids = [_verdict_id(verdict) for verdict in verdicts]
-        outcomes = [_outcome(verdict) for verdict in verdicts]
+                lines = [line for line in lines if self._holds(line)]
+            verdicts = [judge_line(line, self.engine) for line in lines]
+            chunk = judged(verdicts)
+            if self.output is not None and verdicts:
+                self._write(file, first, chunk.text, verdicts)
+            texts.append(chunk.text if self.output is None else "")
+            cases.append(chunk.cases)
+            outcomes.append(json.dumps(dict(chunk.outcomes)))
         return pa.table(
             {
-                "id": pa.array(ids, pa.string()),
-                "outcome": pa.array(outcomes, pa.string()),
-                "verdict": pa.array(verdicts, pa.string()),
+                "text": pa.array(texts, pa.large_string()),
+                "cases": pa.array(cases, pa.int64()),
+                "outcomes": pa.array(outcomes, pa.string()),
             }
         )
 
+    def _holds(self, line: Line) -> bool:
+        case_id = line_id(line)
+        return case_id not in self.done and (self.shard is None or self.shard.holds(case_id))
 
-# The id is field 1 of the verdict and always set, so its line starts with it (batch.verdict_json).
-_ID = re.compile(r'\{"id":("(?:[^"\\]|\\.)*")')
+    def _write(self, file: int, first: int, text: str, verdicts: list[str]) -> None:
+        """A piece's verdicts as one file of the output directory, whole or not at all."""
+        import pyarrow as pa
+        import pyarrow.fs as pafs
+        import pyarrow.parquet as pq
+
+        assert self.output is not None
+        output = self.output
+        parquet = self.file_format == "parquet"
+        # Named by the piece: a task run again writes the same file again, never a second one.
+        name = f"{self.run}-{file:06d}-{first:010d}.{'parquet' if parquet else 'jsonl'}"
+        local = isinstance(output.fs, pafs.LocalFileSystem)
+        final = f"{output.path}/{name}"
+        path = f"{output.path}/{PARTIAL}{name}" if local else final
+        if parquet:
+            table = pa.Table.from_pylist([json.loads(verdict) for verdict in verdicts], schema=verdict_schema())
+            pq.write_table(table, path, filesystem=output.fs)
+        else:
+            with output.fs.open_output_stream(path) as stream:
+                stream.write(text.encode())
+        if local:
+            output.fs.move(path, final)  # whole or not at all: a rename
 
 
-def _verdict_id(verdict: str) -> str:
-    found = _ID.match(verdict)
-    return str(json.loads(found.group(1))) if found else str(json.loads(verdict)["id"])
+_LOADED: set[str | None] = set()  # the engines this worker process has loaded for judging
 
 
-def _outcome(verdict: str) -> str:
-    return OUTCOME_PREFIX + outcome_of(verdict)
+def _ready(engine: str | None) -> None:
+    """Load what judging needs once per worker process (Ray keeps a worker for the tasks that
+    follow), and take it out of the collector's sight, as the local workers do (batch's
+    ``_local_workers``): judging makes thousands of short-lived objects, and each collection would
+    walk the loaded heap again. Never given back: the worker keeps what it loaded."""
+    if engine in _LOADED:
+        return
+    batch.load_judging(engine)
+    gc.freeze()
+    _LOADED.add(engine)
 
 
-def _write_in_order(dataset: Any, args: argparse.Namespace, progress: Progress) -> Counter[str]:
-    """Write the verdicts to standard output or a file, in the order of the input; their counts."""
-    sink = sys.stdout if args.output == "-" else open(args.output, "a" if args.resume else "w", encoding="utf-8")
-    counts: Counter[str] = Counter()
+def _judged(plan: _Plan, job: Job, stdin: list[pa.Table] | None) -> Iterator[Judged]:
+    """The verdicts on a job's pieces as they come: in the order of the input for an output file
+    (or standard output), in no order for a directory (only counted: the tasks wrote them)."""
+    from ray.data import DataContext
+
+    # A file or standard output gets the verdicts in the order of the input, as from a local run;
+    # a directory's files need no order, and no task waits for an earlier one.
+    DataContext.get_current().execution_options.preserve_order = plan.output is None
+    if plan.output is not None:
+        plan.output.fs.create_dir(plan.output.path, recursive=True)
+    judge = _Judge(job.engine, plan.done, job.shard, job.strict, job.file_format, plan.output, uuid.uuid4().hex[:12])
+    verdicts = _pieces(plan.inputs, stdin).map_batches(judge, batch_size=1, batch_format="pyarrow", num_cpus=1)
+    for table in verdicts.iter_batches(batch_size=None, batch_format="pyarrow"):
+        for text, cases, outcomes in zip(
+            table.column("text").to_pylist(), table.column("cases").to_pylist(), table.column("outcomes").to_pylist()
+        ):
+            yield Judged(text, cases, tuple(json.loads(outcomes).items()))
+
+
+# Ray Client ------------------------------------------------------------------------------------
+
+
+class _Driver:
+    """The driver of a job run through Ray Client: an actor in the cluster (Ray Data runs only in
+    a Ray driver or worker), which hands the verdicts back a batch of pieces at a time."""
+
+    def __init__(self, job: Job, stdin: list[Any] | None) -> None:
+        import ray
+
+        _configure_data(progress_bars=False)
+        self.refused = ""
+        self.skipped = 0
+        self.chunks: Iterator[Judged] = iter(())
+        try:
+            plan = _plan(job)
+        except _Refused as error:
+            self.refused = str(error)
+            return
+        self.skipped = len(plan.done)
+        # Standard input came as objects the client put in the cluster.
+        tables = None if stdin is None else [ray.get(piece) for piece in stdin]
+        self.chunks = _judged(plan, job, tables)
+
+    def opened(self) -> tuple[str, int]:
+        """Why the job cannot run ("" when it can), and how many cases its output holds already."""
+        return self.refused, self.skipped
+
+    def take(self, most: int) -> list[Judged]:
+        """The next ``most`` pieces' verdicts, in order (fewer at the end; none when done)."""
+        taken = []
+        for chunk in self.chunks:
+            taken.append(chunk)
+            if len(taken) == most:
+                break
+        return taken
+
+
+CLIENT_TAKE = 4  # pieces handed back to the client at once: fewer round trips
+
+
+def _through_client(ray: Any, job: Job, stdin: list[pa.Table] | None) -> tuple[int, Iterator[Judged]]:
+    """Run the job on the driver actor of the cluster joined through Ray Client: the cases it
+    finds already judged, and the verdicts it hands back; _Refused when it cannot run the job."""
+    # No CPU of Ray's: the judging tasks take them all. Not restarted: a driver lost loses the
+    # run (what is written is kept, and --resume goes on from it).
+    driver = ray.remote(num_cpus=0, max_restarts=0)(_Driver).remote(
+        job, None if stdin is None else [ray.put(piece) for piece in stdin]
+    )
+    refused, skipped = ray.get(driver.opened.remote())
+    if refused:
+        ray.kill(driver)
+        raise _Refused(refused)
+    return skipped, _taken(ray, driver)
+
+
+def _taken(ray: Any, driver: Any) -> Iterator[Judged]:
     try:
-        for batch in dataset.iter_batches(batch_size=None, batch_format="pyarrow"):
-            verdicts = batch.column("verdict").to_pylist()
-            if not verdicts:
-                continue
-            # One write and one flush per batch, as locally: --resume cuts a line left half written.
-            sink.write("".join(f"{verdict}\n" for verdict in verdicts))
-            sink.flush()
-            counts.update(outcome.removeprefix(OUTCOME_PREFIX) for outcome in batch.column("outcome").to_pylist())
-            progress.step(len(verdicts))
+        # One request always ahead: the driver goes on while the verdicts before are written here.
+        ahead = driver.take.remote(CLIENT_TAKE)
+        while True:
+            chunks = ray.get(ahead)
+            if not chunks:
+                return
+            ahead = driver.take.remote(CLIENT_TAKE)
+            yield from chunks
     finally:
-        if sink is not sys.stdout:
-            sink.close()
-    return counts
+        ray.kill(driver)
 
 
 # Directory outputs -----------------------------------------------------------------------------
 
 
-def _is_directory_output(name: str) -> bool:
-    return name != "-" and (name.endswith("/") or "://" in name or os.path.isdir(name))
+def _is_directory_output(name: str, client: bool = False) -> bool:
+    """Whether ``-o`` names a directory: ending in ``/``, a URI, or (not through Ray Client, where
+    the directory is the cluster's) an existing directory here."""
+    return name != "-" and (name.endswith("/") or "://" in name or (not client and os.path.isdir(name)))
 
 
-def _resume(args: argparse.Namespace, output: Place | None) -> set[str]:
-    """The ids already written: of the output file (a cut last line removed, as locally), or of
-    the directory's files (a file left partial removed, its cases judged again)."""
-    if output is None:
-        return resume_ids(args.output)
+def _resume_directory(output: Place) -> set[str]:
+    """The ids already written to the directory's files (a file left partial removed, its cases
+    judged again)."""
     import pyarrow.fs as pafs
     import pyarrow.parquet as pq
 
@@ -385,54 +612,6 @@ def _resume(args: argparse.Namespace, output: Place | None) -> set[str]:
                     except (ValueError, KeyError, TypeError):
                         continue
     return done
-
-
-def _directory_datasink(output: Place, file_format: str) -> Any:
-    """A Ray datasink that writes each write task's verdicts to one file of the directory and
-    counts their outcomes (``.counts`` once written). Made here, so Ray is imported only when used."""
-    import pyarrow as pa
-    import pyarrow.fs as pafs
-    import pyarrow.parquet as pq
-    from ray.data import Datasink
-    from ray.data.block import BlockAccessor
-
-    class Verdicts(Datasink):
-        def __init__(self) -> None:
-            self.run = uuid.uuid4().hex[:12]  # files of another run (resumed) keep their names
-            self.counts: Counter[str] = Counter()
-
-        def get_name(self) -> str:
-            return "Verdicts"
-
-        def on_write_start(self, schema: Any = None) -> None:
-            output.fs.create_dir(output.path, recursive=True)
-
-        def write(self, blocks: Iterable[Any], ctx: Any) -> dict[str, int]:
-            tables = [BlockAccessor.for_block(block).to_arrow() for block in blocks]
-            tables = [table for table in tables if table.num_rows]
-            if not tables:
-                return {}
-            table = pa.concat_tables(tables)
-            name = f"{self.run}-{ctx.task_idx:06d}.{'parquet' if file_format == 'parquet' else 'jsonl'}"
-            local = isinstance(output.fs, pafs.LocalFileSystem)
-            final = f"{output.path}/{name}"
-            # A retried task writes the same name again: a file is never there twice.
-            path = f"{output.path}/{PARTIAL}{name}" if local else final
-            if file_format == "parquet":
-                pq.write_table(table, path, filesystem=output.fs)
-            else:
-                with output.fs.open_output_stream(path) as stream:
-                    stream.write("".join(f"{verdict}\n" for verdict in table.column("verdict").to_pylist()).encode())
-            if local:
-                output.fs.move(path, final)  # whole or not at all: a rename
-            outcomes = table.column("outcome").to_pylist()
-            return dict(Counter(outcome.removeprefix(OUTCOME_PREFIX) for outcome in outcomes))
-
-        def on_write_complete(self, write_result: Any) -> None:
-            for counted in write_result.write_returns:
-                self.counts.update(counted)
-
-    return Verdicts()
 
 
 # The Parquet schema ----------------------------------------------------------------------------
