@@ -25,16 +25,18 @@ RAY = Path(sys.executable).with_name("ray")
 STARTED = re.compile(r"ray start --address='([^']+)'")
 
 
-def ray_env(folder: Path) -> dict[str, str]:
+def ray_env(folder: Path, root: Path | None = None) -> dict[str, str]:
     """The environment of a cluster's processes and of the drivers that join it: its token, and
-    this checkout on the path (the workers import the referee from it)."""
+    this checkout (or the checkout ``root``: a baseline build) on the path (the workers import
+    the referee from it)."""
     token = folder / "auth_token"
     if not token.exists():
         folder.mkdir(parents=True, exist_ok=True)
         token.write_text(secrets.token_hex(32), encoding="utf-8")
-    root = str(Path(__file__).resolve().parent.parent)
+    here = str(Path(__file__).resolve().parent.parent)
+    first = str(root) if root else here
     env = {key: value for key, value in os.environ.items() if not key.startswith("RAY_")}
-    paths = [root, *(p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != root)]
+    paths = [first, *(p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p not in (first, here))]
     env.update(
         RAY_AUTH_MODE="token",
         RAY_AUTH_TOKEN_PATH=str(token),
@@ -46,7 +48,8 @@ def ray_env(folder: Path) -> dict[str, str]:
 
 class RayNode:
     """One Ray node of a local cluster: the head (``head=None``), or a node joining ``head``
-    (with the head's token; ``folder`` holds this node's log)."""
+    (with the head's token; ``folder`` holds this node's log), its workers importing the referee
+    of ``root`` (default: this checkout)."""
 
     def __init__(
         self,
@@ -56,6 +59,7 @@ class RayNode:
         cpus: int = 1,
         object_store_bytes: int = 100_000_000,
         timeout: float = 90,
+        root: Path | None = None,
     ) -> None:
         self.folder = folder
         folder.mkdir(parents=True, exist_ok=True)
@@ -78,7 +82,7 @@ class RayNode:
         with open(self.log, "w", encoding="utf-8") as log:
             self.process = subprocess.Popen(
                 args,
-                env=ray_env(head.folder if head else folder),
+                env=ray_env(head.folder if head else folder, root),
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,

@@ -114,7 +114,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--ray",
         metavar="ADDRESS",
         help="judge on a Ray cluster (the ray extra): auto (the cluster of RAY_ADDRESS, or a local one), "
-        "or host:port (its head); from outside the cluster, submit the command as a Ray job",
+        "host:port (its head), or ray://host:port (Ray Client, from outside the cluster: the input "
+        "and a directory output are then read and written where the cluster sees them)",
     )
     parser.add_argument(
         "--format",

@@ -65,6 +65,8 @@ if TYPE_CHECKING:
 SPLIT_LINES = 256  # lines per block of ``_lines``' dataset: small enough to spread a file
 PIECE_LINES = 512  # lines a judging task takes at once: its overhead (a task, a file written) spread over them
 CUTTERS = 2  # input files cut into pieces at once (reading, not judging: it takes no CPU of Ray's)
+CLIENT_TAKE = 4  # pieces handed back through Ray Client at once: fewer round trips
+CLIENT_ATTEMPTS = 3  # times a Ray Client connection is tried
 PARTIAL = ".partial-"  # a file still being written (local file systems); never read, removed by --resume
 
 
@@ -198,14 +200,24 @@ def _join(ray: Any, address: str) -> None:
         or os.path.exists(os.path.expanduser("~/.ray/auth_token"))
     ):
         os.environ["RAY_AUTH_MODE"] = "token"
-    if address.startswith("ray://"):
+    client = address.startswith("ray://")
+    if client:
         logging.getLogger("ray.util.client").setLevel(logging.ERROR)
-    ray.init(
-        address=None if address == "auto" else address,
-        logging_level=logging.ERROR,
-        log_to_driver=False,
-        ignore_reinit_error=True,
-    )
+    for attempt in range(1, CLIENT_ATTEMPTS + 1):
+        try:
+            ray.init(
+                address=None if address == "auto" else address,
+                logging_level=logging.ERROR,
+                log_to_driver=False,
+                ignore_reinit_error=True,
+            )
+            break
+        except ConnectionError:
+            # The head starts a server process for each client, which now and then dies as it
+            # starts (Ray 2.60, a busy machine): asked again, it starts another.
+            if not client or attempt == CLIENT_ATTEMPTS:
+                raise
+            time.sleep(attempt)
     # Ray Data's own progress bars on a terminal; elsewhere only the summary, as a local run.
     _configure_data(progress_bars=sys.stderr.isatty())
 
@@ -543,9 +555,6 @@ class _Driver:
             if len(taken) == most:
                 break
         return taken
-
-
-CLIENT_TAKE = 4  # pieces handed back to the client at once: fewer round trips
 
 
 def _through_client(ray: Any, job: Job, stdin: list[pa.Table] | None) -> tuple[int, Iterator[Judged]]:
