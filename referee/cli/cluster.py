@@ -63,9 +63,12 @@ if TYPE_CHECKING:
     from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 SPLIT_LINES = 256  # lines per block of ``_lines``' dataset: small enough to spread a file
-PIECE_LINES = 512  # lines a judging task takes at once: its overhead (a task, a file written) spread over them
+# Lines a judging task takes at once (about a second of work): Ray Data notices a task has ended
+# up to 0.1 s late (it waits on its tasks in rounds of 0.1 s), a gap in which the worker idles,
+# so the work of a task is kept long beside it; short enough that a file is spread over the CPUs.
+PIECE_LINES = 1024
 CUTTERS = 2  # input files cut into pieces at once (reading, not judging: it takes no CPU of Ray's)
-CLIENT_TAKE = 4  # pieces handed back through Ray Client at once: fewer round trips
+CLIENT_TAKE = 2  # pieces handed back through Ray Client at once (about 13 MB of deal verdicts)
 CLIENT_ATTEMPTS = 3  # times a Ray Client connection is tried
 PARTIAL = ".partial-"  # a file still being written (local file systems); never read, removed by --resume
 
