@@ -99,14 +99,14 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "parquet" and args.output == "-":
         return _usage("--format parquet writes a directory: give one with -o")
     try:
-        inputs = None if args.input == "-" else _input_files(args.input)
+        inputs = None if args.input == "-" else input_files(args.input)
         output = _place(args.output.rstrip("/")) if to_directory else None
         done = _resume(args, output) if args.resume else set()
     except (ValueError, OSError) as error:
         return _usage(str(error))
     started = time.monotonic()
     try:
-        _join(ray, args.ray)
+        join_cluster(ray, args.ray)
     except (ConnectionError, ValueError, RuntimeError) as error:
         print(f"remigio-referee batch: cannot join the Ray cluster at {args.ray}: {error}", file=sys.stderr)
         return EXIT_UNREACHABLE
@@ -134,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"\nremigio-referee batch: cannot write {args.output}: {error.strerror}", file=sys.stderr)
         return 2
     except Exception as error:  # noqa: BLE001 - the cluster failed the run: said in one line, what is written kept
-        print(f"\nremigio-referee batch: the Ray run failed: {_first_line(error)}", file=sys.stderr)
+        print(f"\nremigio-referee batch: the Ray run failed: {first_line(error)}", file=sys.stderr)
         return EXIT_UNREACHABLE
     summary(counts, progress.elapsed, skipped=len(done))
     return EXIT_MALFORMED if counts["MALFORMED"] else EXIT_OK
@@ -145,12 +145,12 @@ def _usage(message: str) -> int:
     return 2
 
 
-def _first_line(error: BaseException) -> str:
+def first_line(error: BaseException) -> str:
     text = str(error).strip().splitlines()
     return text[-1] if text else type(error).__name__
 
 
-def _join(ray: Any, address: str) -> None:
+def join_cluster(ray: Any, address: str) -> None:
     """Connect to the cluster (``auto``: RAY_ADDRESS's, the one last started here, or a new local one)."""
     # A token given as Ray reads it (RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH, ~/.ray/auth_token) is
     # sent: the clusters ``ray start`` makes ask for one. RAY_AUTH_MODE, when set, decides.
@@ -191,7 +191,7 @@ def _place(name: str) -> Place:
     return Place(pafs.LocalFileSystem(), os.path.abspath(name), name)
 
 
-def _input_files(name: str) -> tuple[Place, ...]:
+def input_files(name: str) -> tuple[Place, ...]:
     """The files an input names, sorted: the file itself, a directory's files (recursively, less
     the hidden ones and those starting with ``_``), or a glob's matches; ValueError when none."""
     import pyarrow.fs as pafs

@@ -8,6 +8,7 @@ verdict lines, byte for byte. Every subprocess and every wait is bounded.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import random
@@ -29,6 +30,7 @@ from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.api import jsonmsg
 from referee.api.records import request_of
 from referee.cli.shards import shard_of
+from referee.game.rules import Engine, RuleSet
 from referee.play.simulate import simulate
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.skipif(sys.platform != "linux", reason="/proc, signals")]
@@ -334,6 +336,56 @@ def test_shards_cover_every_case_once_and_merge_into_the_whole_runs_bytes(head: 
     write(outputs[2], lines[:-1])
     result = subprocess.run(merge, cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert result.returncode == 2 and "shard 2/3" in result.stderr and json.loads(lines[-1])["id"] in result.stderr
+
+
+# Fair play on Ray ------------------------------------------------------------------------------
+
+
+def fairplay(head: RayNode | None, *args: object) -> subprocess.CompletedProcess[str]:
+    """``remigio-referee fairplay`` to its end: on ``head``'s cluster, or locally (one job) when None."""
+    where = ["--ray", head.address] if head else []
+    env = ray_env(head.folder) if head else {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    return subprocess.run(
+        [sys.executable, "-m", "referee.cli", "fairplay", *map(str, args), *where],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+
+
+def test_fairplay_on_ray_is_the_local_runs_bytes_and_names_the_lines_left_out(head: RayNode, tmp_path: Path) -> None:
+    rules = RuleSet(engine=Engine.SEARCH)
+    lines = [jsonmsg.to_json(request_of(simulate(seed, 4, rules, max_turns=60))) for seed in range(9)]
+    folder = tmp_path / "records"
+    first = write(folder / "a.jsonl", lines[:5])
+    second = write(
+        folder / "b.jsonl", ["", lines[5], "not json", *lines[6:], lines[0].replace('"discard":"', '"discard":"ZZ', 1)]
+    )
+    local = fairplay(None, "--json", first, second)
+    assert local.returncode == 3, local.stderr
+    assert len(local.stdout.splitlines()) > 4
+    # A directory: its files reviewed in tasks, the rows summed by Ray's group-by.
+    on_ray = fairplay(head, "--json", folder)
+    assert on_ray.returncode == 3, on_ray.stderr
+    assert on_ray.stdout == local.stdout
+    left_out = [line for line in on_ray.stderr.splitlines() if line.startswith("remigio-referee fairplay: ")]
+    assert left_out == [line for line in local.stderr.splitlines() if line.startswith("remigio-referee fairplay: ")]
+    assert [line.split(": ")[1] for line in left_out] == [f"{second}:3", f"{second}:7"], left_out
+    assert "fairplay: 9 records reviewed, 2 left out" in on_ray.stderr
+    # A glob, the text form.
+    text = fairplay(head, folder / "a.*")
+    assert text.returncode == 0, text.stderr
+    assert text.stdout == fairplay(None, first).stdout and "flags:" in text.stdout
+
+
+def test_fairplay_on_ray_refuses_jobs_and_ray_client() -> None:
+    both = fairplay(None, EXAMPLES, "--ray", "auto", "--jobs", "2")
+    assert both.returncode == 2 and "--ray and --jobs" in both.stderr, both.stderr
+    if importlib.util.find_spec("ray") is not None:
+        client = fairplay(None, EXAMPLES, "--ray", "ray://127.0.0.1:10001")
+        assert client.returncode == 2 and "ray job submit" in client.stderr, client.stderr
 
 
 def test_the_shard_of_an_id_is_the_documented_hash() -> None:
