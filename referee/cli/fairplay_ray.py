@@ -16,12 +16,14 @@ own (its message the key), so it is named on stderr as locally, in the order of 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
+import os
 import sys
 import time
 from collections.abc import Iterator
 from dataclasses import fields
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from referee.cli import fairplay
 from referee.cli.batch import EXIT_UNREACHABLE
@@ -56,15 +58,11 @@ def run_fairplay(args: argparse.Namespace) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Review the files on the Ray cluster of ``args.ray``; the local run's output and exit status."""
-    from referee.cli.fairplay import EXIT_SKIPPED, format_json, format_text
-
     try:
         import pyarrow  # noqa: F401
         import ray
     except ImportError:
         return _usage("--ray needs Ray: pip install 'remigio-referee[ray]'")
-    from referee.cli.cluster import first_line, join_cluster
-
     if args.ray.startswith("ray://"):
         return _usage(
             "Ray Client (ray://) cannot run Ray Data: run the command in the cluster, "
@@ -77,6 +75,17 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, OSError) as error:
         return _usage(str(error))
     started = time.monotonic()
+    with results_only_on_stdout() as stdout:
+        try:
+            return _run(ray, args, sources, started, stdout)
+        finally:
+            ray.shutdown()  # before standard output is given back: Ray's threads print until then
+
+
+def _run(ray: Any, args: argparse.Namespace, sources: list[Source], started: float, stdout: TextIO) -> int:
+    from referee.cli.cluster import first_line, join_cluster
+    from referee.cli.fairplay import EXIT_SKIPPED, format_json, format_text
+
     try:
         join_cluster(ray, args.ray)
     except (ConnectionError, ValueError, RuntimeError) as error:
@@ -95,8 +104,8 @@ def run(args: argparse.Namespace) -> int:
     from referee.play.fairplay import judge
 
     results = judge(totals)
-    sys.stdout.write(format_json(results) if args.json else format_text(results))
-    sys.stdout.flush()
+    stdout.write(format_json(results) if args.json else format_text(results))
+    stdout.flush()
     seconds = time.monotonic() - started
     print(
         f"fairplay: {lines} records reviewed, {len(left_out)} left out, {seconds:.1f} s, "
@@ -104,6 +113,28 @@ def run(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return EXIT_SKIPPED if left_out else EXIT_OK
+
+
+@contextlib.contextmanager
+def results_only_on_stdout() -> Iterator[TextIO]:
+    """Standard output for the results alone: Ray's processes print what they see (a worker lost,
+    a task retried) on this process's standard output, so while the cluster runs, file
+    descriptor 1 is standard error and the results go to a copy of the real one."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        yield sys.stdout  # not a file (a test's buffer): nothing of Ray's reaches it
+        return
+    sys.stdout.flush()
+    kept = os.dup(fd)
+    os.dup2(sys.stderr.fileno(), fd)
+    results = open(os.dup(kept), "w", encoding="utf-8", closefd=True)
+    try:
+        yield results
+    finally:
+        results.close()
+        os.dup2(kept, fd)
+        os.close(kept)
 
 
 def _usage(message: str) -> int:
@@ -114,14 +145,17 @@ def _usage(message: str) -> int:
 # Inputs ----------------------------------------------------------------------------------------
 
 
-def _source(name: str) -> tuple[str, tuple[Place, ...] | None]:
+Source = tuple[str, "tuple[Place, ...] | None"]  # a name as given, and its files (None: stdin)
+
+
+def _source(name: str) -> Source:
     """An input as the name the user gave and its files (None: standard input)."""
     from referee.cli.cluster import input_files
 
     return name, None if name == "-" else input_files(name)
 
 
-def _lines(sources: list[tuple[str, tuple[Place, ...] | None]]) -> Any:
+def _lines(sources: list[Source]) -> Any:
     """A dataset of lines (``order``, ``where``, ``text``): every non-blank line of every input, in
     blocks of ``LINES_PER_BLOCK``; ``where`` names the file as the local run does, ``order`` sorts
     the left-out lines as the input has them."""

@@ -355,29 +355,70 @@ def fairplay(head: RayNode | None, *args: object) -> subprocess.CompletedProcess
     )
 
 
-def test_fairplay_on_ray_is_the_local_runs_bytes_and_names_the_lines_left_out(head: RayNode, tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def reviewed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """A folder of two files of records (two lines of the second left out) and the local run's
+    results over them."""
     rules = RuleSet(engine=Engine.SEARCH)
     lines = [jsonmsg.to_json(request_of(simulate(seed, 4, rules, max_turns=60))) for seed in range(9)]
-    folder = tmp_path / "records"
+    folder = tmp_path_factory.mktemp("fairplay") / "records"
     first = write(folder / "a.jsonl", lines[:5])
-    second = write(
-        folder / "b.jsonl", ["", lines[5], "not json", *lines[6:], lines[0].replace('"discard":"', '"discard":"ZZ', 1)]
-    )
+    bad_card = lines[0].replace('"discard":"', '"discard":"ZZ', 1)
+    second = write(folder / "b.jsonl", ["", lines[5], "not json", *lines[6:], bad_card])
     local = fairplay(None, "--json", first, second)
     assert local.returncode == 3, local.stderr
     assert len(local.stdout.splitlines()) > 4
+    return folder, local
+
+
+def _left_out(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("remigio-referee fairplay: ")]
+
+
+def test_fairplay_on_ray_is_the_local_runs_bytes_and_names_the_lines_left_out(
+    head: RayNode, reviewed: tuple[Path, subprocess.CompletedProcess[str]]
+) -> None:
+    folder, local = reviewed
     # A directory: its files reviewed in tasks, the rows summed by Ray's group-by.
     on_ray = fairplay(head, "--json", folder)
     assert on_ray.returncode == 3, on_ray.stderr
     assert on_ray.stdout == local.stdout
-    left_out = [line for line in on_ray.stderr.splitlines() if line.startswith("remigio-referee fairplay: ")]
-    assert left_out == [line for line in local.stderr.splitlines() if line.startswith("remigio-referee fairplay: ")]
-    assert [line.split(": ")[1] for line in left_out] == [f"{second}:3", f"{second}:7"], left_out
+    assert _left_out(on_ray.stderr) == _left_out(local.stderr)
+    second = folder / "b.jsonl"
+    assert [line.split(": ")[1] for line in _left_out(on_ray.stderr)] == [f"{second}:3", f"{second}:7"]
     assert "fairplay: 9 records reviewed, 2 left out" in on_ray.stderr
     # A glob, the text form.
     text = fairplay(head, folder / "a.*")
     assert text.returncode == 0, text.stderr
-    assert text.stdout == fairplay(None, first).stdout and "flags:" in text.stdout
+    assert text.stdout == fairplay(None, folder / "a.jsonl").stdout and "flags:" in text.stdout
+
+
+def test_fairplay_with_a_worker_killed_mid_run_counts_every_deal_once(
+    head: RayNode, reviewed: tuple[Path, subprocess.CompletedProcess[str]]
+) -> None:
+    folder, local = reviewed
+    raylets = set(head.pids())
+    command = [sys.executable, "-m", "referee.cli", "fairplay", "--json", str(folder), "--ray", head.address]
+    with subprocess.Popen(
+        command, cwd=ROOT, env=ray_env(head.folder), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as run:
+        killed = False
+        while run.poll() is None and not killed:
+            if workers := [pid for pid in _busy_workers(raylets, judging=False) if "_review" in _title(pid)]:
+                os.kill(workers[0], signal.SIGKILL)
+                killed = True
+            time.sleep(0.02)
+        stdout, stderr = run.communicate(timeout=200)
+    assert killed, f"no review task was seen running:\n{stderr}"
+    assert run.returncode == 3, stderr
+    assert stdout == local.stdout  # a deal counted twice or lost would move the sums
+
+
+def _title(pid: int) -> str:
+    try:
+        return (Path("/proc") / str(pid) / "cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
+    except OSError:
+        return ""
 
 
 def test_fairplay_on_ray_refuses_jobs_and_ray_client() -> None:
