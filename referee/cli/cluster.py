@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
         return _usage("--format parquet writes a directory: give one with -o")
     try:
         inputs = None if args.input == "-" else input_files(args.input)
-        output = _place(args.output.rstrip("/")) if to_directory else None
+        output = place_of(args.output.rstrip("/")) if to_directory else None
         done = _resume(args, output) if args.resume else set()
     except (ValueError, OSError) as error:
         return _usage(str(error))
@@ -181,7 +181,7 @@ def join_cluster(ray: Any, address: str) -> None:
 # Inputs ----------------------------------------------------------------------------------------
 
 
-def _place(name: str) -> Place:
+def place_of(name: str) -> Place:
     """The file system and path of a local path or URI."""
     import pyarrow.fs as pafs
 
@@ -196,8 +196,8 @@ def input_files(name: str) -> tuple[Place, ...]:
     the hidden ones and those starting with ``_``), or a glob's matches; ValueError when none."""
     import pyarrow.fs as pafs
 
-    glob = any(char in name for char in "*?[")
-    root = _place(name)
+    root = place_of(name)
+    glob = any(char in root.path for char in "*?[")  # the path's: a URI's query has a "?"
     if glob:
         # The folder above the first wildcard is listed, and its files matched against the pattern.
         head, _, _ = root.path.partition(next(c for c in root.path if c in "*?["))

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from referee.cli import fairplay
 from referee.cli.batch import EXIT_UNREACHABLE
+from referee.cli.cluster import first_line, input_files, join_cluster, place_of
 from referee.cli.common import EXIT_OK, EXIT_USAGE
 
 if TYPE_CHECKING:
@@ -83,7 +84,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(ray: Any, args: argparse.Namespace, sources: list[Source], started: float, stdout: TextIO) -> int:
-    from referee.cli.cluster import first_line, join_cluster
     from referee.cli.fairplay import EXIT_SKIPPED, format_json, format_text
 
     try:
@@ -150,7 +150,6 @@ Source = tuple[str, "tuple[Place, ...] | None"]  # a name as given, and its file
 
 def _source(name: str) -> Source:
     """An input as the name the user gave and its files (None: standard input)."""
-    from referee.cli.cluster import input_files
 
     return name, None if name == "-" else input_files(name)
 
@@ -169,7 +168,7 @@ def _lines(sources: list[Source]) -> Any:
             datasets.append(ray.data.from_arrow(tables or [_numbered([], index, "-")]))
             continue
         # A file named as itself is named so in messages; a directory's or a glob's by its path.
-        shown = {places[0].path: name} if len(places) == 1 and _is_plain(name) else {}
+        shown = {places[0].path: name} if len(places) == 1 and places[0].path == place_of(name).path else {}
         by_fs: dict[int, list[Place]] = {}
         for place in places:
             by_fs.setdefault(id(place.fs), []).append(place)
@@ -181,10 +180,6 @@ def _lines(sources: list[Source]) -> Any:
             # Less than a CPU, so Ray keeps it apart from reviewing: the blocks spread over tasks.
             datasets.append(files.map_batches(split, batch_size=1, batch_format="pyarrow", num_cpus=0.25))
     return datasets[0].union(*datasets[1:]) if len(datasets) > 1 else datasets[0]
-
-
-def _is_plain(name: str) -> bool:
-    return not any(char in name for char in "*?[")
 
 
 class _Split:

@@ -429,6 +429,88 @@ def test_fairplay_on_ray_refuses_jobs_and_ray_client() -> None:
         assert client.returncode == 2 and "ray job submit" in client.stderr, client.stderr
 
 
+# Object storage ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def bucket(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """An S3 bucket on a local S3-compatible server (moto's, a process on a port of its own); the
+    URI of its root, carrying the server's address and a key pair as pyarrow reads them."""
+    server = Path(sys.executable).with_name("moto_server")
+    if not server.exists():
+        pytest.skip("moto's S3 server is not installed (the dev extra)")
+    port = _free_port()
+    log = tmp_path_factory.mktemp("s3") / "server.log"
+    with open(log, "w", encoding="utf-8") as out:
+        process = subprocess.Popen(
+            [str(server), "-H", "127.0.0.1", "-p", str(port)], stdout=out, stderr=subprocess.STDOUT
+        )
+    try:
+        import pyarrow.fs as pafs
+
+        query = f"endpoint_override=127.0.0.1:{port}&scheme=http&region=us-east-1"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                fs, _ = pafs.FileSystem.from_uri(f"s3://key:secret@records?{query}&allow_bucket_creation=true")
+                fs.create_dir("records")
+                break
+            except OSError:
+                if time.monotonic() > deadline or process.poll() is not None:
+                    raise RuntimeError(log.read_text(encoding="utf-8")) from None
+                time.sleep(0.3)
+        yield f"s3://key:secret@records/{{}}?{query}"
+    finally:
+        process.kill()
+        process.wait(timeout=30)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _upload(uri: str, files: dict[str, bytes]) -> None:
+    import pyarrow.fs as pafs
+
+    fs, root = pafs.FileSystem.from_uri(uri)
+    for name, data in files.items():
+        with fs.open_output_stream(f"{root}/{name}") as stream:
+            stream.write(data)
+
+
+def test_records_in_a_bucket_judged_into_parquet_in_a_bucket_resumed_and_reviewed(
+    head: RayNode, bucket: str, tmp_path: Path, reviewed: tuple[Path, subprocess.CompletedProcess[str]]
+) -> None:
+    import pyarrow.fs as pafs
+    import pyarrow.parquet as pq
+
+    path = write(tmp_path / "cases.jsonl", dispute_lines() + record_lines(60))
+    expected = {json.loads(line)["id"]: json.loads(line) for line in local_verdicts(path, tmp_path).splitlines()}
+    _upload(bucket.format("day"), {"cases.jsonl": path.read_bytes()})
+    out = bucket.format("verdicts/")
+    result = batch(head, bucket.format("day/"), "-o", out, "--format", "parquet")
+    assert result.returncode == 3, result.stderr
+    fs, root = pafs.FileSystem.from_uri(out)
+    files = [info.path for info in fs.get_file_info(pafs.FileSelector(root)) if info.type == pafs.FileType.File]
+    assert files and all(name.endswith(".parquet") for name in files), files  # no partial file left behind
+    rows = {row["id"]: _without_nulls(row) for name in files for row in pq.read_table(name, filesystem=fs).to_pylist()}
+    assert rows == expected
+    again = batch(head, bucket.format("day/"), "-o", out, "--format", "parquet", "--resume")
+    assert again.returncode == 0, again.stderr
+    assert summary(again.stderr)["total"] == 0
+    assert re.search(rf"^resumed\s+{len(expected)}\b", again.stderr, re.M), again.stderr
+    # Fair play over records in the bucket: the local run's bytes.
+    folder, local = reviewed
+    _upload(bucket.format("deals"), {path.name: path.read_bytes() for path in sorted(folder.iterdir())})
+    on_ray = fairplay(head, "--json", bucket.format("deals/"))
+    assert on_ray.returncode == 3, on_ray.stderr
+    assert on_ray.stdout == local.stdout
+
+
 def test_the_shard_of_an_id_is_the_documented_hash() -> None:
     import hashlib
 
