@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 # A review costs about a tenth of a second: a few lines a block spread even a small file over
 # every CPU, and a task of a block still outweighs its overhead (about a millisecond).
-LINES_PER_BLOCK = 8
+LINES_PER_BLOCK = 4
 
 # What a row of the reviewed dataset is (the ``kind`` column).
 COUNTED = 0  # a player's or a pair's counts from one deal
@@ -94,7 +94,7 @@ def _run(ray: Any, args: argparse.Namespace, sources: list[Source], started: flo
     cpus = int(ray.cluster_resources().get("CPU", 0))
     print(f"ray: {cpus} CPUs, joined in {time.monotonic() - started:.2f} s", file=sys.stderr)
     try:
-        table = _summed(_reviewed(_lines(sources)))
+        table = _summed(_reviewed(_lines(sources)), partitions=max(1, cpus))
     except Exception as error:  # noqa: BLE001 - the cluster failed the run: said in one line
         print(f"remigio-referee fairplay: the Ray run failed: {first_line(error)}", file=sys.stderr)
         return EXIT_UNREACHABLE
@@ -289,12 +289,18 @@ def _reviewed(lines: Any) -> Any:
     return lines.map_batches(_review, batch_size=LINES_PER_BLOCK, batch_format="pyarrow", num_cpus=1)
 
 
-def _summed(reviewed: Any) -> pa.Table:
-    """The rows summed by their key with Ray's group-by; only the sums come back."""
+def _summed(reviewed: Any, partitions: int) -> pa.Table:
+    """The rows summed by their key with Ray's group-by, in ``partitions`` parts (Ray's default,
+    200, is hundreds of tasks for the rows of a small batch); only the sums come back."""
     import pyarrow as pa
+    from ray.data import DataContext
     from ray.data.aggregate import Max, Sum
+    from ray.data.context import ShuffleStrategy
 
-    summed = reviewed.groupby(list(KEYS)).aggregate(
+    # Tasks, not the hash shuffle's aggregating actors: a task lost with its node is run again
+    # from its inputs, and a small batch's sums take 2 s here instead of 5.
+    DataContext.get_current().shuffle_strategy = ShuffleStrategy.SORT_SHUFFLE_PULL_BASED
+    summed = reviewed.groupby(list(KEYS), num_partitions=partitions).aggregate(
         Sum("lines", alias_name="lines"),
         Max("order", alias_name="order"),
         *(Sum(name, alias_name=name) for name in _counts()),

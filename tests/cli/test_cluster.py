@@ -414,6 +414,31 @@ def test_fairplay_with_a_worker_killed_mid_run_counts_every_deal_once(
     assert stdout == local.stdout  # a deal counted twice or lost would move the sums
 
 
+def test_fairplay_with_a_node_that_leaves_mid_run_counts_every_deal_once(
+    head: RayNode, reviewed: tuple[Path, subprocess.CompletedProcess[str]], tmp_path: Path
+) -> None:
+    folder, local = reviewed
+    second = RayNode(tmp_path / "second", head=head, cpus=1)
+    command = [sys.executable, "-m", "referee.cli", "fairplay", "--json", str(folder), "--ray", head.address]
+    try:
+        raylets = set(second.pids())
+        with subprocess.Popen(
+            command, cwd=ROOT, env=ray_env(head.folder), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        ) as run:
+            left = False
+            while run.poll() is None and not left:
+                if _busy_workers(raylets, judging=False):
+                    second.stop()  # its raylet, object store and workers at once, mid-run
+                    left = True
+                time.sleep(0.02)
+            stdout, stderr = run.communicate(timeout=200)
+    finally:
+        second.stop()
+    assert left, f"no task of the run was seen on the second node:\n{stderr}"
+    assert run.returncode == 3, stderr
+    assert stdout == local.stdout
+
+
 def _title(pid: int) -> str:
     try:
         return (Path("/proc") / str(pid) / "cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
