@@ -3,7 +3,7 @@
     python -m bench.gateway [--seconds S] [--connections N] [--rounds R] [--concurrency C]
 
 One referee process (one worker) and Envoy in front of it (``--concurrency`` worker threads,
-default 1), both on loopback. Each round measures, one after the other with the same number of
+by default the gateway's own: two on a machine of two cores or more), both on loopback. Each round measures, one after the other with the same number of
 closed-loop connections: native gRPC straight to the referee, native gRPC through the gateway,
 and JSON over HTTP/1.1 through the gateway, all asking SolveHand for the same hand; the order of
 the three turns by one place each round, so no mode always runs first or last. Calls a second,
@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench import h2client
+from gateway.__main__ import DEFAULT_CONCURRENCY
 from gateway.envoy import GatewayConfig, render
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 
@@ -180,7 +181,7 @@ def json_mode(name: str, port: int, connections: int, seconds: float) -> Mode:
 class Stack:
     """The referee and Envoy in front of it, on loopback."""
 
-    def __init__(self, folder: Path, concurrency: int = 1) -> None:
+    def __init__(self, folder: Path, concurrency: int = DEFAULT_CONCURRENCY) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("REMIGIO_")}
         self.referee = subprocess.Popen(
             [sys.executable, "-m", "referee.server", "--port", "0", "--trusted-proxies", "127.0.0.1/32",
@@ -242,7 +243,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=5.0, help="per mode and round (default 5)")
     parser.add_argument("--connections", type=int, default=8, help="closed-loop connections (default 8)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds; the median round's figures are kept (default 3)")
-    parser.add_argument("--concurrency", type=int, default=1, help="Envoy's worker threads (default 1)")
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=DEFAULT_CONCURRENCY,
+        help=f"Envoy's worker threads (default {DEFAULT_CONCURRENCY}: the gateway's own default)",
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         stack = Stack(Path(tmp), args.concurrency)

@@ -40,6 +40,9 @@ BUILD = ROOT / "build" / "gateway"
 # `serve` takes each option from REMIGIO_GATEWAY_<OPTION> too (--tls-cert: REMIGIO_GATEWAY_TLS_CERT),
 # as the referee's `serve` takes REMIGIO_*; a flag wins over its variable.
 ENV_PREFIX = "REMIGIO_GATEWAY_"
+# Envoy's worker threads: two keep the transcoding of one call from waiting behind another's on
+# a machine of two cores or more (bench.gateway measures this default).
+DEFAULT_CONCURRENCY = min(2, os.cpu_count() or 1)
 
 
 def _host_port(text: str) -> tuple[str, int]:
@@ -411,7 +414,7 @@ def _parser(environ: Mapping[str, str]) -> tuple[argparse.ArgumentParser, dict[s
     started = commands.add_parser("run", help="run the referee and Envoy on loopback")
     _add_config_options(started, listen="127.0.0.1:8080", upstream="127.0.0.1:50051")
     started.set_defaults(access_log="/dev/stdout")
-    started.add_argument("--concurrency", type=int, default=min(2, os.cpu_count() or 1), help="Envoy's worker threads")
+    started.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY, help="Envoy's worker threads")
     started.add_argument("referee_args", nargs="*", help="more `remigio-referee serve` options, after --")
     alone = commands.add_parser("serve", help="run Envoy alone, configured by the options and REMIGIO_GATEWAY_*")
     _add_config_options(alone, listen="127.0.0.1:8080", upstream="127.0.0.1:50051", environ=environ)

@@ -97,7 +97,7 @@ def build_parser(serving: bool = True) -> argparse.ArgumentParser:
     batch.set_defaults(run=run_batch)
 
     from referee.cli.fairplay import add_arguments as add_fairplay_arguments
-    from referee.cli.fairplay import run as run_fairplay
+    from referee.cli.fairplay_ray import run_fairplay
 
     fairplay = commands.add_parser("fairplay", help="fair-play statistics and flags over deal records (JSON lines)")
     add_fairplay_arguments(fairplay)

@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import gc
-import io
 import json
 import logging
 import os
@@ -62,7 +61,6 @@ if TYPE_CHECKING:
     import pyarrow.fs as pafs
     from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
-SPLIT_LINES = 256  # lines per block of ``_lines``' dataset: small enough to spread a file
 # Lines a judging task takes at once (about a second of work): Ray Data notices a task has ended
 # up to 0.1 s late (it waits on its tasks in rounds of 0.1 s), a gap in which the worker idles,
 # so the work of a task is kept long beside it; short enough that a file is spread over the CPUs.
@@ -156,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
             return _usage(str(error))
     started = time.monotonic()
     try:
-        _join(ray, args.ray)
+        join_cluster(ray, args.ray)
     except (ConnectionError, ValueError, RuntimeError) as error:
         print(f"remigio-referee batch: cannot join the Ray cluster at {args.ray}: {error}", file=sys.stderr)
         return EXIT_UNREACHABLE
@@ -176,7 +174,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"\nremigio-referee batch: cannot write {args.output}: {error.strerror}", file=sys.stderr)
         return 2
     except Exception as error:  # noqa: BLE001 - the cluster failed the run: said in one line, what is written kept
-        print(f"\nremigio-referee batch: the Ray run failed: {_first_line(error)}", file=sys.stderr)
+        print(f"\nremigio-referee batch: the Ray run failed: {first_line(error)}", file=sys.stderr)
         return EXIT_UNREACHABLE
     summary(counts, progress.elapsed, skipped=skipped)
     return EXIT_MALFORMED if counts["MALFORMED"] else EXIT_OK
@@ -187,12 +185,12 @@ def _usage(message: str) -> int:
     return 2
 
 
-def _first_line(error: BaseException) -> str:
+def first_line(error: BaseException) -> str:
     text = str(error).strip().splitlines()
     return text[-1] if text else type(error).__name__
 
 
-def _join(ray: Any, address: str) -> None:
+def join_cluster(ray: Any, address: str) -> None:
     """Connect to the cluster (``auto``: RAY_ADDRESS's, the one last started here, or a new local
     one; ``ray://HOST:PORT``: through Ray Client, as a client and not a driver)."""
     # A token given as Ray reads it (RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH, ~/.ray/auth_token) is
@@ -241,8 +239,8 @@ def _configure_data(progress_bars: bool) -> None:
 def _plan(job: Job) -> _Plan:
     """The inputs, the output and the ids already judged of a job; _Refused when they cannot be read."""
     try:
-        inputs = None if job.input == "-" else _input_files(job.input)
-        output = _place(job.output) if job.output is not None else None
+        inputs = None if job.input == "-" else input_files(job.input)
+        output = place_of(job.output) if job.output is not None else None
         done = frozenset(_resume_directory(output)) if job.resume and output is not None else job.done
     except (ValueError, OSError) as error:
         raise _Refused(str(error)) from None
@@ -275,7 +273,7 @@ def _write(chunks: Iterable[Judged], output: str | None, append: bool, progress:
 # Inputs ----------------------------------------------------------------------------------------
 
 
-def _place(name: str) -> Place:
+def place_of(name: str) -> Place:
     """The file system and path of a local path or URI."""
     import pyarrow.fs as pafs
 
@@ -285,13 +283,13 @@ def _place(name: str) -> Place:
     return Place(pafs.LocalFileSystem(), os.path.abspath(name), name)
 
 
-def _input_files(name: str) -> tuple[Place, ...]:
+def input_files(name: str) -> tuple[Place, ...]:
     """The files an input names, sorted: the file itself, a directory's files (recursively, less
     the hidden ones and those starting with ``_``), or a glob's matches; ValueError when none."""
     import pyarrow.fs as pafs
 
-    glob = any(char in name for char in "*?[")
-    root = _place(name)
+    root = place_of(name)
+    glob = any(char in root.path for char in "*?[")  # the path's: a URI's query has a "?"
     if glob:
         # The folder above the first wildcard is listed, and its files matched against the pattern.
         head, _, _ = root.path.partition(next(c for c in root.path if c in "*?["))
@@ -312,53 +310,6 @@ def _input_files(name: str) -> tuple[Place, ...]:
     if not files:
         raise ValueError(f"{name}: no input files there")
     return tuple(Place(root.fs, path, path) for path in files)
-
-
-def _lines(inputs: tuple[Place, ...] | None) -> Any:
-    """A dataset of numbered lines (``number``, ``text``) in the order of the files and their lines."""
-    import ray.data
-
-    if inputs is None:
-        # Standard input is this process's: read here and handed to the cluster in blocks.
-        stdin = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
-        tables = [_numbered(lines, first) for lines, first in _blocks(stdin)]
-        return ray.data.from_arrow(tables) if tables else ray.data.from_arrow(_numbered([], 1))
-    files = ray.data.read_binary_files([place.path for place in inputs], filesystem=inputs[0].fs)
-    # Splitting asks less than a CPU, so Ray keeps it apart from judging (operators of different
-    # resources are not fused): each file's lines come out as many blocks, judged in parallel.
-    return files.map_batches(_split, batch_size=1, batch_format="pyarrow", num_cpus=0.25)
-
-
-def _blocks(source: Iterable[str]) -> Iterator[tuple[list[str], int]]:
-    """Lines in blocks of ``SPLIT_LINES``, each with the number of its first line."""
-    block: list[str] = []
-    first = 1
-    for number, text in enumerate(source, start=1):
-        if not block:
-            first = number
-        block.append(text)
-        if len(block) == SPLIT_LINES:
-            yield block, first
-            block = []
-    if block:
-        yield block, first
-
-
-def _numbered(lines: list[str], first: int) -> pa.Table:
-    import pyarrow as pa
-
-    return pa.table(
-        {"number": pa.array(range(first, first + len(lines)), pa.int64()), "text": pa.array(lines, pa.string())}
-    )
-
-
-def _split(files: pa.Table) -> Iterator[pa.Table]:
-    """A file's bytes as blocks of numbered lines, read as the local run reads a file (universal
-    newlines); bytes that are not UTF-8 are read as U+FFFD, so their line gets its verdict."""
-    for data in files.column("bytes").to_pylist():
-        text = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors="replace")
-        for lines, first in _blocks(text):
-            yield _numbered(lines, first)
 
 
 # Pieces ----------------------------------------------------------------------------------------

@@ -41,6 +41,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--progress", action="store_true", help="a progress line on stderr even when it is not a terminal"
     )
+    parser.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        help="review on a Ray cluster (the ray extra): auto (the cluster of RAY_ADDRESS, or a local one), "
+        "or HOST:PORT; FILE may then also be a glob, a directory or a URI (s3://, gs://, file://)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

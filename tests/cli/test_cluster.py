@@ -8,6 +8,7 @@ verdict lines, byte for byte. Every subprocess and every wait is bounded.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import random
@@ -29,6 +30,7 @@ from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.api import jsonmsg
 from referee.api.records import request_of
 from referee.cli.shards import shard_of
+from referee.game.rules import Engine, RuleSet
 from referee.play.simulate import simulate
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.skipif(sys.platform != "linux", reason="/proc, signals")]
@@ -334,6 +336,204 @@ def test_shards_cover_every_case_once_and_merge_into_the_whole_runs_bytes(head: 
     write(outputs[2], lines[:-1])
     result = subprocess.run(merge, cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert result.returncode == 2 and "shard 2/3" in result.stderr and json.loads(lines[-1])["id"] in result.stderr
+
+
+# Fair play on Ray ------------------------------------------------------------------------------
+
+
+def fairplay(head: RayNode | None, *args: object) -> subprocess.CompletedProcess[str]:
+    """``remigio-referee fairplay`` to its end: on ``head``'s cluster, or locally (one job) when None."""
+    where = ["--ray", head.address] if head else []
+    env = ray_env(head.folder) if head else {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    return subprocess.run(
+        [sys.executable, "-m", "referee.cli", "fairplay", *map(str, args), *where],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+
+
+@pytest.fixture(scope="module")
+def reviewed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """A folder of two files of records (two lines of the second left out) and the local run's
+    results over them."""
+    rules = RuleSet(engine=Engine.SEARCH)
+    lines = [jsonmsg.to_json(request_of(simulate(seed, 4, rules, max_turns=60))) for seed in range(9)]
+    folder = tmp_path_factory.mktemp("fairplay") / "records"
+    first = write(folder / "a.jsonl", lines[:5])
+    bad_card = lines[0].replace('"discard":"', '"discard":"ZZ', 1)
+    second = write(folder / "b.jsonl", ["", lines[5], "not json", *lines[6:], bad_card])
+    local = fairplay(None, "--json", first, second)
+    assert local.returncode == 3, local.stderr
+    assert len(local.stdout.splitlines()) > 4
+    return folder, local
+
+
+def _left_out(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("remigio-referee fairplay: ")]
+
+
+def test_fairplay_on_ray_is_the_local_runs_bytes_and_names_the_lines_left_out(
+    head: RayNode, reviewed: tuple[Path, subprocess.CompletedProcess[str]]
+) -> None:
+    folder, local = reviewed
+    # A directory: its files reviewed in tasks, the rows summed by Ray's group-by.
+    on_ray = fairplay(head, "--json", folder)
+    assert on_ray.returncode == 3, on_ray.stderr
+    assert on_ray.stdout == local.stdout
+    assert _left_out(on_ray.stderr) == _left_out(local.stderr)
+    second = folder / "b.jsonl"
+    assert [line.split(": ")[1] for line in _left_out(on_ray.stderr)] == [f"{second}:3", f"{second}:7"]
+    assert "fairplay: 9 records reviewed, 2 left out" in on_ray.stderr
+    # A glob, the text form.
+    text = fairplay(head, folder / "a.*")
+    assert text.returncode == 0, text.stderr
+    assert text.stdout == fairplay(None, folder / "a.jsonl").stdout and "flags:" in text.stdout
+
+
+def test_fairplay_with_a_worker_killed_mid_run_counts_every_deal_once(
+    head: RayNode, reviewed: tuple[Path, subprocess.CompletedProcess[str]]
+) -> None:
+    folder, local = reviewed
+    raylets = set(head.pids())
+    command = [sys.executable, "-m", "referee.cli", "fairplay", "--json", str(folder), "--ray", head.address]
+    with subprocess.Popen(
+        command, cwd=ROOT, env=ray_env(head.folder), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as run:
+        killed = False
+        while run.poll() is None and not killed:
+            if workers := [pid for pid in _busy_workers(raylets, judging=False) if "_review" in _title(pid)]:
+                os.kill(workers[0], signal.SIGKILL)
+                killed = True
+            time.sleep(0.02)
+        stdout, stderr = run.communicate(timeout=200)
+    assert killed, f"no review task was seen running:\n{stderr}"
+    assert run.returncode == 3, stderr
+    assert stdout == local.stdout  # a deal counted twice or lost would move the sums
+
+
+def test_fairplay_with_a_node_that_leaves_mid_run_counts_every_deal_once(
+    head: RayNode, reviewed: tuple[Path, subprocess.CompletedProcess[str]], tmp_path: Path
+) -> None:
+    folder, local = reviewed
+    second = RayNode(tmp_path / "second", head=head, cpus=1)
+    command = [sys.executable, "-m", "referee.cli", "fairplay", "--json", str(folder), "--ray", head.address]
+    try:
+        raylets = set(second.pids())
+        with subprocess.Popen(
+            command, cwd=ROOT, env=ray_env(head.folder), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        ) as run:
+            left = False
+            while run.poll() is None and not left:
+                if _busy_workers(raylets, judging=False):
+                    second.stop()  # its raylet, object store and workers at once, mid-run
+                    left = True
+                time.sleep(0.02)
+            stdout, stderr = run.communicate(timeout=200)
+    finally:
+        second.stop()
+    assert left, f"no task of the run was seen on the second node:\n{stderr}"
+    assert run.returncode == 3, stderr
+    assert stdout == local.stdout
+
+
+def _title(pid: int) -> str:
+    try:
+        return (Path("/proc") / str(pid) / "cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def test_fairplay_on_ray_refuses_jobs_and_ray_client() -> None:
+    both = fairplay(None, EXAMPLES, "--ray", "auto", "--jobs", "2")
+    assert both.returncode == 2 and "--ray and --jobs" in both.stderr, both.stderr
+    if importlib.util.find_spec("ray") is not None:
+        client = fairplay(None, EXAMPLES, "--ray", "ray://127.0.0.1:10001")
+        assert client.returncode == 2 and "ray job submit" in client.stderr, client.stderr
+
+
+# Object storage ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def bucket(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """An S3 bucket on a local S3-compatible server (moto's, a process on a port of its own); the
+    URI of its root, carrying the server's address and a key pair as pyarrow reads them."""
+    server = Path(sys.executable).with_name("moto_server")
+    if not server.exists():
+        pytest.skip("moto's S3 server is not installed (the dev extra)")
+    port = _free_port()
+    log = tmp_path_factory.mktemp("s3") / "server.log"
+    with open(log, "w", encoding="utf-8") as out:
+        process = subprocess.Popen(
+            [str(server), "-H", "127.0.0.1", "-p", str(port)], stdout=out, stderr=subprocess.STDOUT
+        )
+    try:
+        import pyarrow.fs as pafs
+
+        query = f"endpoint_override=127.0.0.1:{port}&scheme=http&region=us-east-1"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                fs, _ = pafs.FileSystem.from_uri(f"s3://key:secret@records?{query}&allow_bucket_creation=true")
+                fs.create_dir("records")
+                break
+            except OSError:
+                if time.monotonic() > deadline or process.poll() is not None:
+                    raise RuntimeError(log.read_text(encoding="utf-8")) from None
+                time.sleep(0.3)
+        yield f"s3://key:secret@records/{{}}?{query}"
+    finally:
+        process.kill()
+        process.wait(timeout=30)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _upload(uri: str, files: dict[str, bytes]) -> None:
+    import pyarrow.fs as pafs
+
+    fs, root = pafs.FileSystem.from_uri(uri)
+    for name, data in files.items():
+        with fs.open_output_stream(f"{root}/{name}") as stream:
+            stream.write(data)
+
+
+def test_records_in_a_bucket_judged_into_parquet_in_a_bucket_resumed_and_reviewed(
+    head: RayNode, bucket: str, tmp_path: Path, reviewed: tuple[Path, subprocess.CompletedProcess[str]]
+) -> None:
+    import pyarrow.fs as pafs
+    import pyarrow.parquet as pq
+
+    path = write(tmp_path / "cases.jsonl", dispute_lines() + record_lines(60))
+    expected = {json.loads(line)["id"]: json.loads(line) for line in local_verdicts(path, tmp_path).splitlines()}
+    _upload(bucket.format("day"), {"cases.jsonl": path.read_bytes()})
+    out = bucket.format("verdicts/")
+    result = batch(head, bucket.format("day/"), "-o", out, "--format", "parquet")
+    assert result.returncode == 3, result.stderr
+    fs, root = pafs.FileSystem.from_uri(out)
+    files = [info.path for info in fs.get_file_info(pafs.FileSelector(root)) if info.type == pafs.FileType.File]
+    assert files and all(name.endswith(".parquet") for name in files), files  # no partial file left behind
+    rows = {row["id"]: _without_nulls(row) for name in files for row in pq.read_table(name, filesystem=fs).to_pylist()}
+    assert rows == expected
+    again = batch(head, bucket.format("day/"), "-o", out, "--format", "parquet", "--resume")
+    assert again.returncode == 0, again.stderr
+    assert summary(again.stderr)["total"] == 0
+    assert re.search(rf"^resumed\s+{len(expected)}\b", again.stderr, re.M), again.stderr
+    # Fair play over records in the bucket: the local run's bytes.
+    folder, local = reviewed
+    _upload(bucket.format("deals"), {path.name: path.read_bytes() for path in sorted(folder.iterdir())})
+    on_ray = fairplay(head, "--json", bucket.format("deals/"))
+    assert on_ray.returncode == 3, on_ray.stderr
+    assert on_ray.stdout == local.stdout
 
 
 def test_the_shard_of_an_id_is_the_documented_hash() -> None:
