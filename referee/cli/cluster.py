@@ -66,7 +66,6 @@ if TYPE_CHECKING:
 # so the work of a task is kept long beside it; short enough that a file is spread over the CPUs.
 PIECE_LINES = 1024
 CUTTERS = 2  # input files cut into pieces at once (reading, not judging: it takes no CPU of Ray's)
-CODEC = "lz4"  # how a piece's verdicts travel back to the driver
 CLIENT_TAKE = 2  # pieces handed back through Ray Client at once (about 13 MB of deal verdicts)
 CLIENT_ATTEMPTS = 3  # times a Ray Client connection is tried
 PARTIAL = ".partial-"  # a file still being written (local file systems); never read, removed by --resume
@@ -387,8 +386,7 @@ class _Judge:
 
         _ready(self.engine)
         handlers.require_committed_shuffles(self.strict)
-        texts: list[bytes] = []
-        sizes: list[int] = []
+        texts: list[str] = []
         cases: list[int] = []
         outcomes: list[str] = []
         for file, first, data in zip(
@@ -402,18 +400,12 @@ class _Judge:
             chunk = judged(verdicts)
             if self.output is not None and verdicts:
                 self._write(file, first, chunk.text, verdicts)
-            text = chunk.text.encode() if self.output is None else b""
-            # Deal verdicts are about 6.5 kB of JSON each, and each piece's crosses the object
-            # store (and, from another node, the network) to the driver: LZ4 makes them about a
-            # seventh of that for a few percent of the judging's CPU.
-            texts.append(pa.compress(text, codec=CODEC, asbytes=True) if text else b"")
-            sizes.append(len(text))
+            texts.append(chunk.text if self.output is None else "")
             cases.append(chunk.cases)
             outcomes.append(json.dumps(dict(chunk.outcomes)))
         return pa.table(
             {
-                "text": pa.array(texts, pa.binary()),
-                "size": pa.array(sizes, pa.int64()),
+                "text": pa.array(texts, pa.large_string()),
                 "cases": pa.array(cases, pa.int64()),
                 "outcomes": pa.array(outcomes, pa.string()),
             }
@@ -474,17 +466,11 @@ def _judged(plan: _Plan, job: Job, stdin: list[pa.Table] | None) -> Iterator[Jud
         plan.output.fs.create_dir(plan.output.path, recursive=True)
     judge = _Judge(job.engine, plan.done, job.shard, job.strict, job.file_format, plan.output, uuid.uuid4().hex[:12])
     verdicts = _pieces(plan.inputs, stdin).map_batches(judge, batch_size=1, batch_format="pyarrow", num_cpus=1)
-    import pyarrow as pa
-
     for table in verdicts.iter_batches(batch_size=None, batch_format="pyarrow"):
-        for text, size, cases, outcomes in zip(
-            table.column("text").to_pylist(),
-            table.column("size").to_pylist(),
-            table.column("cases").to_pylist(),
-            table.column("outcomes").to_pylist(),
+        for text, cases, outcomes in zip(
+            table.column("text").to_pylist(), table.column("cases").to_pylist(), table.column("outcomes").to_pylist()
         ):
-            plain = pa.decompress(text, decompressed_size=size, codec=CODEC, asbytes=True) if size else b""
-            yield Judged(plain.decode(), cases, tuple(json.loads(outcomes).items()))
+            yield Judged(text, cases, tuple(json.loads(outcomes).items()))
 
 
 # Ray Client ------------------------------------------------------------------------------------
