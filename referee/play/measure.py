@@ -597,19 +597,34 @@ class _Filler:
             return None
         return chosen if cores(0, left, short) else None
 
+    def rich(self, kept: int) -> bool:
+        """Whether the jokers there are could fill every place of a completion keeping ``kept``
+        natural cards (no joker limit): then whatever is unseen, every way a completion may hold
+        can be filled, and a core set's value and outs are tables of its cores (``_sizes_fit``,
+        ``_rich_cards``).
+
+        Why: a way of ``n`` cards of a core is in some completion only if ``n`` and the least sizes
+        of the other cores (their cards kept) add up to at most 10, so its empty places are at
+        most ``10 - kept``; the places it needs jokers for are among its empty places, and with no
+        joker limit a group's cap is all its places; so it is fillable on its own (``fillable``)
+        when ``supply >= 10 - kept``. Filtering the ways by what is unseen then drops only ways
+        no completion holds."""
+        return self.limit is JokerLimit.UNLIMITED and self.supply >= SHOWN - kept
+
     def value(self, cores: tuple[Core, ...], kept: int, floor: int) -> int:
         """The highest overlap of a completion of ``cores`` (``kept`` natural cards), or -1 when it
         is below ``floor``."""
+        if self.rich(kept):
+            # Jokers could fill every place: any completion whose sizes add up to 10 will do.
+            top = kept + min(self.jokers, SHOWN - kept)
+            if top < floor:
+                return -1
+            return top if _sizes_fit(cores, self.wrap) else -1
         lists = self.lists(cores)
         if lists is None:
             return -1
         free = MOST_GROUPS - len(cores)
         top = kept + min(self.jokers, SHOWN - kept)
-        if self.limit is JokerLimit.UNLIMITED and self.supply >= SHOWN - kept:
-            # Jokers could fill every place: any completion whose sizes add up to 10 will do.
-            if top < floor:
-                return -1
-            return top if self.sizes_fit(cores, free) else -1
         for target in range(top, max(floor, 0) - 1, -1):
             extra = target - kept
 
@@ -643,36 +658,31 @@ class _Filler:
             out.append(mine)
         return out
 
-    def potential(self, cores: tuple[Core, ...]) -> frozenset[int]:
-        """Every unseen card some completion of ``cores`` could draw (a bound, feasibility aside:
-        what the ways each core can fill on its own draw, at sizes that make 10 cards)."""
+    def potential(self, cores: tuple[Core, ...], kept: int) -> frozenset[int]:
+        """Every unseen card some completion of ``cores`` (``kept`` natural cards) could draw (a
+        bound, feasibility aside: what the ways each core can fill on its own draw, at sizes that
+        make 10 cards)."""
+        if self.rich(kept):
+            return self.collect_rich(cores)
         if self.lists(cores) is None:
             return frozenset()
-        return self.collect_rich(cores)
-
-    def sizes_fit(self, cores: tuple[Core, ...], free: int) -> bool:
-        """Whether one way of each core and up to ``free`` groups drawn whole can make 10 cards
-        (``lists`` has listed the cores' ways)."""
-        reach = 1  # bit a: some choice of sizes adds up to a (at most 10)
-        for core in cores:
-            step = 0
-            for n in self.sizes[core]:
-                step |= reach << n
-            reach = step & _UP_TO_SHOWN
-        return bool(reach >> SHOWN & 1) or (free > 0 and bool(reach & _ROOM_LEFT))
+        key = (cores, -1)
+        known = self.outs.get(key)
+        if known is None:
+            sizes = tuple(self.sizes[core] for core in cores)
+            known = self.outs[key] = _rich_cards(cores, sizes, self.wrap) & self.support
+        return known
 
     def collect_rich(self, cores: tuple[Core, ...]) -> frozenset[int]:
-        """``collect`` when the jokers there are could fill every place (no joker limit): then every
+        """``collect`` when the jokers there are could fill every place (``rich``): then every
         completion whose sizes add up to 10 can be filled, with any one place taking any card it
         may hold and jokers in the others, so the outs are what those completions' places hold
         (``_rich_cards``: a table of the cores and the sizes of their ways, whatever is unseen)."""
         key = (cores, -2)
         known = self.outs.get(key)
-        if known is not None:
-            return known
-        found = _rich_cards(cores, tuple(self.sizes[core] for core in cores), self.wrap) & self.support
-        self.outs[key] = found
-        return found
+        if known is None:
+            known = self.outs[key] = _rich_cards(cores, _all_sizes(cores, self.wrap), self.wrap) & self.support
+        return known
 
     def slots(
         self, cores: tuple[Core, ...], lists: Sequence[Sequence[tuple[Completion, int]]]
@@ -711,22 +721,22 @@ class _Filler:
 
     def collect(self, cores: tuple[Core, ...], kept: int, target: int, outs: set[int]) -> None:
         """Add to ``outs`` the cards some completion of ``cores`` of overlap ``target`` draws."""
+        jokers = self.jokers
+        if SHOWN - kept <= jokers:
+            return  # the hand's jokers fill every place: nothing is drawn
+        if self.rich(kept):
+            outs |= self.collect_rich(cores)
+            return
         lists = self.lists(cores)
         if lists is None:
             return
         support = self.support
         extra = target - kept
-        jokers = self.jokers
-        if SHOWN - kept <= jokers:
-            return  # the hand's jokers fill every place: nothing is drawn
 
         def base(groups: list[Completion]) -> bool:
             return min(jokers, self.room(groups)) >= extra and self.exact(groups)
 
         free = MOST_GROUPS - len(cores)
-        if self.limit is JokerLimit.UNLIMITED and self.supply >= SHOWN - kept:
-            outs |= self.collect_rich(cores)
-            return
         slots = self.slotted.get(cores)
         if slots is None:
             slots = self.slotted[cores] = self.slots(cores, lists)
@@ -859,6 +869,31 @@ def _rich_cards(cores: tuple[Core, ...], sizes: tuple[frozenset[int], ...], wrap
 
 
 @lru_cache(maxsize=1 << 14)
+def _core_sizes(core: Core, wrap: bool) -> frozenset[int]:
+    """The sizes of the ways to complete ``core``."""
+    return frozenset(n for n, options in enumerate(_completions(core, wrap)) if options)
+
+
+@lru_cache(maxsize=1 << 16)
+def _all_sizes(cores: tuple[Core, ...], wrap: bool) -> tuple[frozenset[int], ...]:
+    """The sizes of the ways to complete each of ``cores``."""
+    return tuple(_core_sizes(core, wrap) for core in cores)
+
+
+@lru_cache(maxsize=1 << 16)
+def _sizes_fit(cores: tuple[Core, ...], wrap: bool) -> bool:
+    """Whether one way of each of ``cores`` and groups drawn whole (up to three groups in all)
+    can make 10 cards."""
+    reach = 1  # bit a: some choice of sizes adds up to a (at most 10)
+    for sizes in _all_sizes(cores, wrap):
+        step = 0
+        for n in sizes:
+            step |= reach << n
+        reach = step & _UP_TO_SHOWN
+    return bool(reach >> SHOWN & 1) or (len(cores) < MOST_GROUPS and bool(reach & _ROOM_LEFT))
+
+
+@lru_cache(maxsize=1 << 14)
 def _core_drawable(core: Core, wrap: bool) -> tuple[frozenset[int], ...]:
     """What the ways to complete ``core`` may draw, by group size (index: size)."""
     return tuple(frozenset().union(*(_drawable(o) for o in options)) for options in _completions(core, wrap))
@@ -965,7 +1000,7 @@ def overlap(hand: Counts, unseen: Counts, shape: _Shape, want_outs: bool) -> tup
     if want_outs and 0 <= best < SHOWN:
         outs |= color_outs.get(best, set())
         for cores, kept, value in found:
-            if value == best and not filler.potential(cores) <= outs:
+            if value == best and not filler.potential(cores, kept) <= outs:
                 filler.collect(cores, kept, value, outs)
     return best, frozenset(outs)
 
@@ -1004,15 +1039,23 @@ def throw_overlaps(held: Counts, unseen: Counts, shape: _Shape) -> dict[int, tup
             for t in serves:
                 best[t] = max(best[t], value)
             found.append((cores, kept, value, serves))
-    # Each throw's outs, from the core sets that serve it, each adding only the cards not yet found
-    # (a core set that could draw nothing new is skipped).
+    # Each throw's outs, from the core sets of its best value that serve it, each adding only the
+    # cards not yet found (a core set that could draw nothing new is skipped; its bound on what it
+    # could draw is the same for every throw it serves).
+    serving: dict[int, list[tuple[tuple[Core, ...], int, int, frozenset[int]]]] = {t: [] for t in kinds}
+    for cores, kept, value, serves in found:
+        mine = [t for t in serves if value == best[t] < SHOWN]
+        if mine:
+            entry = (cores, kept, value, filler.potential(cores, kept))
+            for t in mine:
+                serving[t].append(entry)
     out: dict[int, tuple[int, frozenset[int]]] = {}
     for t in kinds:
         outs: set[int] = set()
         if 0 <= best[t] < SHOWN:
             outs |= colors[t].get(best[t], set())
-            for cores, kept, value, serves in found:
-                if value == best[t] and t in serves and not filler.potential(cores) <= outs:
+            for cores, kept, value, potential in serving[t]:
+                if not potential <= outs:
                     filler.collect(cores, kept, value, outs)
         out[t] = (best[t], frozenset(outs))
     return out
@@ -1141,5 +1184,7 @@ def forget_measures() -> None:
     _core_sets.cache_clear()
     _hand_cores.cache_clear()
     _rich_cards.cache_clear()
+    _all_sizes.cache_clear()
+    _sizes_fit.cache_clear()
     _left_kinds.cache_clear()
     _points.cache_clear()
