@@ -351,6 +351,9 @@ class _Filler:
         self.absent = sum([1 << c for c in range(JOKER_INDEX) if not unseen[c]])
         self.caps = [joker_cap(shape.limit, n) for n in range(SHOWN + 1)]  # by group size
         self.shorts: dict[Completion, int] = {}
+        # ``rich`` from this many natural cards kept (never, under a joker limit).
+        self.rich_from = SHOWN - self.supply if shape.limit is JokerLimit.UNLIMITED else SHOWN + 1
+        self.deficits: dict[Completion, int] = {}
         self.drawn: dict[int, list[tuple[Completion, int]]] = {}
         self.ways: dict[Core, list[tuple[Completion, int]]] = {}
         self.sizes: dict[Core, frozenset[int]] = {}  # the sizes of each core's ways
@@ -382,6 +385,15 @@ class _Filler:
             s = -1
         self.shorts[option] = s
         return s
+
+    def deficit(self, option: Completion) -> int:
+        """The jokers ``option`` needs on its own: its places no unseen natural card can take."""
+        known = self.deficits.get(option)
+        if known is None:
+            _, need, rank, many = option
+            known = sum([1 for c in need if not self.unseen[c]]) + max(0, many - self.free[rank])
+            self.deficits[option] = known
+        return known
 
     def fillable(self, table: Iterable[tuple[Completion, int, int]]) -> list[tuple[Completion, int]]:
         """The options of ``table`` (each with its run places' cards as bits and its places) that
@@ -497,6 +509,15 @@ class _Filler:
         """``exact`` with no joker limit, where a group's cap is all its places: whether the jokers
         there are cover the places no unseen natural card can take and, with a place forced, the
         places left can still hold the hand's jokers."""
+        places = _apart(groups, forced)
+        if places >= 0:
+            # No card and no rank is asked for by the places of two groups (``_apart``): the
+            # jokers needed are each group's own (``deficit``); a forced card takes a place of its
+            # group that asked for it, out of copies no other group may take, so it leaves the
+            # count of jokers needed as it was.
+            if forced is not None and (not self.unseen[forced[1]] or places - 1 < min(self.jokers, places)):
+                return False
+            return sum([self.deficit(option) for option in groups]) <= self.supply
         unseen = self.unseen
         spec: dict[int, int] = {}
         pool: dict[int, int] = {}
@@ -609,7 +630,7 @@ class _Filler:
         joker limit a group's cap is all its places; so it is fillable on its own (``fillable``)
         when ``supply >= 10 - kept``. Filtering the ways by what is unseen then drops only ways
         no completion holds."""
-        return self.limit is JokerLimit.UNLIMITED and self.supply >= SHOWN - kept
+        return kept >= self.rich_from
 
     def value(self, cores: tuple[Core, ...], kept: int, floor: int) -> int:
         """The highest overlap of a completion of ``cores`` (``kept`` natural cards), or -1 when it
@@ -625,6 +646,12 @@ class _Filler:
             return -1
         free = MOST_GROUPS - len(cores)
         top = kept + min(self.jokers, SHOWN - kept)
+        if self.limit is JokerLimit.UNLIMITED:
+            # Every place may hold a joker: every completion keeps ``top`` (its room, 10 - kept,
+            # holds the hand's jokers up to it).
+            if top < floor:
+                return -1
+            return top if self.find(lists, (), free, self.exact) is not None else -1
         for target in range(top, max(floor, 0) - 1, -1):
             extra = target - kept
 
@@ -633,8 +660,6 @@ class _Filler:
 
             if self.find(lists, (), free, accept) is not None:
                 return target
-            if self.limit is JokerLimit.UNLIMITED:
-                break  # every completion keeps as many jokers
         return -1
 
     def lists(self, cores: tuple[Core, ...]) -> list[list[tuple[Completion, int]]] | None:
@@ -732,9 +757,18 @@ class _Filler:
             return
         support = self.support
         extra = target - kept
+        unlimited = self.limit is JokerLimit.UNLIMITED
+        base: Callable[[list[Completion]], bool]
+        if unlimited:
+            # With no joker limit the room of a completion is all its places, 10 - kept (more
+            # than the hand's jokers, see above): it holds the jokers kept, and one more.
+            if min(jokers, SHOWN - kept) < extra:
+                return
+            base = self.exact
+        else:
 
-        def base(groups: list[Completion]) -> bool:
-            return min(jokers, self.room(groups)) >= extra and self.exact(groups)
+            def base(groups: list[Completion]) -> bool:
+                return min(jokers, self.room(groups)) >= extra and self.exact(groups)
 
         free = MOST_GROUPS - len(cores)
         slots = self.slotted.get(cores)
@@ -760,8 +794,10 @@ class _Filler:
             at = found.index(option) if k < 0 else at
             for c in sorted(wanted):
                 if c == _JK:
-                    if self.room(found) > jokers or self.find(
-                        mine_lists, fixed, drawn_groups, lambda g: self.room(g) > jokers and base(g)
+                    if (
+                        unlimited
+                        or self.room(found) > jokers
+                        or self.find(mine_lists, fixed, drawn_groups, lambda g: self.room(g) > jokers and base(g))
                     ):
                         outs.add(c)
                     continue
@@ -780,6 +816,38 @@ _NEVER = 1 << 20
 _UP_TO_SHOWN = (1 << (SHOWN + 1)) - 1  # the bits of sums 0 to 10
 _ROOM_LEFT = (1 << (SHOWN - MIN_GROUP_SIZE + 1)) - 1  # sums 0 to 7: room for a group drawn whole
 _NONE_DRAWN = [{0: 0}]  # no group drawn whole: none needs a joker
+
+
+@lru_cache(maxsize=1 << 14)
+def _asks(option: Completion) -> tuple[int, int, int]:
+    """What the places of ``option`` ask for: its run places' cards (bits by card index), the ranks
+    of those cards (bits by rank) and the rank its same-rank places take (a bit, 0: none)."""
+    _, need, rank, many = option
+    return sum(1 << c for c in need), sum(1 << _RANK[c] for c in need), (1 << rank) if many else 0
+
+
+def _apart(groups: Sequence[Completion], forced: tuple[int, int] | None) -> int:
+    """The places of ``groups`` when no card is asked for by two run places and no rank by a
+    same-rank group and any other place (and ``forced``, if given, is a card its group's places
+    ask for); -1 otherwise.
+
+    Then the unseen natural cards one group's places may take are no other group's, so the
+    jokers the groups need together are the sum of each one's."""
+    cards = ranks = pools = places = 0
+    for option in groups:
+        need_bits, need_ranks, pool = _asks(option)
+        if need_bits & cards or pool & (ranks | pools) or need_ranks & pools:
+            return -1
+        cards |= need_bits
+        ranks |= need_ranks
+        pools |= pool
+        places += len(option[1]) + option[3]
+    if forced is not None:
+        at, card = forced
+        need_bits, _, pool = _asks(groups[at])
+        if not (need_bits >> card & 1 or (card < JOKER_INDEX and pool >> _RANK[card] & 1)):
+            return -1
+    return places
 
 
 def _least_by_size(mine: Sequence[tuple[Completion, int]]) -> dict[int, int]:
