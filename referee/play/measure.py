@@ -39,6 +39,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import product
+from operator import itemgetter
 from typing import cast
 
 from referee.game.cards import CARD_BY_INDEX, CARD_KINDS, JOKER_INDEX, RANKS_PER_SUIT, Card
@@ -144,15 +145,30 @@ def _packed(cards: Iterable[int]) -> int:
     return sum(1 << (_FIELD * c) for c in cards)
 
 
-# A core of a hand: (cards kept, the least size of its group, the cards packed, its order in the
-# walk by lowest card, the core).
-_HandCore = tuple[int, int, int, tuple[int, int], Core]
+# A core of a hand: (cards kept, the least size of its group, the cards packed, its place in the
+# order of the walk (largest first, then by lowest card), the core).
+_HandCore = tuple[int, int, int, int, Core]
+
+
+@lru_cache(maxsize=1 << 16)
+def _hand_cores_of(
+    x: int, same: tuple[tuple[int, int], ...], above: tuple[int, ...], wrap: bool
+) -> tuple[_HandCore, ...]:
+    """``_cores_of`` those that fit in 10 cards, as entries of ``_hand_cores`` (a table of the
+    cards alone: hands share most of their cores)."""
+    found: list[_HandCore] = []
+    for n, (core, size) in enumerate(_cores_of(x, same, above, wrap)):
+        if size <= SHOWN:
+            kept = len(core[1])
+            found.append((kept, size, _packed(core[1]), (SHOWN + 1 - kept) << 20 | x << 12 | n, core))
+    return tuple(found)
 
 
 @lru_cache(maxsize=1 << 12)
-def _hand_cores(naturals: tuple[int, ...], wrap: bool) -> tuple[int, tuple[_HandCore, ...]]:
-    """Every core of the hand ``naturals`` (each once, by its lowest card), largest first, and the
-    hand packed with its guard bits set."""
+def _hand_cores(naturals: tuple[int, ...], wrap: bool) -> tuple[int, tuple[_HandCore, ...], tuple[int, ...]]:
+    """Every core of the hand ``naturals`` (each once, by its lowest card), largest first; the
+    hand packed with its guard bits set; and by a number of cards ``n`` (0 to all of them), where
+    the cores of at most ``n`` cards start in that order."""
     counts: dict[int, int] = {}
     for i in naturals:
         counts[i] = counts.get(i, 0) + 1
@@ -161,12 +177,11 @@ def _hand_cores(naturals: tuple[int, ...], wrap: bool) -> tuple[int, tuple[_Hand
         counts[x] -= 1  # its other cards are of higher indices: a lower card would be the lowest
         same = tuple((i, counts[i]) for i in range(x, JOKER_INDEX, RANKS_PER_SUIT) if counts.get(i, 0))
         above = tuple(i for i in range(x + 1, (_SUIT[x] + 1) * RANKS_PER_SUIT) if counts.get(i, 0))
-        for n, (core, size) in enumerate(_cores_of(x, same, above, wrap)):
-            if size <= SHOWN:
-                found.append((len(core[1]), size, _packed(core[1]), (x, n), core))
+        found += _hand_cores_of(x, same, above, wrap)
         counts[x] += 1
-    found.sort(key=lambda entry: (-entry[0], entry[3]))
-    return _packed(naturals) | _GUARD, tuple(found)
+    found.sort(key=itemgetter(3))
+    starts = tuple(sum(1 for entry in found if entry[0] > n) for n in range(len(naturals) + 1))
+    return _packed(naturals) | _GUARD, tuple(found), starts
 
 
 @lru_cache(maxsize=1 << 16)
@@ -176,40 +191,37 @@ def _core_sets(naturals: tuple[int, ...], left_out: int, wrap: bool) -> tuple[tu
 
     The hand's cores are listed once; a set is chosen largest core first (so the first keeps at
     least a third of the cards kept, the second half of the rest, the third exactly what is left),
-    and its cores fit in the hand together when their packed sum borrows no guard bit."""
+    and its cores fit in the hand together when their packed sum borrows no guard bit. The cores
+    of each number of cards are a block of that order (``_hand_cores``), so each choice starts
+    at the first core small enough, and the third runs over the cores of its exact size alone."""
     keep = len(naturals) - left_out
     if keep <= 0:
         return ((),) if keep == 0 else ()
-    room, cores = _hand_cores(naturals, wrap)
+    room, cores, starts = _hand_cores(naturals, wrap)
     found: list[tuple[Core, ...]] = []
     total = len(cores)
-    for i in range(total):
+    for i in range(starts[keep], total):
         li, si, pi, _, ci = cores[i]
         if li * MOST_GROUPS < keep:
             break
-        if li > keep:
-            continue
         if li == keep:
             found.append((ci,))
             continue
         rest = keep - li
-        for j in range(i, total):
+        for j in range(max(i, starts[rest]), total):
             lj, sj, pj, _, cj = cores[j]
             if lj * 2 < rest:
                 break
-            if lj > rest or si + sj > SHOWN or (room - pi - pj) & _GUARD != _GUARD:
+            if si + sj > SHOWN or (room - pi - pj) & _GUARD != _GUARD:
                 continue
             if lj == rest:
                 found.append((ci, cj))
                 continue
             last = rest - lj
-            for k in range(j, total):
-                lk, sk, pk, _, ck = cores[k]
-                if lk < last:
-                    break
-                if lk > last or si + sj + sk > SHOWN or (room - pi - pj - pk) & _GUARD != _GUARD:
-                    continue
-                found.append((ci, cj, ck))
+            for k in range(max(j, starts[last]), starts[last - 1]):
+                sk, pk, ck = cores[k][1], cores[k][2], cores[k][4]
+                if si + sj + sk <= SHOWN and (room - pi - pj - pk) & _GUARD == _GUARD:
+                    found.append((ci, cj, ck))
     return tuple(found)
 
 
