@@ -366,6 +366,7 @@ class _Filler:
         # ``rich`` from this many natural cards kept (never, under a joker limit).
         self.rich_from = SHOWN - self.supply if shape.limit is JokerLimit.UNLIMITED else SHOWN + 1
         self.deficits: dict[Completion, int] = {}
+        self.draws: dict[Completion, frozenset[int]] = {}
         self.drawn: dict[int, list[tuple[Completion, int]]] = {}
         self.ways: dict[Core, list[tuple[Completion, int]]] = {}
         self.sizes: dict[Core, frozenset[int]] = {}  # the sizes of each core's ways
@@ -733,7 +734,6 @@ class _Filler:
         whole = self.whole() if free else _NONE_DRAWN
         supply = self.supply
         slots: list[tuple[int, Completion, int, frozenset[int]]] = []
-        support = self.support
         for k, mine in enumerate(lists):
             rest = cores[:k] + cores[k + 1 :]
             others = self.combined.get(rest)
@@ -744,7 +744,7 @@ class _Filler:
             else:  # no group drawn whole: the others make the 10 cards alone
                 bounds = {n: others.get(SHOWN - n, _NEVER) for n in least[k]}
             slots += [
-                (k, option, short, _drawable(option) & support)
+                (k, option, short, self.draws_of(option))
                 for option, short in mine
                 if short + bounds[option[0]] <= supply
             ]
@@ -753,8 +753,16 @@ class _Filler:
             for n in range(MIN_GROUP_SIZE, SHOWN + 1):
                 pairs = self.drawn_of(n)
                 bound = _best_total(all_cores, whole[free - 1], SHOWN - n)
-                slots += [(-1, o, short, _drawable(o) & support) for o, short in pairs if short + bound <= supply]
+                slots += [(-1, o, short, self.draws_of(o)) for o, short in pairs if short + bound <= supply]
         return slots
+
+    def draws_of(self, option: Completion) -> frozenset[int]:
+        """The unseen cards a filling of ``option`` may draw (remembered: the groups drawn whole
+        are slots of every core set)."""
+        known = self.draws.get(option)
+        if known is None:
+            known = self.draws[option] = _drawable(option) & self.support
+        return known
 
     def collect(self, cores: tuple[Core, ...], kept: int, target: int, outs: set[int]) -> None:
         """Add to ``outs`` the cards some completion of ``cores`` of overlap ``target`` draws."""
@@ -803,6 +811,13 @@ class _Filler:
             if found is None:
                 continue
             found = list(found)
+            if unlimited and _apart(found, None) >= 0:
+                # Each wanted card is one this option's places ask for and is unseen, and no other
+                # group asks for it or its rank: it takes one of those places and the jokers needed
+                # stay the same (``_fills``), the places left (more than the hand's jokers, see
+                # above) still hold them.
+                outs |= wanted
+                continue
             at = found.index(option) if k < 0 else at
             for c in sorted(wanted):
                 if c == _JK:
