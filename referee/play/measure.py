@@ -367,10 +367,13 @@ class _Filler:
         self.rich_from = SHOWN - self.supply if shape.limit is JokerLimit.UNLIMITED else SHOWN + 1
         self.deficits: dict[Completion, int] = {}
         self.draws: dict[Completion, frozenset[int]] = {}
+        self.drawn_slotted: dict[tuple[int, int], list[tuple[int, Completion, int, frozenset[int]]]] = {}
         self.drawn: dict[int, list[tuple[Completion, int]]] = {}
         self.ways: dict[Core, list[tuple[Completion, int]]] = {}
         self.sizes: dict[Core, frozenset[int]] = {}  # the sizes of each core's ways
-        self.least: dict[Core, dict[int, int]] = {}  # the fewest jokers its ways need, by size
+        # The fewest jokers its ways need, by size, as a table and as its sorted pairs.
+        self.least: dict[Core, dict[int, int]] = {}
+        self.least_pairs: dict[Core, tuple[tuple[int, int], ...]] = {}
         self.wholes: list[dict[int, int]] | None = None
         self.listed: dict[tuple[Core, ...], list[list[tuple[Completion, int]]] | None] = {}
         self.slotted: dict[tuple[Core, ...], list[tuple[int, Completion, int, frozenset[int]]]] = {}
@@ -690,7 +693,8 @@ class _Filler:
             if mine is None:
                 mine = self.ways[core] = self.fillable(_ways(core, self.wrap))
                 self.sizes[core] = frozenset({o[0] for o, _ in mine})
-                self.least[core] = _least_by_size(mine)
+                least = self.least[core] = _least_by_size(mine)
+                self.least_pairs[core] = tuple(sorted(least.items()))
             if not mine:
                 return None
             out.append(mine)
@@ -738,7 +742,7 @@ class _Filler:
             rest = cores[:k] + cores[k + 1 :]
             others = self.combined.get(rest)
             if others is None:
-                others = self.combined[rest] = _min_plus([self.least[core] for core in rest])
+                others = self.combined[rest] = _min_plus_of(tuple(self.least_pairs[core] for core in rest))
             if free:
                 bounds = {n: _best_total(others, whole[free], SHOWN - n) for n in least[k]}
             else:  # no group drawn whole: the others make the 10 cards alone
@@ -749,12 +753,22 @@ class _Filler:
                 if short + bounds[option[0]] <= supply
             ]
         if free:
-            all_cores = _min_plus(least)
+            all_cores = self.combined.get(cores)
+            if all_cores is None:
+                all_cores = self.combined[cores] = _min_plus_of(tuple(self.least_pairs[core] for core in cores))
             for n in range(MIN_GROUP_SIZE, SHOWN + 1):
-                pairs = self.drawn_of(n)
-                bound = _best_total(all_cores, whole[free - 1], SHOWN - n)
-                slots += [(-1, o, short, self.draws_of(o)) for o, short in pairs if short + bound <= supply]
+                slots += self.drawn_slots(n, supply - _best_total(all_cores, whole[free - 1], SHOWN - n))
         return slots
+
+    def drawn_slots(self, n: int, most: int) -> list[tuple[int, Completion, int, frozenset[int]]]:
+        """The groups of ``n`` cards drawn whole that need at most ``most`` jokers, as slots (the
+        first of ``drawn_of``, fewest jokers first; remembered, as every core set asks)."""
+        key = (n, most)
+        known = self.drawn_slotted.get(key)
+        if known is None:
+            known = [(-1, o, short, self.draws_of(o)) for o, short in self.drawn_of(n) if short <= most]
+            self.drawn_slotted[key] = known
+        return known
 
     def draws_of(self, option: Completion) -> frozenset[int]:
         """The unseen cards a filling of ``option`` may draw (remembered: the groups drawn whole
@@ -892,12 +906,23 @@ def _min_plus(tables: Sequence[dict[int, int]]) -> dict[int, int]:
     out = {0: 0}
     for table in tables:
         out_next: dict[int, int] = {}
+        pairs = sorted(table.items())
         for a, x in out.items():
-            for n, y in table.items():
-                if a + n <= SHOWN and x + y < out_next.get(a + n, _NEVER):
+            room = SHOWN - a
+            for n, y in pairs:
+                if n > room:
+                    break
+                if x + y < out_next.get(a + n, _NEVER):
                     out_next[a + n] = x + y
         out = out_next
     return out
+
+
+@lru_cache(maxsize=1 << 14)
+def _min_plus_of(tables: tuple[tuple[tuple[int, int], ...], ...]) -> dict[int, int]:
+    """``_min_plus`` of tables given as sorted pairs (size, jokers), remembered: the cores of many
+    sets need jokers alike (the table returned is shared: read it only)."""
+    return _min_plus([dict(pairs) for pairs in tables])
 
 
 def _combine_drawn(least: dict[int, int], groups: int) -> dict[int, int]:
@@ -1279,6 +1304,7 @@ def forget_measures() -> None:
     _core_sets.cache_clear()
     _hand_cores.cache_clear()
     _rich_cards.cache_clear()
+    _min_plus_of.cache_clear()
     _all_sizes.cache_clear()
     _sizes_fit.cache_clear()
     _left_kinds.cache_clear()
