@@ -521,6 +521,12 @@ class _Filler:
             items.append((d, where))
         return _assignable(items, caps)
 
+    def fits(self, groups: Sequence[Completion]) -> bool:
+        """``exact``, for a completion ``find`` built (its groups' own jokers needed add up to at
+        most the jokers there are): with no joker limit and no card or rank asked for by two of
+        its groups (``_apart``), those are all the jokers it needs, so it fits."""
+        return (self.limit is JokerLimit.UNLIMITED and _apart(groups, None) >= 0) or self.exact(groups)
+
     def _fills(self, groups: Sequence[Completion], forced: tuple[int, int] | None) -> bool:
         """``exact`` with no joker limit, where a group's cap is all its places: whether the jokers
         there are cover the places no unseen natural card can take and, with a place forced, the
@@ -588,7 +594,8 @@ class _Filler:
     ) -> list[Completion] | None:
         """A completion that ``accept`` takes: one option of each of ``lists`` (the cores' ways,
         each with its jokers needed), the ``fixed`` groups, and up to ``drawn_groups`` groups drawn
-        whole, 10 cards in all; None when there is none."""
+        whole, 10 cards in all; None when there is none. ``accept`` is offered only completions
+        whose groups' jokers needed on their own add up to at most the jokers there are."""
         chosen = list(fixed)
         short = sum(self.short(o) for o in fixed)
         left = SHOWN - sum(o[0] for o in fixed)
@@ -667,7 +674,7 @@ class _Filler:
             # holds the hand's jokers up to it).
             if top < floor:
                 return -1
-            return top if self.find(lists, (), free, self.exact) is not None else -1
+            return top if self.find(lists, (), free, self.fits) is not None else -1
         for target in range(top, max(floor, 0) - 1, -1):
             extra = target - kept
 
@@ -798,7 +805,7 @@ class _Filler:
             # than the hand's jokers, see above): it holds the jokers kept, and one more.
             if min(jokers, SHOWN - kept) < extra:
                 return
-            base = self.exact
+            base = self.fits
         else:
 
             def base(groups: list[Completion]) -> bool:
