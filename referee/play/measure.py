@@ -975,24 +975,33 @@ def _rich_cards(cores: tuple[Core, ...], sizes: tuple[frozenset[int], ...], wrap
         room = SHOWN - MIN_GROUP_SIZE - n + 1  # the totals 0 to 7 - n leave 3 or more
         return bool(totals >> (SHOWN - n) & 1) or (groups > 0 and room > 0 and bool(totals & ((1 << room) - 1)))
 
-    # Rich enough, every way of every core can be filled (the jokers needed are never more than
-    # the places), so what each core's ways of one size may draw is a table of the core alone.
-    cards: frozenset[int] = frozenset()
-    for k, core in enumerate(cores):
-        others = sums(k)
-        drawable = _core_drawable(core, wrap)
-        for n in sizes[k]:
-            # ``closes``, inline: this loop runs for every core set judged.
-            room = SHOWN - MIN_GROUP_SIZE - n + 1
-            if others >> (SHOWN - n) & 1 or (free > 0 and room > 0 and others & ((1 << room) - 1)):
-                cards |= drawable[n]
     if free:
         total = sums(-1)
         for n in range(MIN_GROUP_SIZE, SHOWN + 1):  # a group drawn whole of n cards
             if closes(n, total, free - 1):
-                cards = ALL_KINDS  # a same-rank group drawn whole may hold any card, or a joker
-                break
-    return cards
+                return ALL_KINDS  # a same-rank group drawn whole may hold any card, or a joker
+    # Rich enough, every way of every core can be filled (the jokers needed are never more than
+    # the places), so what each core's ways of one size may draw is a table of the core alone.
+    cards: set[int] = set()
+    for k, core in enumerate(cores):
+        others = sums(k)
+        closing = 0  # the sizes of this core's ways that close with the others, as bits
+        for n in sizes[k]:
+            # ``closes``, inline: this loop runs for every core set judged.
+            room = SHOWN - MIN_GROUP_SIZE - n + 1
+            if others >> (SHOWN - n) & 1 or (free > 0 and room > 0 and others & ((1 << room) - 1)):
+                closing |= 1 << n
+        if closing:
+            cards |= _core_draws(core, closing, wrap)
+    return frozenset(cards)
+
+
+@lru_cache(maxsize=1 << 14)
+def _core_draws(core: Core, sizes: int, wrap: bool) -> frozenset[int]:
+    """What the ways to complete ``core`` at ``sizes`` (bit n: size n) may draw (cores recur
+    in many sets, at the same sizes)."""
+    drawable = _core_drawable(core, wrap)
+    return frozenset().union(*(drawable[n] for n in range(SHOWN + 1) if sizes >> n & 1))
 
 
 @lru_cache(maxsize=1 << 14)
@@ -1311,6 +1320,7 @@ def forget_measures() -> None:
     _core_sets.cache_clear()
     _hand_cores.cache_clear()
     _rich_cards.cache_clear()
+    _core_draws.cache_clear()
     _min_plus_of.cache_clear()
     _all_sizes.cache_clear()
     _sizes_fit.cache_clear()
