@@ -597,21 +597,28 @@ class _Filler:
         whole, 10 cards in all; None when there is none. ``accept`` is offered only completions
         whose groups' jokers needed on their own add up to at most the jokers there are."""
         chosen = list(fixed)
-        short = sum(self.short(o) for o in fixed)
-        left = SHOWN - sum(o[0] for o in fixed)
-        least = [0] * (len(lists) + 1)
-        for k in range(len(lists) - 1, -1, -1):
+        short, left = 0, SHOWN
+        for option in fixed:
+            short += self.short(option)
+            left -= option[0]
+        depth = len(lists)
+        least = [0] * (depth + 1)
+        for k in range(depth - 1, -1, -1):
             least[k] = least[k + 1] + (lists[k][0][0][0] if lists[k] else SHOWN + 1)
         supply = self.supply
+        if short > supply or least[0] > left:
+            return None
         # With no group drawn whole, the last core's group is exactly the cards left.
-        last = len(lists) - 1 if drawn_groups == 0 else -1
+        last = depth - 1 if drawn_groups == 0 else -1
+        drawn_of = self.drawn_of
 
         def cores(k: int, left: int, short: int) -> bool:
-            if k == len(lists):
+            if k == depth:
                 return drawn(left, short, drawn_groups, MIN_GROUP_SIZE)
+            after = least[k + 1]
             for option, s in lists[k]:
                 n = option[0]
-                if n + least[k + 1] > left:
+                if n + after > left:
                     break
                 if short + s > supply or (k == last and n != left):
                     continue
@@ -626,9 +633,9 @@ class _Filler:
                 return accept(chosen)
             if free == 0 or left < MIN_GROUP_SIZE:
                 return False
-            sizes = [left] if free == 1 else [n for n in range(smallest, left + 1) if n == left or left - n >= n]
+            sizes = (left,) if free == 1 else [n for n in range(smallest, left + 1) if n == left or left - n >= n]
             for n in sizes:
-                for option, s in self.drawn_of(n):
+                for option, s in drawn_of(n):
                     if short + s > supply:
                         break
                     chosen.append(option)
@@ -637,8 +644,6 @@ class _Filler:
                     chosen.pop()
             return False
 
-        if short > supply or least[0] > left:
-            return None
         return chosen if cores(0, left, short) else None
 
     def rich(self, kept: int) -> bool:
@@ -816,12 +821,25 @@ class _Filler:
         if slots is None:
             slots = self.slotted[cores] = self.slots(cores, lists)
         everything = len(support)  # the outs are unseen cards: all of them once this many
+        # Completions found whose groups ask for no card or rank in common, by the core a group
+        # completes (-1: drawn whole) and its size, with the group's place in the completion.
+        witnesses: dict[tuple[int, int], tuple[list[Completion], int]] = {}
         for k, option, short, draws in slots:
             if len(outs) >= everything:
                 return
             wanted = draws - outs
             if not wanted:
                 continue
+            seen = witnesses.get((k, option[0]))
+            if seen is not None:
+                # This option in the place of a group of the same size: still 10 cards, and if it
+                # asks for nothing the others do and the jokers fit, it fits, and all it may
+                # draw are outs (below).
+                swapped = list(seen[0])
+                swapped[seen[1]] = option
+                if _apart(swapped, None) >= 0 and sum([self.deficit(g) for g in swapped]) <= self.supply:
+                    outs |= draws
+                    continue
             if k >= 0:
                 mine_lists = [mine if j != k else [(option, short)] for j, mine in enumerate(lists)]
                 fixed: tuple[Completion, ...] = ()
@@ -833,11 +851,17 @@ class _Filler:
                 continue
             found = list(found)
             if unlimited and _apart(found, None) >= 0:
-                # Each wanted card is one this option's places ask for and is unseen, and no other
-                # group asks for it or its rank: it takes one of those places and the jokers needed
-                # stay the same (``_fills``), the places left (more than the hand's jokers, see
-                # above) still hold them.
-                outs |= wanted
+                # Each card a group of this completion may draw is one its places ask for and is
+                # unseen, and no other group asks for it or its rank: it takes one of those places
+                # and the jokers needed stay the same (``_fills``), the places left (more than the
+                # hand's jokers, see above) still hold them. So the cards every group of it may
+                # draw are outs, not only this slot's (the other groups are slots too, then
+                # skipped when they could draw nothing new).
+                for place, group in enumerate(found):
+                    outs |= self.draws_of(group)
+                    # The cores' groups first, after the fixed group drawn whole if there is one.
+                    core = place - len(fixed)
+                    witnesses.setdefault((core if 0 <= core < len(cores) else -1, group[0]), (found, place))
                 continue
             at = found.index(option) if k < 0 else at
             for c in sorted(wanted):
