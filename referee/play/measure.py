@@ -180,8 +180,11 @@ def _hand_cores(naturals: tuple[int, ...], wrap: bool) -> tuple[int, tuple[_Hand
         found += _hand_cores_of(x, same, above, wrap)
         counts[x] += 1
     found.sort(key=itemgetter(3))
-    starts = tuple(sum(1 for entry in found if entry[0] > n) for n in range(len(naturals) + 1))
-    return _packed(naturals) | _GUARD, tuple(found), starts
+    starts = [0] * (len(naturals) + 1)  # by n: the cores of more than n cards, the first of them
+    for entry in found:
+        for n in range(entry[0]):
+            starts[n] += 1
+    return _packed(naturals) | _GUARD, tuple(found), tuple(starts)
 
 
 @lru_cache(maxsize=1 << 16)
