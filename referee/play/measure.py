@@ -370,6 +370,7 @@ class _Filler:
         self.rich_from = SHOWN - self.supply if shape.limit is JokerLimit.UNLIMITED else SHOWN + 1
         self.deficits: dict[Completion, int] = {}
         self.draws: dict[Completion, frozenset[int]] = {}
+        self.by_size: dict[Core, dict[int, list[tuple[Completion, int]]]] = {}
         self.drawn_slotted: dict[tuple[int, int], list[tuple[int, Completion, int, frozenset[int]]]] = {}
         self.drawn: dict[int, list[tuple[Completion, int]]] = {}
         self.ways: dict[Core, list[tuple[Completion, int]]] = {}
@@ -753,20 +754,19 @@ class _Filler:
         whole = self.whole() if free else _NONE_DRAWN
         supply = self.supply
         slots: list[tuple[int, Completion, int, frozenset[int]]] = []
-        for k, mine in enumerate(lists):
+        for k in range(len(lists)):
             rest = cores[:k] + cores[k + 1 :]
             others = self.combined.get(rest)
             if others is None:
                 others = self.combined[rest] = _min_plus_of(tuple(self.least_pairs[core] for core in rest))
-            if free:
-                bounds = {n: _best_total(others, whole[free], SHOWN - n) for n in least[k]}
-            else:  # no group drawn whole: the others make the 10 cards alone
-                bounds = {n: others.get(SHOWN - n, _NEVER) for n in least[k]}
-            slots += [
-                (k, option, short, self.draws_of(option))
-                for option, short in mine
-                if short + bounds[option[0]] <= supply
-            ]
+            # The ways of each size, where the fewest jokers they need leave room for the others'.
+            for n, pairs in self.sized(cores[k]).items():
+                if free:
+                    most = supply - _best_total(others, whole[free], SHOWN - n)
+                else:  # no group drawn whole: the others make the 10 cards alone
+                    most = supply - others.get(SHOWN - n, _NEVER)
+                if least[k][n] <= most:
+                    slots += [(k, option, short, self.draws_of(option)) for option, short in pairs if short <= most]
         if free:
             all_cores = self.combined.get(cores)
             if all_cores is None:
@@ -783,6 +783,15 @@ class _Filler:
         if known is None:
             known = [(-1, o, short, self.draws_of(o)) for o, short in self.drawn_of(n) if short <= most]
             self.drawn_slotted[key] = known
+        return known
+
+    def sized(self, core: Core) -> dict[int, list[tuple[Completion, int]]]:
+        """The ways of ``core`` that can be filled on their own (``lists``), by size, smallest first."""
+        known = self.by_size.get(core)
+        if known is None:
+            known = self.by_size[core] = {}
+            for pair in self.ways[core]:
+                known.setdefault(pair[0][0], []).append(pair)
         return known
 
     def draws_of(self, option: Completion) -> frozenset[int]:
