@@ -374,7 +374,7 @@ class _Filler:
         self.drawn_slotted: dict[tuple[int, int], list[tuple[int, Completion, int, frozenset[int]]]] = {}
         self.drawn: dict[int, list[tuple[Completion, int]]] = {}
         self.ways: dict[Core, list[tuple[Completion, int]]] = {}
-        self.sizes: dict[Core, frozenset[int]] = {}  # the sizes of each core's ways
+        self.sizes: dict[Core, int] = {}  # the sizes of each core's ways, as bits (bit n: size n)
         # The fewest jokers its ways need, by size, as a table and as its sorted pairs.
         self.least: dict[Core, dict[int, int]] = {}
         self.least_pairs: dict[Core, tuple[tuple[int, int], ...]] = {}
@@ -708,7 +708,7 @@ class _Filler:
             mine = self.ways.get(core)
             if mine is None:
                 mine = self.ways[core] = self.fillable(_ways(core, self.wrap))
-                self.sizes[core] = frozenset({o[0] for o, _ in mine})
+                self.sizes[core] = sum(1 << n for n in {o[0] for o, _ in mine})
                 least = self.least[core] = _least_by_size(mine)
                 self.least_pairs[core] = tuple(sorted(least.items()))
             if not mine:
@@ -989,9 +989,10 @@ ALL_KINDS = frozenset(range(CARD_KINDS))
 
 
 @lru_cache(maxsize=1 << 14)
-def _rich_cards(cores: tuple[Core, ...], sizes: tuple[frozenset[int], ...], wrap: bool) -> frozenset[int]:
+def _rich_cards(cores: tuple[Core, ...], sizes: tuple[int, ...], wrap: bool) -> frozenset[int]:
     """The cards some completion of ``cores`` whose sizes add up to 10 may draw, each core completed
-    at one of its ``sizes`` and the groups left drawn whole (feasibility aside: ``collect_rich``)."""
+    at one of its ``sizes`` (as bits: bit n, size n) and the groups left drawn whole (feasibility
+    aside: ``collect_rich``)."""
     free = MOST_GROUPS - len(cores)
 
     def sums(skip: int) -> int:
@@ -999,37 +1000,52 @@ def _rich_cards(cores: tuple[Core, ...], sizes: tuple[frozenset[int], ...], wrap
         reach = 1
         for k, mine in enumerate(sizes):
             if k != skip:
-                step = 0
-                for n in mine:
-                    step |= reach << n
-                reach = step & _UP_TO_SHOWN
+                reach = _sumset(reach, mine)
         return reach
 
-    def closes(n: int, totals: int, groups: int) -> bool:
-        """Whether a group of ``n`` cards and one of ``totals`` make 10, or leave room for one
-        of ``groups`` groups drawn whole (3 cards or more)."""
-        room = SHOWN - MIN_GROUP_SIZE - n + 1  # the totals 0 to 7 - n leave 3 or more
-        return bool(totals >> (SHOWN - n) & 1) or (groups > 0 and room > 0 and bool(totals & ((1 << room) - 1)))
-
     if free:
-        total = sums(-1)
-        for n in range(MIN_GROUP_SIZE, SHOWN + 1):  # a group drawn whole of n cards
-            if closes(n, total, free - 1):
-                return ALL_KINDS  # a same-rank group drawn whole may hold any card, or a joker
+        # A group drawn whole of 3 to 10 cards closes with the cores, leaving room for the rest.
+        if _closing(sums(-1), free - 1) & _DRAWN_SIZES:
+            return ALL_KINDS  # a same-rank group drawn whole may hold any card, or a joker
     # Rich enough, every way of every core can be filled (the jokers needed are never more than
     # the places), so what each core's ways of one size may draw is a table of the core alone.
     cards: set[int] = set()
     for k, core in enumerate(cores):
-        others = sums(k)
-        closing = 0  # the sizes of this core's ways that close with the others, as bits
-        for n in sizes[k]:
-            # ``closes``, inline: this loop runs for every core set judged.
-            room = SHOWN - MIN_GROUP_SIZE - n + 1
-            if others >> (SHOWN - n) & 1 or (free > 0 and room > 0 and others & ((1 << room) - 1)):
-                closing |= 1 << n
+        closing = sizes[k] & _closing(sums(k), free)  # the sizes of its ways that close with the others
         if closing:
             cards |= _core_draws(core, closing, wrap)
     return frozenset(cards)
+
+
+def _closing(totals: int, groups: int) -> int:
+    """The sizes ``n`` of a group (as bits) that with one of ``totals`` (as bits) make 10 cards, or
+    leave room for one of ``groups`` groups drawn whole (3 cards or more: a total of at most
+    7 - n)."""
+    sizes = _TO_TEN[totals]
+    if groups > 0 and totals:
+        most = SHOWN - MIN_GROUP_SIZE - ((totals & -totals).bit_length() - 1)  # 7 less the least total
+        if most >= 0:
+            sizes |= (1 << (most + 1)) - 1
+    return sizes
+
+
+# By a set of totals (as bits): the sizes that make 10 with one of them (as bits).
+_TO_TEN = tuple(
+    sum(1 << (SHOWN - a) for a in range(SHOWN + 1) if totals >> a & 1) for totals in range(1 << (SHOWN + 1))
+)
+_DRAWN_SIZES = sum(1 << n for n in range(MIN_GROUP_SIZE, SHOWN + 1))  # a group drawn whole: 3 to 10 cards
+
+
+@lru_cache(maxsize=1 << 16)
+def _sumset(a: int, b: int) -> int:
+    """The totals of one of the sizes ``a`` and one of ``b`` (as bits), at most 10 (as bits)."""
+    out, n = 0, 0
+    while b:
+        if b & 1:
+            out |= a << n
+        b >>= 1
+        n += 1
+    return out & _UP_TO_SHOWN
 
 
 @lru_cache(maxsize=1 << 14)
@@ -1041,14 +1057,14 @@ def _core_draws(core: Core, sizes: int, wrap: bool) -> frozenset[int]:
 
 
 @lru_cache(maxsize=1 << 14)
-def _core_sizes(core: Core, wrap: bool) -> frozenset[int]:
-    """The sizes of the ways to complete ``core``."""
-    return frozenset(n for n, options in enumerate(_completions(core, wrap)) if options)
+def _core_sizes(core: Core, wrap: bool) -> int:
+    """The sizes of the ways to complete ``core``, as bits (bit n: size n)."""
+    return sum(1 << n for n, options in enumerate(_completions(core, wrap)) if options)
 
 
 @lru_cache(maxsize=1 << 16)
-def _all_sizes(cores: tuple[Core, ...], wrap: bool) -> tuple[frozenset[int], ...]:
-    """The sizes of the ways to complete each of ``cores``."""
+def _all_sizes(cores: tuple[Core, ...], wrap: bool) -> tuple[int, ...]:
+    """The sizes of the ways to complete each of ``cores``, as bits."""
     return tuple(_core_sizes(core, wrap) for core in cores)
 
 
@@ -1058,10 +1074,7 @@ def _sizes_fit(cores: tuple[Core, ...], wrap: bool) -> bool:
     can make 10 cards."""
     reach = 1  # bit a: some choice of sizes adds up to a (at most 10)
     for sizes in _all_sizes(cores, wrap):
-        step = 0
-        for n in sizes:
-            step |= reach << n
-        reach = step & _UP_TO_SHOWN
+        reach = _sumset(reach, sizes)
     return bool(reach >> SHOWN & 1) or (len(cores) < MOST_GROUPS and bool(reach & _ROOM_LEFT))
 
 
