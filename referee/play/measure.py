@@ -211,19 +211,23 @@ def _core_sets(naturals: tuple[int, ...], left_out: int, wrap: bool) -> tuple[tu
             found.append((ci,))
             continue
         rest = keep - li
+        room_i = room - pi  # the hand less the first core
         for j in range(max(i, starts[rest]), total):
             lj, sj, pj, _, cj = cores[j]
             if lj * 2 < rest:
                 break
-            if si + sj > SHOWN or (room - pi - pj) & _GUARD != _GUARD:
+            if si + sj > SHOWN:
+                continue
+            room_j = room_i - pj
+            if room_j & _GUARD != _GUARD:
                 continue
             if lj == rest:
                 found.append((ci, cj))
                 continue
-            last = rest - lj
+            last, size = rest - lj, SHOWN - si - sj
             for k in range(max(j, starts[last]), starts[last - 1]):
-                sk, pk, ck = cores[k][1], cores[k][2], cores[k][4]
-                if si + sj + sk <= SHOWN and (room - pi - pj - pk) & _GUARD == _GUARD:
+                _, sk, pk, _, ck = cores[k]
+                if sk <= size and (room_j - pk) & _GUARD == _GUARD:
                     found.append((ci, cj, ck))
     return tuple(found)
 
