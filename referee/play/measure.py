@@ -31,6 +31,12 @@ core's group (its size; a run's window), and up to three groups in all, some dra
 counts as kept wherever a joker may stand (the joker limit). Sets of cores are tried by how many
 natural cards they leave out, fewest first, and the walk stops once no set can beat the best
 found, so a hand near a close is solved in a few steps. Colors are counted suit by suit.
+
+With no joker limit two facts spare most of the search, exactly (``_Filler.rich``, ``_apart``):
+when the jokers there are could fill every empty place, a set's overlap and outs are tables of its
+cores; and when no card or rank is asked for by two groups of a completion, the jokers it needs
+are each group's own, so a completion found gives the outs of all its groups, and stands for
+another way of the same size in a group's place (``_Filler.collect``).
 """
 
 from __future__ import annotations
