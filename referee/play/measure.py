@@ -693,6 +693,8 @@ class _Filler:
             # holds the hand's jokers up to it).
             if top < floor:
                 return -1
+            if free == 0 and len(cores) == MOST_GROUPS:
+                return top if self.fits_three(cores, lists) else -1
             return top if self.find(lists, (), free, self.fits) is not None else -1
         for target in range(top, max(floor, 0) - 1, -1):
             extra = target - kept
@@ -703,6 +705,31 @@ class _Filler:
             if self.find(lists, (), free, accept) is not None:
                 return target
         return -1
+
+    def fits_three(self, cores: tuple[Core, ...], lists: Sequence[Sequence[tuple[Completion, int]]]) -> bool:
+        """Whether one way of each of three cores, 10 cards in all, fits (``fits``): ``find`` for
+        a value, where any completion will do, so the third core's ways are taken by the size
+        left (``sized``) instead of tried in turn."""
+        supply = self.supply
+        first, second, third = lists[0], lists[1], self.sized(cores[2])
+        least_second, least_third = second[0][0][0], min(third)
+        for one, short_one in first:
+            n = one[0]
+            if n + least_second + least_third > SHOWN:
+                break
+            if short_one > supply:
+                continue
+            for two, short_two in second:
+                left = SHOWN - n - two[0]
+                if left < least_third:
+                    break
+                short = short_one + short_two
+                if short > supply:
+                    continue
+                for three, short_three in third.get(left, ()):
+                    if short + short_three <= supply and self.fits([one, two, three]):
+                        return True
+        return False
 
     def lists(self, cores: tuple[Core, ...]) -> list[list[tuple[Completion, int]]] | None:
         """Each core's ways to be completed that can be filled on their own, smallest first
