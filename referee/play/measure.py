@@ -693,8 +693,8 @@ class _Filler:
             # holds the hand's jokers up to it).
             if top < floor:
                 return -1
-            if free == 0 and len(cores) == MOST_GROUPS:
-                return top if self.fits_three(cores, lists) else -1
+            if free == 0:  # three cores
+                return top if self.fit_three(lists[0], lists[1], self.sized(cores[2])) is not None else -1
             return top if self.find(lists, (), free, self.fits) is not None else -1
         for target in range(top, max(floor, 0) - 1, -1):
             extra = target - kept
@@ -706,12 +706,16 @@ class _Filler:
                 return target
         return -1
 
-    def fits_three(self, cores: tuple[Core, ...], lists: Sequence[Sequence[tuple[Completion, int]]]) -> bool:
-        """Whether one way of each of three cores, 10 cards in all, fits (``fits``): ``find`` for
-        a value, where any completion will do, so the third core's ways are taken by the size
-        left (``sized``) instead of tried in turn."""
+    def fit_three(
+        self,
+        first: Sequence[tuple[Completion, int]],
+        second: Sequence[tuple[Completion, int]],
+        third: dict[int, list[tuple[Completion, int]]],
+    ) -> list[Completion] | None:
+        """One way of each of three cores (the third's by size), 10 cards in all, that fits
+        (``fits``), or None: ``find`` where any completion will do (no joker limit), with the
+        third core's ways taken by the size left instead of tried in turn."""
         supply = self.supply
-        first, second, third = lists[0], lists[1], self.sized(cores[2])
         least_second, least_third = second[0][0][0], min(third)
         for one, short_one in first:
             n = one[0]
@@ -727,9 +731,9 @@ class _Filler:
                 if short > supply:
                     continue
                 for three, short_three in third.get(left, ()):
-                    if short + short_three <= supply and self.fits([one, two, three]):
-                        return True
-        return False
+                    if short + short_three <= supply and self.fits(groups := [one, two, three]):
+                        return groups
+        return None
 
     def lists(self, cores: tuple[Core, ...]) -> list[list[tuple[Completion, int]]] | None:
         """Each core's ways to be completed that can be filled on their own, smallest first
@@ -895,7 +899,11 @@ class _Filler:
                 drawn_groups, at = free, k
             else:
                 mine_lists, fixed, drawn_groups, at = lists, (option,), free - 1, 0
-            found = self.find(mine_lists, fixed, drawn_groups, base)
+            if unlimited and free == 0:  # three cores: any completion through the option will do
+                third = {option[0]: [(option, short)]} if k == 2 else self.sized(cores[2])
+                found = self.fit_three(mine_lists[0], mine_lists[1], third)
+            else:
+                found = self.find(mine_lists, fixed, drawn_groups, base)
             if found is None:
                 continue
             found = list(found)
