@@ -49,7 +49,7 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from concurrent import futures
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 if __package__ in (None, ""):
@@ -188,6 +188,13 @@ class Round:
     p50: float  # ms
     p99: float  # ms
     failed: int
+    answered: int = 0  # calls answered OK, the warm-up's included (0: not counted)
+    cpu: float = 0.0  # CPU seconds of the server's processes over the round (0: not measured)
+
+    @property
+    def cpu_ms_per_call(self) -> float | None:
+        """The server's CPU per call answered, warm-up included; None when not measured."""
+        return self.cpu / self.answered * 1000 if self.cpu and self.answered else None
 
 
 def grpc_frame(message: bytes) -> bytes:
@@ -242,16 +249,20 @@ def h2client_round(target: str, request: bytes | Sequence[bytes], duration: floa
     pool = [request] if isinstance(request, bytes) else request
     clients = [h2client.Client(n, CONNECTIONS, 0.0) for n in range(CONNECTIONS)]
     start = h2client.drive(target, METHOD, clients, pool, WARM_UP + duration, timeout=CALL_TIMEOUT)
-    latencies, failed, since = [], 0, start + WARM_UP
+    latencies, failed, answered, since = [], 0, 0, start + WARM_UP
     for client in clients:
         for call in client.calls:
+            ok = not call.failure and call.status == 0 and call.replies() is not None
+            answered += ok
             if call.began < since:
                 continue
-            if call.failure or call.status != 0 or call.replies() is None:
+            if not ok:
                 failed += 1
             else:
                 latencies.append((call.ended - call.began) * 1000)
-    return Round(len(latencies) / duration, percentile(latencies, 50), percentile(latencies, 99), failed)
+    return Round(
+        len(latencies) / duration, percentile(latencies, 50), percentile(latencies, 99), failed, answered=answered
+    )
 
 
 # Distinct calls per second of a round that a slice of hands has room for (more than a quiet
@@ -359,14 +370,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         for n in range(args.rounds):
             distinct = distinct_requests(n, args.duration) if args.distinct else None
             for name, server in servers.items():
+                cpu_before = server.tree_cpu() if isinstance(server, Server) else 0.0
                 if distinct is not None and isinstance(server, Server):
                     result = h2client_round(server.target, distinct, args.duration)
                 else:
                     result = measure(server.target, request, args.duration)
+                if isinstance(server, Server):
+                    result = replace(result, cpu=server.tree_cpu() - cpu_before)
                 rounds[name].append(result)
+                per_call = result.cpu_ms_per_call
                 print(
                     f"  round {n + 1} {name:<8} {result.rate:>8.0f} calls/s  p50 {result.p50:6.2f} ms  "
-                    f"p99 {result.p99:6.2f} ms  failed {result.failed}",
+                    f"p99 {result.p99:6.2f} ms  failed {result.failed}"
+                    + (f"  server CPU {per_call:.3f} ms/call" if per_call is not None else ""),
                     flush=True,
                 )
         for name, server in servers.items():
@@ -386,6 +402,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{name:<9} {row.rate:>8.0f} {row.p50:>7.2f} {row.p99:>7.2f} {failed:>6} "
             f"{row.rate / rows['aio'].rate:>6.2f} {row.rate / rows['sync'].rate:>6.2f}"
         )
+    for name, found in rounds.items():
+        per_call = [r.cpu_ms_per_call for r in found if r.cpu_ms_per_call is not None]
+        if per_call:
+            print(
+                f"{name}: server CPU per call answered (warm-up included), median of rounds {statistics.median(per_call):.3f} ms"
+            )
     spread = {name: statistics.pstdev([r.rate for r in found]) for name, found in rounds.items()}
     print("spread of calls/s over rounds (sd): " + ", ".join(f"{name} {sd:.0f}" for name, sd in spread.items()))
     return finish(problems)

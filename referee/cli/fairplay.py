@@ -45,7 +45,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--ray",
         metavar="ADDRESS",
         help="review on a Ray cluster (the ray extra): auto (the cluster of RAY_ADDRESS, or a local one), "
-        "or HOST:PORT; FILE may then also be a glob, a directory or a URI (s3://, gs://, file://)",
+        "HOST:PORT, or ray://HOST:PORT (Ray Client: FILE as the cluster reads it); FILE may then also be "
+        "a glob, a directory or a URI (s3://, gs://, file://)",
     )
 
 

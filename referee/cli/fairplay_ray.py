@@ -64,26 +64,26 @@ def run(args: argparse.Namespace) -> int:
         import ray
     except ImportError:
         return _usage("--ray needs Ray: pip install 'remigio-referee[ray]'")
-    if args.ray.startswith("ray://"):
-        return _usage(
-            "Ray Client (ray://) cannot run Ray Data: run the command in the cluster, "
-            "e.g. ray job submit --address http://HEAD:8265 -- remigio-referee fairplay ... --ray auto"
-        )
     if args.files.count("-") > 1:
         return _usage("stdin (-) can be read once")
-    try:
-        sources = [_source(name) for name in args.files]
-    except (ValueError, OSError) as error:
-        return _usage(str(error))
+    client = args.ray.startswith("ray://")
+    if not client:  # the files are this machine's: named wrong, said before joining
+        try:
+            for name in args.files:
+                _source(name)
+        except (ValueError, OSError) as error:
+            return _usage(str(error))
+    # Standard input is this process's: read here, handed to the cluster in blocks.
+    stdin = list(_split_text(_stdin(), args.files.index("-"), "-")) if "-" in args.files else None
     started = time.monotonic()
     with results_only_on_stdout() as stdout:
         try:
-            return _run(ray, args, sources, started, stdout)
+            return _run(ray, args, stdin, started, stdout)
         finally:
             ray.shutdown()  # before standard output is given back: Ray's threads print until then
 
 
-def _run(ray: Any, args: argparse.Namespace, sources: list[Source], started: float, stdout: TextIO) -> int:
+def _run(ray: Any, args: argparse.Namespace, stdin: list[pa.Table] | None, started: float, stdout: TextIO) -> int:
     from referee.cli.fairplay import EXIT_SKIPPED, format_json, format_text
 
     try:
@@ -94,10 +94,19 @@ def _run(ray: Any, args: argparse.Namespace, sources: list[Source], started: flo
     cpus = int(ray.cluster_resources().get("CPU", 0))
     print(f"ray: {cpus} CPUs, joined in {time.monotonic() - started:.2f} s", file=sys.stderr)
     try:
-        table = _summed(_reviewed(_lines(sources)), partitions=max(1, cpus))
+        if args.ray.startswith("ray://"):
+            # Ray Data runs only in a Ray driver or worker, and a Ray Client is neither: the sums
+            # are made by a task in the cluster (taking no CPU of the reviews'), where the files
+            # are read, and only they come back.
+            task = ray.remote(num_cpus=0, max_retries=0)(sums_of)
+            refused, table = ray.get(task.remote(args.files, stdin, cpus))
+        else:
+            refused, table = sums_of(args.files, stdin, cpus)
     except Exception as error:  # noqa: BLE001 - the cluster failed the run: said in one line
         print(f"remigio-referee fairplay: the Ray run failed: {first_line(error)}", file=sys.stderr)
         return EXIT_UNREACHABLE
+    if refused or table is None:
+        return _usage(refused)
     totals, lines, left_out = _read_sums(table)
     for note in left_out:
         print(f"remigio-referee fairplay: {note}", file=sys.stderr)
@@ -113,6 +122,20 @@ def _run(ray: Any, args: argparse.Namespace, sources: list[Source], started: flo
         file=sys.stderr,
     )
     return EXIT_SKIPPED if left_out else EXIT_OK
+
+
+def sums_of(files: list[str], stdin: list[pa.Table] | None, cpus: int) -> tuple[str, pa.Table | None]:
+    """The rows of the files reviewed and summed by key on the cluster this process is part of
+    (a driver, or a task in the cluster): ("", the sums), or (why the files cannot be read, None)."""
+    try:
+        sources = [_source(name) for name in files]
+    except (ValueError, OSError) as error:
+        return str(error), None
+    return "", _summed(_reviewed(_lines(sources, stdin)), partitions=max(1, cpus))
+
+
+def _stdin() -> io.TextIOWrapper:
+    return io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
 
 
 @contextlib.contextmanager
@@ -154,7 +177,7 @@ def _source(name: str) -> Source:
     return name, None if name == "-" else input_files(name)
 
 
-def _lines(sources: list[Source]) -> Any:
+def _lines(sources: list[Source], stdin: list[pa.Table] | None) -> Any:
     """A dataset of lines (``order``, ``where``, ``text``): every non-blank line of every input, in
     blocks of ``LINES_PER_BLOCK``; ``where`` names the file as the local run does, ``order`` sorts
     the left-out lines as the input has them."""
@@ -163,9 +186,7 @@ def _lines(sources: list[Source]) -> Any:
     datasets: list[Any] = []
     for index, (name, places) in enumerate(sources):
         if places is None:
-            stdin = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
-            tables = list(_split_text(stdin, index, "-"))
-            datasets.append(ray.data.from_arrow(tables or [_numbered([], index, "-")]))
+            datasets.append(ray.data.from_arrow(stdin or [_numbered([], index, "-")]))
             continue
         # A file named as itself is named so in messages; a directory's or a glob's by its path.
         shown = {places[0].path: name} if len(places) == 1 and places[0].path == place_of(name).path else {}

@@ -31,6 +31,12 @@ core's group (its size; a run's window), and up to three groups in all, some dra
 counts as kept wherever a joker may stand (the joker limit). Sets of cores are tried by how many
 natural cards they leave out, fewest first, and the walk stops once no set can beat the best
 found, so a hand near a close is solved in a few steps. Colors are counted suit by suit.
+
+With no joker limit two facts spare most of the search, exactly (``_Filler.rich``, ``_apart``):
+when the jokers there are could fill every empty place, a set's overlap and outs are tables of its
+cores; and when no card or rank is asked for by two groups of a completion, the jokers it needs
+are each group's own, so a completion found gives the outs of all its groups, and stands for
+another way of the same size in a group's place (``_Filler.collect``).
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import product
+from operator import itemgetter
 from typing import cast
 
 from referee.game.cards import CARD_BY_INDEX, CARD_KINDS, JOKER_INDEX, RANKS_PER_SUIT, Card
@@ -144,15 +151,30 @@ def _packed(cards: Iterable[int]) -> int:
     return sum(1 << (_FIELD * c) for c in cards)
 
 
-# A core of a hand: (cards kept, the least size of its group, the cards packed, its order in the
-# walk by lowest card, the core).
-_HandCore = tuple[int, int, int, tuple[int, int], Core]
+# A core of a hand: (cards kept, the least size of its group, the cards packed, its place in the
+# order of the walk (largest first, then by lowest card), the core).
+_HandCore = tuple[int, int, int, int, Core]
+
+
+@lru_cache(maxsize=1 << 16)
+def _hand_cores_of(
+    x: int, same: tuple[tuple[int, int], ...], above: tuple[int, ...], wrap: bool
+) -> tuple[_HandCore, ...]:
+    """``_cores_of`` those that fit in 10 cards, as entries of ``_hand_cores`` (a table of the
+    cards alone: hands share most of their cores)."""
+    found: list[_HandCore] = []
+    for n, (core, size) in enumerate(_cores_of(x, same, above, wrap)):
+        if size <= SHOWN:
+            kept = len(core[1])
+            found.append((kept, size, _packed(core[1]), (SHOWN + 1 - kept) << 20 | x << 12 | n, core))
+    return tuple(found)
 
 
 @lru_cache(maxsize=1 << 12)
-def _hand_cores(naturals: tuple[int, ...], wrap: bool) -> tuple[int, tuple[_HandCore, ...]]:
-    """Every core of the hand ``naturals`` (each once, by its lowest card), largest first, and the
-    hand packed with its guard bits set."""
+def _hand_cores(naturals: tuple[int, ...], wrap: bool) -> tuple[int, tuple[_HandCore, ...], tuple[int, ...]]:
+    """Every core of the hand ``naturals`` (each once, by its lowest card), largest first; the
+    hand packed with its guard bits set; and by a number of cards ``n`` (0 to all of them), where
+    the cores of at most ``n`` cards start in that order."""
     counts: dict[int, int] = {}
     for i in naturals:
         counts[i] = counts.get(i, 0) + 1
@@ -161,12 +183,14 @@ def _hand_cores(naturals: tuple[int, ...], wrap: bool) -> tuple[int, tuple[_Hand
         counts[x] -= 1  # its other cards are of higher indices: a lower card would be the lowest
         same = tuple((i, counts[i]) for i in range(x, JOKER_INDEX, RANKS_PER_SUIT) if counts.get(i, 0))
         above = tuple(i for i in range(x + 1, (_SUIT[x] + 1) * RANKS_PER_SUIT) if counts.get(i, 0))
-        for n, (core, size) in enumerate(_cores_of(x, same, above, wrap)):
-            if size <= SHOWN:
-                found.append((len(core[1]), size, _packed(core[1]), (x, n), core))
+        found += _hand_cores_of(x, same, above, wrap)
         counts[x] += 1
-    found.sort(key=lambda entry: (-entry[0], entry[3]))
-    return _packed(naturals) | _GUARD, tuple(found)
+    found.sort(key=itemgetter(3))
+    starts = [0] * (len(naturals) + 1)  # by n: the cores of more than n cards, the first of them
+    for entry in found:
+        for n in range(entry[0]):
+            starts[n] += 1
+    return _packed(naturals) | _GUARD, tuple(found), tuple(starts)
 
 
 @lru_cache(maxsize=1 << 16)
@@ -176,40 +200,41 @@ def _core_sets(naturals: tuple[int, ...], left_out: int, wrap: bool) -> tuple[tu
 
     The hand's cores are listed once; a set is chosen largest core first (so the first keeps at
     least a third of the cards kept, the second half of the rest, the third exactly what is left),
-    and its cores fit in the hand together when their packed sum borrows no guard bit."""
+    and its cores fit in the hand together when their packed sum borrows no guard bit. The cores
+    of each number of cards are a block of that order (``_hand_cores``), so each choice starts
+    at the first core small enough, and the third runs over the cores of its exact size alone."""
     keep = len(naturals) - left_out
     if keep <= 0:
         return ((),) if keep == 0 else ()
-    room, cores = _hand_cores(naturals, wrap)
+    room, cores, starts = _hand_cores(naturals, wrap)
     found: list[tuple[Core, ...]] = []
     total = len(cores)
-    for i in range(total):
+    for i in range(starts[keep], total):
         li, si, pi, _, ci = cores[i]
         if li * MOST_GROUPS < keep:
             break
-        if li > keep:
-            continue
         if li == keep:
             found.append((ci,))
             continue
         rest = keep - li
-        for j in range(i, total):
+        room_i = room - pi  # the hand less the first core
+        for j in range(max(i, starts[rest]), total):
             lj, sj, pj, _, cj = cores[j]
             if lj * 2 < rest:
                 break
-            if lj > rest or si + sj > SHOWN or (room - pi - pj) & _GUARD != _GUARD:
+            if si + sj > SHOWN:
+                continue
+            room_j = room_i - pj
+            if room_j & _GUARD != _GUARD:
                 continue
             if lj == rest:
                 found.append((ci, cj))
                 continue
-            last = rest - lj
-            for k in range(j, total):
-                lk, sk, pk, _, ck = cores[k]
-                if lk < last:
-                    break
-                if lk > last or si + sj + sk > SHOWN or (room - pi - pj - pk) & _GUARD != _GUARD:
-                    continue
-                found.append((ci, cj, ck))
+            last, size = rest - lj, SHOWN - si - sj
+            for k in range(max(j, starts[last]), starts[last - 1]):
+                _, sk, pk, _, ck = cores[k]
+                if sk <= size and (room_j - pk) & _GUARD == _GUARD:
+                    found.append((ci, cj, ck))
     return tuple(found)
 
 
@@ -351,10 +376,18 @@ class _Filler:
         self.absent = sum([1 << c for c in range(JOKER_INDEX) if not unseen[c]])
         self.caps = [joker_cap(shape.limit, n) for n in range(SHOWN + 1)]  # by group size
         self.shorts: dict[Completion, int] = {}
+        # ``rich`` from this many natural cards kept (never, under a joker limit).
+        self.rich_from = SHOWN - self.supply if shape.limit is JokerLimit.UNLIMITED else SHOWN + 1
+        self.deficits: dict[Completion, int] = {}
+        self.draws: dict[Completion, frozenset[int]] = {}
+        self.by_size: dict[Core, dict[int, list[tuple[Completion, int]]]] = {}
+        self.drawn_slotted: dict[tuple[int, int], list[tuple[int, Completion, int, frozenset[int]]]] = {}
         self.drawn: dict[int, list[tuple[Completion, int]]] = {}
         self.ways: dict[Core, list[tuple[Completion, int]]] = {}
-        self.sizes: dict[Core, frozenset[int]] = {}  # the sizes of each core's ways
-        self.least: dict[Core, dict[int, int]] = {}  # the fewest jokers its ways need, by size
+        self.sizes: dict[Core, int] = {}  # the sizes of each core's ways, as bits (bit n: size n)
+        # The fewest jokers its ways need, by size, as a table and as its sorted pairs.
+        self.least: dict[Core, dict[int, int]] = {}
+        self.least_pairs: dict[Core, tuple[tuple[int, int], ...]] = {}
         self.wholes: list[dict[int, int]] | None = None
         self.listed: dict[tuple[Core, ...], list[list[tuple[Completion, int]]] | None] = {}
         self.slotted: dict[tuple[Core, ...], list[tuple[int, Completion, int, frozenset[int]]]] = {}
@@ -382,6 +415,15 @@ class _Filler:
             s = -1
         self.shorts[option] = s
         return s
+
+    def deficit(self, option: Completion) -> int:
+        """The jokers ``option`` needs on its own: its places no unseen natural card can take."""
+        known = self.deficits.get(option)
+        if known is None:
+            _, need, rank, many = option
+            known = sum([1 for c in need if not self.unseen[c]]) + max(0, many - self.free[rank])
+            self.deficits[option] = known
+        return known
 
     def fillable(self, table: Iterable[tuple[Completion, int, int]]) -> list[tuple[Completion, int]]:
         """The options of ``table`` (each with its run places' cards as bits and its places) that
@@ -493,10 +535,25 @@ class _Filler:
             items.append((d, where))
         return _assignable(items, caps)
 
+    def fits(self, groups: Sequence[Completion]) -> bool:
+        """``exact``, for a completion ``find`` built (its groups' own jokers needed add up to at
+        most the jokers there are): with no joker limit and no card or rank asked for by two of
+        its groups (``_apart``), those are all the jokers it needs, so it fits."""
+        return (self.limit is JokerLimit.UNLIMITED and _apart(groups, None) >= 0) or self.exact(groups)
+
     def _fills(self, groups: Sequence[Completion], forced: tuple[int, int] | None) -> bool:
         """``exact`` with no joker limit, where a group's cap is all its places: whether the jokers
         there are cover the places no unseen natural card can take and, with a place forced, the
         places left can still hold the hand's jokers."""
+        places = _apart(groups, forced)
+        if places >= 0:
+            # No card and no rank is asked for by the places of two groups (``_apart``): the
+            # jokers needed are each group's own (``deficit``); a forced card takes a place of its
+            # group that asked for it, out of copies no other group may take, so it leaves the
+            # count of jokers needed as it was.
+            if forced is not None and (not self.unseen[forced[1]] or places - 1 < min(self.jokers, places)):
+                return False
+            return sum([self.deficit(option) for option in groups]) <= self.supply
         unseen = self.unseen
         spec: dict[int, int] = {}
         pool: dict[int, int] = {}
@@ -551,23 +608,31 @@ class _Filler:
     ) -> list[Completion] | None:
         """A completion that ``accept`` takes: one option of each of ``lists`` (the cores' ways,
         each with its jokers needed), the ``fixed`` groups, and up to ``drawn_groups`` groups drawn
-        whole, 10 cards in all; None when there is none."""
+        whole, 10 cards in all; None when there is none. ``accept`` is offered only completions
+        whose groups' jokers needed on their own add up to at most the jokers there are."""
         chosen = list(fixed)
-        short = sum(self.short(o) for o in fixed)
-        left = SHOWN - sum(o[0] for o in fixed)
-        least = [0] * (len(lists) + 1)
-        for k in range(len(lists) - 1, -1, -1):
+        short, left = 0, SHOWN
+        for option in fixed:
+            short += self.short(option)
+            left -= option[0]
+        depth = len(lists)
+        least = [0] * (depth + 1)
+        for k in range(depth - 1, -1, -1):
             least[k] = least[k + 1] + (lists[k][0][0][0] if lists[k] else SHOWN + 1)
         supply = self.supply
+        if short > supply or least[0] > left:
+            return None
         # With no group drawn whole, the last core's group is exactly the cards left.
-        last = len(lists) - 1 if drawn_groups == 0 else -1
+        last = depth - 1 if drawn_groups == 0 else -1
+        drawn_of = self.drawn_of
 
         def cores(k: int, left: int, short: int) -> bool:
-            if k == len(lists):
+            if k == depth:
                 return drawn(left, short, drawn_groups, MIN_GROUP_SIZE)
+            after = least[k + 1]
             for option, s in lists[k]:
                 n = option[0]
-                if n + least[k + 1] > left:
+                if n + after > left:
                     break
                 if short + s > supply or (k == last and n != left):
                     continue
@@ -582,9 +647,9 @@ class _Filler:
                 return accept(chosen)
             if free == 0 or left < MIN_GROUP_SIZE:
                 return False
-            sizes = [left] if free == 1 else [n for n in range(smallest, left + 1) if n == left or left - n >= n]
+            sizes = (left,) if free == 1 else [n for n in range(smallest, left + 1) if n == left or left - n >= n]
             for n in sizes:
-                for option, s in self.drawn_of(n):
+                for option, s in drawn_of(n):
                     if short + s > supply:
                         break
                     chosen.append(option)
@@ -593,23 +658,44 @@ class _Filler:
                     chosen.pop()
             return False
 
-        if short > supply or least[0] > left:
-            return None
         return chosen if cores(0, left, short) else None
+
+    def rich(self, kept: int) -> bool:
+        """Whether the jokers there are could fill every place of a completion keeping ``kept``
+        natural cards (no joker limit): then whatever is unseen, every way a completion may hold
+        can be filled, and a core set's value and outs are tables of its cores (``_sizes_fit``,
+        ``_rich_cards``).
+
+        Why: a way of ``n`` cards of a core is in some completion only if ``n`` and the least sizes
+        of the other cores (their cards kept) add up to at most 10, so its empty places are at
+        most ``10 - kept``; the places it needs jokers for are among its empty places, and with no
+        joker limit a group's cap is all its places; so it is fillable on its own (``fillable``)
+        when ``supply >= 10 - kept``. Filtering the ways by what is unseen then drops only ways
+        no completion holds."""
+        return kept >= self.rich_from
 
     def value(self, cores: tuple[Core, ...], kept: int, floor: int) -> int:
         """The highest overlap of a completion of ``cores`` (``kept`` natural cards), or -1 when it
         is below ``floor``."""
+        if self.rich(kept):
+            # Jokers could fill every place: any completion whose sizes add up to 10 will do.
+            top = kept + min(self.jokers, SHOWN - kept)
+            if top < floor:
+                return -1
+            return top if _sizes_fit(cores, self.wrap) else -1
         lists = self.lists(cores)
         if lists is None:
             return -1
         free = MOST_GROUPS - len(cores)
         top = kept + min(self.jokers, SHOWN - kept)
-        if self.limit is JokerLimit.UNLIMITED and self.supply >= SHOWN - kept:
-            # Jokers could fill every place: any completion whose sizes add up to 10 will do.
+        if self.limit is JokerLimit.UNLIMITED:
+            # Every place may hold a joker: every completion keeps ``top`` (its room, 10 - kept,
+            # holds the hand's jokers up to it).
             if top < floor:
                 return -1
-            return top if self.sizes_fit(cores, free) else -1
+            if free == 0:  # three cores
+                return top if self.fit_three(lists[0], lists[1], self.sized(cores[2])) is not None else -1
+            return top if self.find(lists, (), free, self.fits) is not None else -1
         for target in range(top, max(floor, 0) - 1, -1):
             extra = target - kept
 
@@ -618,9 +704,36 @@ class _Filler:
 
             if self.find(lists, (), free, accept) is not None:
                 return target
-            if self.limit is JokerLimit.UNLIMITED:
-                break  # every completion keeps as many jokers
         return -1
+
+    def fit_three(
+        self,
+        first: Sequence[tuple[Completion, int]],
+        second: Sequence[tuple[Completion, int]],
+        third: dict[int, list[tuple[Completion, int]]],
+    ) -> list[Completion] | None:
+        """One way of each of three cores (the third's by size), 10 cards in all, that fits
+        (``fits``), or None: ``find`` where any completion will do (no joker limit), with the
+        third core's ways taken by the size left instead of tried in turn."""
+        supply = self.supply
+        least_second, least_third = second[0][0][0], min(third)
+        for one, short_one in first:
+            n = one[0]
+            if n + least_second + least_third > SHOWN:
+                break
+            if short_one > supply:
+                continue
+            for two, short_two in second:
+                left = SHOWN - n - two[0]
+                if left < least_third:
+                    break
+                short = short_one + short_two
+                if short > supply:
+                    continue
+                for three, short_three in third.get(left, ()):
+                    if short + short_three <= supply and self.fits(groups := [one, two, three]):
+                        return groups
+        return None
 
     def lists(self, cores: tuple[Core, ...]) -> list[list[tuple[Completion, int]]] | None:
         """Each core's ways to be completed that can be filled on their own, smallest first
@@ -636,43 +749,39 @@ class _Filler:
             mine = self.ways.get(core)
             if mine is None:
                 mine = self.ways[core] = self.fillable(_ways(core, self.wrap))
-                self.sizes[core] = frozenset({o[0] for o, _ in mine})
-                self.least[core] = _least_by_size(mine)
+                self.sizes[core] = sum(1 << n for n in {o[0] for o, _ in mine})
+                least = self.least[core] = _least_by_size(mine)
+                self.least_pairs[core] = tuple(sorted(least.items()))
             if not mine:
                 return None
             out.append(mine)
         return out
 
-    def potential(self, cores: tuple[Core, ...]) -> frozenset[int]:
-        """Every unseen card some completion of ``cores`` could draw (a bound, feasibility aside:
-        what the ways each core can fill on its own draw, at sizes that make 10 cards)."""
+    def potential(self, cores: tuple[Core, ...], kept: int) -> frozenset[int]:
+        """Every unseen card some completion of ``cores`` (``kept`` natural cards) could draw (a
+        bound, feasibility aside: what the ways each core can fill on its own draw, at sizes that
+        make 10 cards)."""
+        if self.rich(kept):
+            return self.collect_rich(cores)
         if self.lists(cores) is None:
             return frozenset()
-        return self.collect_rich(cores)
-
-    def sizes_fit(self, cores: tuple[Core, ...], free: int) -> bool:
-        """Whether one way of each core and up to ``free`` groups drawn whole can make 10 cards
-        (``lists`` has listed the cores' ways)."""
-        reach = 1  # bit a: some choice of sizes adds up to a (at most 10)
-        for core in cores:
-            step = 0
-            for n in self.sizes[core]:
-                step |= reach << n
-            reach = step & _UP_TO_SHOWN
-        return bool(reach >> SHOWN & 1) or (free > 0 and bool(reach & _ROOM_LEFT))
+        key = (cores, -1)
+        known = self.outs.get(key)
+        if known is None:
+            sizes = tuple(self.sizes[core] for core in cores)
+            known = self.outs[key] = _rich_cards(cores, sizes, self.wrap) & self.support
+        return known
 
     def collect_rich(self, cores: tuple[Core, ...]) -> frozenset[int]:
-        """``collect`` when the jokers there are could fill every place (no joker limit): then every
+        """``collect`` when the jokers there are could fill every place (``rich``): then every
         completion whose sizes add up to 10 can be filled, with any one place taking any card it
         may hold and jokers in the others, so the outs are what those completions' places hold
         (``_rich_cards``: a table of the cores and the sizes of their ways, whatever is unseen)."""
         key = (cores, -2)
         known = self.outs.get(key)
-        if known is not None:
-            return known
-        found = _rich_cards(cores, tuple(self.sizes[core] for core in cores), self.wrap) & self.support
-        self.outs[key] = found
-        return found
+        if known is None:
+            known = self.outs[key] = _rich_cards(cores, _all_sizes(cores, self.wrap), self.wrap) & self.support
+        return known
 
     def slots(
         self, cores: tuple[Core, ...], lists: Sequence[Sequence[tuple[Completion, int]]]
@@ -686,72 +795,138 @@ class _Filler:
         whole = self.whole() if free else _NONE_DRAWN
         supply = self.supply
         slots: list[tuple[int, Completion, int, frozenset[int]]] = []
-        support = self.support
-        for k, mine in enumerate(lists):
+        for k in range(len(lists)):
             rest = cores[:k] + cores[k + 1 :]
             others = self.combined.get(rest)
             if others is None:
-                others = self.combined[rest] = _min_plus([self.least[core] for core in rest])
-            if free:
-                bounds = {n: _best_total(others, whole[free], SHOWN - n) for n in least[k]}
-            else:  # no group drawn whole: the others make the 10 cards alone
-                bounds = {n: others.get(SHOWN - n, _NEVER) for n in least[k]}
-            slots += [
-                (k, option, short, _drawable(option) & support)
-                for option, short in mine
-                if short + bounds[option[0]] <= supply
-            ]
+                others = self.combined[rest] = _min_plus_of(tuple(self.least_pairs[core] for core in rest))
+            # The ways of each size, where the fewest jokers they need leave room for the others'.
+            for n, pairs in self.sized(cores[k]).items():
+                if free:
+                    most = supply - _best_total(others, whole[free], SHOWN - n)
+                else:  # no group drawn whole: the others make the 10 cards alone
+                    most = supply - others.get(SHOWN - n, _NEVER)
+                if least[k][n] <= most:
+                    slots += [(k, option, short, self.draws_of(option)) for option, short in pairs if short <= most]
         if free:
-            all_cores = _min_plus(least)
+            all_cores = self.combined.get(cores)
+            if all_cores is None:
+                all_cores = self.combined[cores] = _min_plus_of(tuple(self.least_pairs[core] for core in cores))
             for n in range(MIN_GROUP_SIZE, SHOWN + 1):
-                pairs = self.drawn_of(n)
-                bound = _best_total(all_cores, whole[free - 1], SHOWN - n)
-                slots += [(-1, o, short, _drawable(o) & support) for o, short in pairs if short + bound <= supply]
+                slots += self.drawn_slots(n, supply - _best_total(all_cores, whole[free - 1], SHOWN - n))
         return slots
+
+    def drawn_slots(self, n: int, most: int) -> list[tuple[int, Completion, int, frozenset[int]]]:
+        """The groups of ``n`` cards drawn whole that need at most ``most`` jokers, as slots (the
+        first of ``drawn_of``, fewest jokers first; remembered, as every core set asks)."""
+        key = (n, most)
+        known = self.drawn_slotted.get(key)
+        if known is None:
+            known = [(-1, o, short, self.draws_of(o)) for o, short in self.drawn_of(n) if short <= most]
+            self.drawn_slotted[key] = known
+        return known
+
+    def sized(self, core: Core) -> dict[int, list[tuple[Completion, int]]]:
+        """The ways of ``core`` that can be filled on their own (``lists``), by size, smallest first."""
+        known = self.by_size.get(core)
+        if known is None:
+            known = self.by_size[core] = {}
+            for pair in self.ways[core]:
+                known.setdefault(pair[0][0], []).append(pair)
+        return known
+
+    def draws_of(self, option: Completion) -> frozenset[int]:
+        """The unseen cards a filling of ``option`` may draw (remembered: the groups drawn whole
+        are slots of every core set)."""
+        known = self.draws.get(option)
+        if known is None:
+            known = self.draws[option] = _drawable(option) & self.support
+        return known
 
     def collect(self, cores: tuple[Core, ...], kept: int, target: int, outs: set[int]) -> None:
         """Add to ``outs`` the cards some completion of ``cores`` of overlap ``target`` draws."""
+        jokers = self.jokers
+        if SHOWN - kept <= jokers:
+            return  # the hand's jokers fill every place: nothing is drawn
+        if self.rich(kept):
+            outs |= self.collect_rich(cores)
+            return
         lists = self.lists(cores)
         if lists is None:
             return
         support = self.support
         extra = target - kept
-        jokers = self.jokers
-        if SHOWN - kept <= jokers:
-            return  # the hand's jokers fill every place: nothing is drawn
+        unlimited = self.limit is JokerLimit.UNLIMITED
+        base: Callable[[list[Completion]], bool]
+        if unlimited:
+            # With no joker limit the room of a completion is all its places, 10 - kept (more
+            # than the hand's jokers, see above): it holds the jokers kept, and one more.
+            if min(jokers, SHOWN - kept) < extra:
+                return
+            base = self.fits
+        else:
 
-        def base(groups: list[Completion]) -> bool:
-            return min(jokers, self.room(groups)) >= extra and self.exact(groups)
+            def base(groups: list[Completion]) -> bool:
+                return min(jokers, self.room(groups)) >= extra and self.exact(groups)
 
         free = MOST_GROUPS - len(cores)
-        if self.limit is JokerLimit.UNLIMITED and self.supply >= SHOWN - kept:
-            outs |= self.collect_rich(cores)
-            return
         slots = self.slotted.get(cores)
         if slots is None:
             slots = self.slotted[cores] = self.slots(cores, lists)
         everything = len(support)  # the outs are unseen cards: all of them once this many
+        # Completions found whose groups ask for no card or rank in common, by the core a group
+        # completes (-1: drawn whole) and its size, with the group's place in the completion.
+        witnesses: dict[tuple[int, int], tuple[list[Completion], int]] = {}
         for k, option, short, draws in slots:
             if len(outs) >= everything:
                 return
             wanted = draws - outs
             if not wanted:
                 continue
+            seen = witnesses.get((k, option[0]))
+            if seen is not None:
+                # This option in the place of a group of the same size: still 10 cards, and if it
+                # asks for nothing the others do and the jokers fit, it fits, and all it may
+                # draw are outs (below).
+                swapped = list(seen[0])
+                swapped[seen[1]] = option
+                if _apart(swapped, None) >= 0 and sum([self.deficit(g) for g in swapped]) <= self.supply:
+                    outs |= draws
+                    continue
             if k >= 0:
                 mine_lists = [mine if j != k else [(option, short)] for j, mine in enumerate(lists)]
                 fixed: tuple[Completion, ...] = ()
                 drawn_groups, at = free, k
             else:
                 mine_lists, fixed, drawn_groups, at = lists, (option,), free - 1, 0
-            found = self.find(mine_lists, fixed, drawn_groups, base)
+            if unlimited and free == 0:  # three cores: any completion through the option will do
+                third = {option[0]: [(option, short)]} if k == 2 else self.sized(cores[2])
+                found = self.fit_three(mine_lists[0], mine_lists[1], third)
+            else:
+                found = self.find(mine_lists, fixed, drawn_groups, base)
             if found is None:
                 continue
             found = list(found)
+            if unlimited and _apart(found, None) >= 0:
+                # Each card a group of this completion may draw is one its places ask for and is
+                # unseen, and no other group asks for it or its rank: it takes one of those places
+                # and the jokers needed stay the same (``_fills``), the places left (more than the
+                # hand's jokers, see above) still hold them. So the cards every group of it may
+                # draw are outs, not only this slot's (the other groups are slots too, then
+                # skipped when they could draw nothing new).
+                for place, group in enumerate(found):
+                    outs |= self.draws_of(group)
+                    # The cores' groups first, after the fixed group drawn whole if there is one.
+                    core = place - len(fixed)
+                    witnesses.setdefault((core if 0 <= core < len(cores) else -1, group[0]), (found, place))
+                continue
             at = found.index(option) if k < 0 else at
             for c in sorted(wanted):
                 if c == _JK:
-                    if self.room(found) > jokers or self.find(
-                        mine_lists, fixed, drawn_groups, lambda g: self.room(g) > jokers and base(g)
+                    if (
+                        unlimited
+                        or self.room(found) > jokers
+                        or self.find(mine_lists, fixed, drawn_groups, lambda g: self.room(g) > jokers and base(g))
                     ):
                         outs.add(c)
                     continue
@@ -772,6 +947,38 @@ _ROOM_LEFT = (1 << (SHOWN - MIN_GROUP_SIZE + 1)) - 1  # sums 0 to 7: room for a 
 _NONE_DRAWN = [{0: 0}]  # no group drawn whole: none needs a joker
 
 
+@lru_cache(maxsize=1 << 14)
+def _asks(option: Completion) -> tuple[int, int, int]:
+    """What the places of ``option`` ask for: its run places' cards (bits by card index), the ranks
+    of those cards (bits by rank) and the rank its same-rank places take (a bit, 0: none)."""
+    _, need, rank, many = option
+    return sum(1 << c for c in need), sum(1 << _RANK[c] for c in need), (1 << rank) if many else 0
+
+
+def _apart(groups: Sequence[Completion], forced: tuple[int, int] | None) -> int:
+    """The places of ``groups`` when no card is asked for by two run places and no rank by a
+    same-rank group and any other place (and ``forced``, if given, is a card its group's places
+    ask for); -1 otherwise.
+
+    Then the unseen natural cards one group's places may take are no other group's, so the
+    jokers the groups need together are the sum of each one's."""
+    cards = ranks = pools = places = 0
+    for option in groups:
+        need_bits, need_ranks, pool = _asks(option)
+        if need_bits & cards or pool & (ranks | pools) or need_ranks & pools:
+            return -1
+        cards |= need_bits
+        ranks |= need_ranks
+        pools |= pool
+        places += len(option[1]) + option[3]
+    if forced is not None:
+        at, card = forced
+        need_bits, _, pool = _asks(groups[at])
+        if not (need_bits >> card & 1 or (card < JOKER_INDEX and pool >> _RANK[card] & 1)):
+            return -1
+    return places
+
+
 def _least_by_size(mine: Sequence[tuple[Completion, int]]) -> dict[int, int]:
     """The fewest jokers a core's ways need on their own, by size."""
     least: dict[int, int] = {}
@@ -787,12 +994,23 @@ def _min_plus(tables: Sequence[dict[int, int]]) -> dict[int, int]:
     out = {0: 0}
     for table in tables:
         out_next: dict[int, int] = {}
+        pairs = sorted(table.items())
         for a, x in out.items():
-            for n, y in table.items():
-                if a + n <= SHOWN and x + y < out_next.get(a + n, _NEVER):
+            room = SHOWN - a
+            for n, y in pairs:
+                if n > room:
+                    break
+                if x + y < out_next.get(a + n, _NEVER):
                     out_next[a + n] = x + y
         out = out_next
     return out
+
+
+@lru_cache(maxsize=1 << 14)
+def _min_plus_of(tables: tuple[tuple[tuple[int, int], ...], ...]) -> dict[int, int]:
+    """``_min_plus`` of tables given as sorted pairs (size, jokers), remembered: the cores of many
+    sets need jokers alike (the table returned is shared: read it only)."""
+    return _min_plus([dict(pairs) for pairs in tables])
 
 
 def _combine_drawn(least: dict[int, int], groups: int) -> dict[int, int]:
@@ -816,9 +1034,10 @@ ALL_KINDS = frozenset(range(CARD_KINDS))
 
 
 @lru_cache(maxsize=1 << 14)
-def _rich_cards(cores: tuple[Core, ...], sizes: tuple[frozenset[int], ...], wrap: bool) -> frozenset[int]:
+def _rich_cards(cores: tuple[Core, ...], sizes: tuple[int, ...], wrap: bool) -> frozenset[int]:
     """The cards some completion of ``cores`` whose sizes add up to 10 may draw, each core completed
-    at one of its ``sizes`` and the groups left drawn whole (feasibility aside: ``collect_rich``)."""
+    at one of its ``sizes`` (as bits: bit n, size n) and the groups left drawn whole (feasibility
+    aside: ``collect_rich``)."""
     free = MOST_GROUPS - len(cores)
 
     def sums(skip: int) -> int:
@@ -826,36 +1045,82 @@ def _rich_cards(cores: tuple[Core, ...], sizes: tuple[frozenset[int], ...], wrap
         reach = 1
         for k, mine in enumerate(sizes):
             if k != skip:
-                step = 0
-                for n in mine:
-                    step |= reach << n
-                reach = step & _UP_TO_SHOWN
+                reach = _sumset(reach, mine)
         return reach
 
-    def closes(n: int, totals: int, groups: int) -> bool:
-        """Whether a group of ``n`` cards and one of ``totals`` make 10, or leave room for one
-        of ``groups`` groups drawn whole (3 cards or more)."""
-        room = SHOWN - MIN_GROUP_SIZE - n + 1  # the totals 0 to 7 - n leave 3 or more
-        return bool(totals >> (SHOWN - n) & 1) or (groups > 0 and room > 0 and bool(totals & ((1 << room) - 1)))
-
+    if free:
+        # A group drawn whole of 3 to 10 cards closes with the cores, leaving room for the rest.
+        if _closing(sums(-1), free - 1) & _DRAWN_SIZES:
+            return ALL_KINDS  # a same-rank group drawn whole may hold any card, or a joker
     # Rich enough, every way of every core can be filled (the jokers needed are never more than
     # the places), so what each core's ways of one size may draw is a table of the core alone.
-    cards: frozenset[int] = frozenset()
+    cards: set[int] = set()
     for k, core in enumerate(cores):
-        others = sums(k)
-        drawable = _core_drawable(core, wrap)
-        for n in sizes[k]:
-            # ``closes``, inline: this loop runs for every core set judged.
-            room = SHOWN - MIN_GROUP_SIZE - n + 1
-            if others >> (SHOWN - n) & 1 or (free > 0 and room > 0 and others & ((1 << room) - 1)):
-                cards |= drawable[n]
-    if free:
-        total = sums(-1)
-        for n in range(MIN_GROUP_SIZE, SHOWN + 1):  # a group drawn whole of n cards
-            if closes(n, total, free - 1):
-                cards = ALL_KINDS  # a same-rank group drawn whole may hold any card, or a joker
-                break
-    return cards
+        closing = sizes[k] & _closing(sums(k), free)  # the sizes of its ways that close with the others
+        if closing:
+            cards |= _core_draws(core, closing, wrap)
+    return frozenset(cards)
+
+
+def _closing(totals: int, groups: int) -> int:
+    """The sizes ``n`` of a group (as bits) that with one of ``totals`` (as bits) make 10 cards, or
+    leave room for one of ``groups`` groups drawn whole (3 cards or more: a total of at most
+    7 - n)."""
+    sizes = _TO_TEN[totals]
+    if groups > 0 and totals:
+        most = SHOWN - MIN_GROUP_SIZE - ((totals & -totals).bit_length() - 1)  # 7 less the least total
+        if most >= 0:
+            sizes |= (1 << (most + 1)) - 1
+    return sizes
+
+
+# By a set of totals (as bits): the sizes that make 10 with one of them (as bits).
+_TO_TEN = tuple(
+    sum(1 << (SHOWN - a) for a in range(SHOWN + 1) if totals >> a & 1) for totals in range(1 << (SHOWN + 1))
+)
+_DRAWN_SIZES = sum(1 << n for n in range(MIN_GROUP_SIZE, SHOWN + 1))  # a group drawn whole: 3 to 10 cards
+
+
+@lru_cache(maxsize=1 << 16)
+def _sumset(a: int, b: int) -> int:
+    """The totals of one of the sizes ``a`` and one of ``b`` (as bits), at most 10 (as bits)."""
+    out, n = 0, 0
+    while b:
+        if b & 1:
+            out |= a << n
+        b >>= 1
+        n += 1
+    return out & _UP_TO_SHOWN
+
+
+@lru_cache(maxsize=1 << 14)
+def _core_draws(core: Core, sizes: int, wrap: bool) -> frozenset[int]:
+    """What the ways to complete ``core`` at ``sizes`` (bit n: size n) may draw (cores recur
+    in many sets, at the same sizes)."""
+    drawable = _core_drawable(core, wrap)
+    return frozenset().union(*(drawable[n] for n in range(SHOWN + 1) if sizes >> n & 1))
+
+
+@lru_cache(maxsize=1 << 14)
+def _core_sizes(core: Core, wrap: bool) -> int:
+    """The sizes of the ways to complete ``core``, as bits (bit n: size n)."""
+    return sum(1 << n for n, options in enumerate(_completions(core, wrap)) if options)
+
+
+@lru_cache(maxsize=1 << 16)
+def _all_sizes(cores: tuple[Core, ...], wrap: bool) -> tuple[int, ...]:
+    """The sizes of the ways to complete each of ``cores``, as bits."""
+    return tuple(_core_sizes(core, wrap) for core in cores)
+
+
+@lru_cache(maxsize=1 << 16)
+def _sizes_fit(cores: tuple[Core, ...], wrap: bool) -> bool:
+    """Whether one way of each of ``cores`` and groups drawn whole (up to three groups in all)
+    can make 10 cards."""
+    reach = 1  # bit a: some choice of sizes adds up to a (at most 10)
+    for sizes in _all_sizes(cores, wrap):
+        reach = _sumset(reach, sizes)
+    return bool(reach >> SHOWN & 1) or (len(cores) < MOST_GROUPS and bool(reach & _ROOM_LEFT))
 
 
 @lru_cache(maxsize=1 << 14)
@@ -965,7 +1230,7 @@ def overlap(hand: Counts, unseen: Counts, shape: _Shape, want_outs: bool) -> tup
     if want_outs and 0 <= best < SHOWN:
         outs |= color_outs.get(best, set())
         for cores, kept, value in found:
-            if value == best and not filler.potential(cores) <= outs:
+            if value == best and not filler.potential(cores, kept) <= outs:
                 filler.collect(cores, kept, value, outs)
     return best, frozenset(outs)
 
@@ -1004,15 +1269,23 @@ def throw_overlaps(held: Counts, unseen: Counts, shape: _Shape) -> dict[int, tup
             for t in serves:
                 best[t] = max(best[t], value)
             found.append((cores, kept, value, serves))
-    # Each throw's outs, from the core sets that serve it, each adding only the cards not yet found
-    # (a core set that could draw nothing new is skipped).
+    # Each throw's outs, from the core sets of its best value that serve it, each adding only the
+    # cards not yet found (a core set that could draw nothing new is skipped; its bound on what it
+    # could draw is the same for every throw it serves).
+    serving: dict[int, list[tuple[tuple[Core, ...], int, int, frozenset[int]]]] = {t: [] for t in kinds}
+    for cores, kept, value, serves in found:
+        mine = [t for t in serves if value == best[t] < SHOWN]
+        if mine:
+            entry = (cores, kept, value, filler.potential(cores, kept))
+            for t in mine:
+                serving[t].append(entry)
     out: dict[int, tuple[int, frozenset[int]]] = {}
     for t in kinds:
         outs: set[int] = set()
         if 0 <= best[t] < SHOWN:
             outs |= colors[t].get(best[t], set())
-            for cores, kept, value, serves in found:
-                if value == best[t] and t in serves and not filler.potential(cores) <= outs:
+            for cores, kept, value, potential in serving[t]:
+                if not potential <= outs:
                     filler.collect(cores, kept, value, outs)
         out[t] = (best[t], frozenset(outs))
     return out
@@ -1141,5 +1414,9 @@ def forget_measures() -> None:
     _core_sets.cache_clear()
     _hand_cores.cache_clear()
     _rich_cards.cache_clear()
+    _core_draws.cache_clear()
+    _min_plus_of.cache_clear()
+    _all_sizes.cache_clear()
+    _sizes_fit.cache_clear()
     _left_kinds.cache_clear()
     _points.cache_clear()

@@ -267,12 +267,14 @@ class _Judge:
             distance_of(add_card(held, t, -1), unseen, self.rules) for t in range(CARD_KINDS) if held[t] and t != keep
         )
 
+    @staticmethod
     def throws(
-        self, held: Counts, unseen: Counts, keep: int | None
+        measured: dict[Card, Progress], keep: int | None
     ) -> list[tuple[str, tuple[int, int, int], float, Progress]]:
-        """Each card kind that may be thrown from the 11 cards ``held``, with the progress it leaves."""
+        """Each card kind that may be thrown (``measure_throws`` of the 11 cards held, but
+        ``keep``), with the progress it leaves."""
         out = []
-        for card, progress in measure_throws(held, unseen, self.rules).items():
+        for card, progress in measured.items():
             if card.index != keep:
                 out.append((card.code(), progress.key, progress.value, progress))
         return out
@@ -341,19 +343,15 @@ def review_deal(record: Record) -> DealReview:
                 new = turn.restock
             # An explicit deck's record gives the new order only when the seat draws from it.
             real_stock = [card.index for card in reversed(new)]
-        # The draw, from the information set.
-        before = measure(hand, unseen, rules)
+        # The draw made, and the throws it allows, from both viewpoints.
         if stock or not under:
             pool, draws = unseen, unseen
-            progress = before
         else:  # the stock is the pile less its top, whose cards the seat saw
             pool = _plus(unseen, _counts_of_indices(under))
             draws = _counts_of_indices(under)
-            progress = measure(hand, pool, rules)
         keep = top if forbidden else None
         chosen = STOCK if turn.draw is DrawSource.STOCK else DISCARD
         stock_now = _counts_of_indices(real_stock)
-        # The draw made, and the throws it allows, from both viewpoints.
         if turn.draw is DrawSource.STOCK:
             card = real_stock[-1]
             after_unseen = add_card(pool, card, -1)
@@ -364,8 +362,13 @@ def review_deal(record: Record) -> DealReview:
             stock_after = stock_now
         held = add_card(hand, card)
         taken = card if (forbidden and turn.draw is DrawSource.DISCARD) else None
-        info_throws = judge.throws(held, after_unseen, taken)
-        omni_throws = judge.throws(held, stock_after, taken)
+        measured = measure_throws(held, after_unseen, rules)
+        info_throws = judge.throws(measured, taken)
+        omni_throws = judge.throws(measure_throws(held, stock_after, rules), taken)
+        # The hand before the draw, from the information set: after taking the face-up card, the
+        # throw of that card leaves it, against the same unseen cards.
+        before = measured[CARD_BY_INDEX[card]] if turn.draw is DrawSource.DISCARD else measure(hand, unseen, rules)
+        progress = before if stock or not under else measure(hand, pool, rules)
         nearest = min(p.distance for *_, p in info_throws)
         nearest_omni = min(p.distance for *_, p in omni_throws)
         # The draw, from the information set: the face-up card is known, the stock is any unseen card.

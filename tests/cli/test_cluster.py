@@ -8,7 +8,6 @@ verdict lines, byte for byte. Every subprocess and every wait is bounded.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import random
@@ -446,12 +445,36 @@ def _title(pid: int) -> str:
         return ""
 
 
-def test_fairplay_on_ray_refuses_jobs_and_ray_client() -> None:
+def test_fairplay_on_ray_refuses_jobs() -> None:
     both = fairplay(None, EXAMPLES, "--ray", "auto", "--jobs", "2")
     assert both.returncode == 2 and "--ray and --jobs" in both.stderr, both.stderr
-    if importlib.util.find_spec("ray") is not None:
-        client = fairplay(None, EXAMPLES, "--ray", "ray://127.0.0.1:10001")
-        assert client.returncode == 2 and "ray job submit" in client.stderr, client.stderr
+
+
+def test_fairplay_through_ray_client_reads_the_clusters_files_and_this_stdin(
+    head: RayNode, reviewed: tuple[Path, subprocess.CompletedProcess[str]]
+) -> None:
+    folder, local = reviewed
+    address = f"ray://127.0.0.1:{head.client_port}"
+    env = ray_env(head.folder)
+    command = [sys.executable, "-m", "referee.cli", "fairplay", "--json", "--ray", address]
+    second = folder / "b.jsonl"
+    with open(second, encoding="utf-8") as stdin:
+        result = subprocess.run(
+            [*command, str(folder / "a.jsonl"), "-"],
+            cwd=ROOT,
+            env=env,
+            stdin=stdin,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+    assert result.returncode == 3, result.stderr
+    assert result.stdout == local.stdout
+    assert [line.split(": ")[1] for line in _left_out(result.stderr)] == ["-:3", "-:7"]
+    missing = subprocess.run(
+        [*command, str(folder / "none.jsonl")], cwd=ROOT, env=env, capture_output=True, text=True, timeout=180
+    )
+    assert missing.returncode == 2 and "none.jsonl" in missing.stderr, missing.stderr
 
 
 # Object storage ---------------------------------------------------------------------------------

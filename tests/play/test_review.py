@@ -199,6 +199,73 @@ def _closes_after_swaps(hand: list[Card], unseen: list[Card], k: int, rules: Rul
     return False
 
 
+@st.composite
+def throws(draw: st.DrawFn) -> tuple[list[Card], list[Card]]:
+    """11 cards after a draw from the small deck (with 0 to 3 jokers), and the unseen cards: part of the rest."""
+    jokers = draw(st.integers(0, 3), label="jokers")
+    pool = [card for card in SMALL for _ in range(2)] + [Card(None, None)] * jokers
+    order = draw(st.permutations(pool), label="order")
+    keep = draw(st.lists(st.booleans(), min_size=len(order) - 11, max_size=len(order) - 11), label="unseen")
+    return list(order[:11]), [card for card, kept in zip(order[11:], keep) if kept]
+
+
+@pytest.mark.parametrize("wrap", [False, True], ids=["no-wrap", "wrap"])
+@pytest.mark.parametrize("limit", LIMITS, ids=[limit.value for limit in LIMITS])
+@settings(derandomize=True, deadline=None, database=None, max_examples=20, suppress_health_check=[HealthCheck.too_slow])
+@given(case=throws())
+def test_each_throw_is_measured_as_the_hand_it_leaves(
+    limit: JokerLimit, wrap: bool, case: tuple[list[Card], list[Card]]
+) -> None:
+    """The throws of 11 cards, judged together in one walk (the core sets each serves, its outs
+    gathered from the sets of its best value), against the oracle and the measure of each 10
+    cards left on their own."""
+    held, unseen = case
+    rules = rules_of(limit, wrap)
+    targets = valid_targets(limit, wrap)
+    u = small_counts(unseen)
+    shown = " ".join(c.code() for c in held) + " | " + " ".join(c.code() for c in unseen)
+    for card, got in measure_throws(counts_of(held), counts_of(unseen), rules).items():
+        left = list(held)
+        left.remove(card)
+        assert got == measure(left, unseen, rules), (card.code(), shown)
+        h = small_counts(left)
+        assert (got.distance, got.improving) == (oracle_distance(targets, h, u), oracle_improving(targets, h, u)), (
+            card.code(),
+            shown,
+        )
+
+
+@pytest.mark.parametrize("limit", LIMITS, ids=[limit.value for limit in LIMITS])
+def test_throws_on_the_full_deck_count_the_draws_that_bring_each_nearer(limit: JokerLimit) -> None:
+    """On 11 cards of the full deck against many unseen cards, with and without unseen jokers (the
+    jokers there are fill every place, or they do not and the unseen natural cards must): each
+    throw's improving cards are those whose draw leaves 11 cards at a smaller distance, and each
+    throw is measured as the 10 cards it leaves."""
+    rules = RuleSet(engine=Engine.SEARCH, joker_limit=limit)
+    rng = random.Random(11)
+    cards = list(deck(2))
+    for case in range(2):
+        rng.shuffle(cards)
+        held = counts_of(cards[:11])
+        rest = [card for card in cards[11 + rng.randrange(30) :] if case % 2 or card.index != JOKER_INDEX]
+        unseen = counts_of(rest)
+        for card, got in measure_throws(held, unseen, rules).items():
+            left = list(held)
+            left[card.index] -= 1
+            assert got == measure(tuple(left), unseen, rules), (case, card.code())
+            if got.distance in (0, UNREACHABLE):
+                continue
+            improving = 0
+            for c, n in enumerate(unseen):
+                if n:
+                    drawn, after = list(left), list(unseen)
+                    drawn[c] += 1
+                    after[c] -= 1
+                    if distance_of(tuple(drawn), tuple(after), rules) < got.distance:
+                        improving += n
+            assert improving == got.improving, (case, card.code(), got)
+
+
 # --- worked examples (docs/review.md) ------------------------------------------------------------------
 
 FULL = counts_of(deck(2))
