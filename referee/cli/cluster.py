@@ -27,6 +27,7 @@ Ray and pyarrow are imported here only: the rest of the command line runs withou
 from __future__ import annotations
 
 import argparse
+import contextlib
 import fnmatch
 import gc
 import json
@@ -38,7 +39,7 @@ import uuid
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, BinaryIO, cast
+from typing import TYPE_CHECKING, Any, BinaryIO, TextIO, cast
 
 from referee.cli import batch
 from referee.cli.batch import (
@@ -152,6 +153,17 @@ def run(args: argparse.Namespace) -> int:
             plan = _plan(job)
         except _Refused as error:
             return _usage(str(error))
+    with results_only_on_stdout() as stdout:
+        try:
+            return _judge_on(ray, args, job, plan, to_directory, stdout)
+        finally:
+            ray.shutdown()  # before standard output is given back: Ray's threads print until then
+
+
+def _judge_on(
+    ray: Any, args: argparse.Namespace, job: Job, plan: _Plan | None, to_directory: bool, stdout: TextIO
+) -> int:
+    """Join the cluster and judge the job there; verdicts for standard output go to ``stdout``."""
     started = time.monotonic()
     try:
         join_cluster(ray, args.ray)
@@ -167,7 +179,7 @@ def run(args: argparse.Namespace) -> int:
             skipped, chunks = _through_client(ray, job, stdin)
         else:
             skipped, chunks = len(plan.done), _judged(plan, job, stdin)
-        counts = _write(chunks, None if to_directory else args.output, args.resume, progress)
+        counts = _write(chunks, None if to_directory else args.output, args.resume, progress, stdout)
     except _Refused as error:
         return _usage(str(error))
     except OSError as error:
@@ -178,6 +190,28 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_UNREACHABLE
     summary(counts, progress.elapsed, skipped=skipped)
     return EXIT_MALFORMED if counts["MALFORMED"] else EXIT_OK
+
+
+@contextlib.contextmanager
+def results_only_on_stdout() -> Iterator[TextIO]:
+    """Standard output for the results alone: Ray's processes print what they see (a worker lost,
+    a task retried) on the driver's standard output, so while the cluster runs, file descriptor 1
+    is standard error and the results go to a copy of the real one."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        yield sys.stdout  # not a file (a test's buffer): nothing of Ray's reaches it
+        return
+    sys.stdout.flush()
+    kept = os.dup(fd)
+    os.dup2(sys.stderr.fileno(), fd)
+    results = open(os.dup(kept), "w", encoding="utf-8", closefd=True)
+    try:
+        yield results
+    finally:
+        results.close()
+        os.dup2(kept, fd)
+        os.close(kept)
 
 
 def _usage(message: str) -> int:
@@ -247,12 +281,14 @@ def _plan(job: Job) -> _Plan:
     return _Plan(inputs, output, done)
 
 
-def _write(chunks: Iterable[Judged], output: str | None, append: bool, progress: Progress) -> Counter[str]:
-    """The verdicts to ``output`` (a file, ``-`` for standard output), in the order they come, or
+def _write(
+    chunks: Iterable[Judged], output: str | None, append: bool, progress: Progress, stdout: TextIO
+) -> Counter[str]:
+    """The verdicts to ``output`` (a file, ``-`` for ``stdout``), in the order they come, or
     (None: a directory's, written already) only counted; their counts."""
     sink = None
     if output is not None:
-        sink = sys.stdout if output == "-" else open(output, "a" if append else "w", encoding="utf-8")
+        sink = stdout if output == "-" else open(output, "a" if append else "w", encoding="utf-8")
     counts: Counter[str] = Counter()
     try:
         for chunk in chunks:
@@ -265,7 +301,7 @@ def _write(chunks: Iterable[Judged], output: str | None, append: bool, progress:
             counts.update(dict(chunk.outcomes))
             progress.step(chunk.cases)
     finally:
-        if sink is not None and sink is not sys.stdout:
+        if sink is not None and sink is not stdout:
             sink.close()
     return counts
 

@@ -16,9 +16,7 @@ own (its message the key), so it is named on stderr as locally, in the order of 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import io
-import os
 import sys
 import time
 from collections.abc import Iterator
@@ -27,7 +25,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from referee.cli import fairplay
 from referee.cli.batch import EXIT_UNREACHABLE
-from referee.cli.cluster import first_line, input_files, join_cluster, place_of
+from referee.cli.cluster import first_line, input_files, join_cluster, place_of, results_only_on_stdout
 from referee.cli.common import EXIT_OK, EXIT_USAGE
 
 if TYPE_CHECKING:
@@ -136,28 +134,6 @@ def sums_of(files: list[str], stdin: list[pa.Table] | None, cpus: int) -> tuple[
 
 def _stdin() -> io.TextIOWrapper:
     return io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
-
-
-@contextlib.contextmanager
-def results_only_on_stdout() -> Iterator[TextIO]:
-    """Standard output for the results alone: Ray's processes print what they see (a worker lost,
-    a task retried) on this process's standard output, so while the cluster runs, file
-    descriptor 1 is standard error and the results go to a copy of the real one."""
-    try:
-        fd = sys.stdout.fileno()
-    except (AttributeError, OSError, ValueError):
-        yield sys.stdout  # not a file (a test's buffer): nothing of Ray's reaches it
-        return
-    sys.stdout.flush()
-    kept = os.dup(fd)
-    os.dup2(sys.stderr.fileno(), fd)
-    results = open(os.dup(kept), "w", encoding="utf-8", closefd=True)
-    try:
-        yield results
-    finally:
-        results.close()
-        os.dup2(kept, fd)
-        os.close(kept)
 
 
 def _usage(message: str) -> int:
