@@ -160,7 +160,7 @@ TIERS: dict[str, tuple[str, ...]] = {
         "test_hostile_two",
         "test_soak",
     ),
-    "cluster": ("test_cluster",),
+    "cluster": ("test_cluster", "test_fairplay_ray"),
     "tooling": (
         "test_bench_suite",
         "test_contract",

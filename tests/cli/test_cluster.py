@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import re
 import signal
 import subprocess
@@ -20,22 +19,26 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import cases
 import pytest
-from played import rules_for
+from clusters import (
+    EXAMPLES,
+    ROOT,
+    batch,
+    busy_workers,
+    dispute_lines,
+    local_verdicts,
+    read_directory,
+    record_lines,
+    summary,
+    without_nulls,
+    write,
+)
 
 from bench.rays import RayNode, ray_env
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
-from referee.api import jsonmsg
-from referee.api.records import request_of
 from referee.cli.shards import shard_of
-from referee.game.rules import Engine, RuleSet
-from referee.play.simulate import simulate
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.skipif(sys.platform != "linux", reason="/proc, signals")]
-
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = ROOT / "examples" / "disputes.jsonl"
 
 
 @pytest.fixture(scope="module")
@@ -46,77 +49,6 @@ def head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayNode]:
         yield node
     finally:
         node.stop()
-
-
-def batch(head: RayNode | None, *args: object, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    """``remigio-referee batch`` to its end: on ``head``'s cluster, or locally (one job) when None."""
-    where = ["--ray", head.address] if head else ["--jobs", "1"]
-    env = ray_env(head.folder) if head else {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
-    return subprocess.run(
-        [sys.executable, "-m", "referee.cli", "batch", *map(str, args), *where],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-
-
-def record_lines(count: int, seed: int = 5) -> list[str]:
-    """Simulated deal records as case lines (some illegal, some malformed, some in camelCase, some
-    without an id), with blank lines among them; copies under new ids when ``count`` is large."""
-    rng = random.Random(seed)
-    made = []
-    for index in range(min(count, 150)):
-        record = simulate(index, rng.randint(2, 4), rules_for(rng), seeded=index % 2 == 0, max_turns=80)
-        request = request_of(record)
-        if index % 7 == 3 and request.record.turns:
-            request.record.turns[0].seat = (request.record.turns[0].seat + 1) % len(record.seats)
-        if index % 11 == 5 and request.record.turns:
-            request.record.turns[0].discard = "1H"
-        made.append(pb.CheckDisputesRequest(record=request))
-    lines = []
-    for number in range(count):
-        case = pb.CheckDisputesRequest()
-        case.CopyFrom(made[number % len(made)])
-        if number % 50 != 17:
-            case.id = f"record-{number}"
-        lines.append(jsonmsg.to_json(case) if number % 13 else json.dumps(json.loads(jsonmsg.to_json(case))))
-    for _ in range(3):
-        lines.insert(rng.randrange(len(lines)), "")
-    return lines
-
-
-def dispute_lines() -> list[str]:
-    """The every-type cases (hands, closes, deals, every outcome, malformed lines) and the examples'."""
-    lines = [case.text for case in cases.mixed_cases(seed=2)]
-    return lines + EXAMPLES.read_text(encoding="utf-8").splitlines()
-
-
-def write(path: Path, lines: list[str]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
-    return path
-
-
-def local_verdicts(cases_file: Path, tmp_path: Path) -> str:
-    out = tmp_path / "local.jsonl"
-    result = batch(None, cases_file, "-o", out)
-    assert result.returncode in (0, 3), result.stderr
-    return out.read_text(encoding="utf-8")
-
-
-def by_id(text: str) -> list[str]:
-    return sorted(text.splitlines(), key=lambda line: json.loads(line)["id"])
-
-
-def summary(stderr: str) -> dict[str, int]:
-    rows = (line.split() for line in stderr.splitlines())
-    return {row[0]: int(row[1]) for row in rows if len(row) == 2 and row[1].isdigit()}
-
-
-def read_directory(folder: Path) -> list[str]:
-    return [line for path in sorted(folder.glob("*.jsonl")) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
 # The same answers ------------------------------------------------------------------------------
@@ -164,17 +96,8 @@ def test_parquet_has_a_column_per_field_and_reads_back_as_the_verdicts(head: Ray
     assert table.schema.field("outcome").type == pa.string()
     assert pa.types.is_list(table.schema.field("claims").type)
     assert table.schema.field("record").type.field("turns_played").type == pa.int32()
-    rows = {row["id"]: _without_nulls(row) for row in table.to_pylist()}
+    rows = {row["id"]: without_nulls(row) for row in table.to_pylist()}
     assert rows == expected
-
-
-def _without_nulls(value: object) -> object:
-    """A row as its JSON reads: a field with presence that is unset is absent there, null here."""
-    if isinstance(value, dict):
-        return {key: _without_nulls(item) for key, item in value.items() if item is not None}
-    if isinstance(value, list):
-        return [_without_nulls(item) for item in value]
-    return value
 
 
 def test_a_bad_line_is_a_verdict_naming_its_line_and_field_and_the_run_goes_on(head: RayNode, tmp_path: Path) -> None:
@@ -196,29 +119,6 @@ def test_a_bad_line_is_a_verdict_naming_its_line_and_field_and_the_run_goes_on(h
 
 
 # Faults ----------------------------------------------------------------------------------------
-
-
-def _busy_workers(parents: set[int], judging: bool = True) -> list[int]:
-    """Ray worker processes of the raylets ``parents`` (a worker is its raylet's child) now
-    running a task of the run: a judging task, or (``judging`` False) any task of the dataset
-    (reading, splitting, judging, writing), by the process title Ray gives them."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            title = (entry / "cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
-            if not title.startswith("ray::") or ("Judge" not in title if judging else not _DATASET.search(title)):
-                continue
-            parent = int((entry / "stat").read_text().rpartition(")")[2].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        if parent in parents:
-            found.append(int(entry.name))
-    return found
-
-
-_DATASET = re.compile(r"MapBatches|ReadBinary|Write|Split")
 
 
 def _run_and_kill(
@@ -251,7 +151,7 @@ def test_a_worker_killed_mid_run_loses_and_doubles_no_case(head: RayNode, tmp_pa
 
     def kill(run: subprocess.Popen[str]) -> bool:
         while run.poll() is None:
-            if workers := _busy_workers(raylets):
+            if workers := busy_workers(raylets):
                 os.kill(workers[0], signal.SIGKILL)
                 return True
             time.sleep(0.05)
@@ -273,7 +173,7 @@ def test_a_node_that_leaves_mid_run_loses_and_doubles_no_case(head: RayNode, tmp
 
         def kill(run: subprocess.Popen[str]) -> bool:
             while run.poll() is None:
-                if _busy_workers(raylets, judging=False):
+                if busy_workers(raylets, judging=False):
                     second.stop()  # the node leaves: its raylet, object store and workers at once
                     return True
                 time.sleep(0.05)
@@ -339,228 +239,6 @@ def test_shards_cover_every_case_once_and_merge_into_the_whole_runs_bytes(head: 
     write(outputs[2], lines[:-1])
     result = subprocess.run(merge, cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert result.returncode == 2 and "shard 2/3" in result.stderr and json.loads(lines[-1])["id"] in result.stderr
-
-
-# Fair play on Ray ------------------------------------------------------------------------------
-
-
-def fairplay(head: RayNode | None, *args: object) -> subprocess.CompletedProcess[str]:
-    """``remigio-referee fairplay`` to its end: on ``head``'s cluster, or locally (one job) when None."""
-    where = ["--ray", head.address] if head else []
-    env = ray_env(head.folder) if head else {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
-    return subprocess.run(
-        [sys.executable, "-m", "referee.cli", "fairplay", *map(str, args), *where],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-
-
-@pytest.fixture(scope="module")
-def reviewed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
-    """A folder of two files of records (two lines of the second left out) and the local run's
-    results over them."""
-    rules = RuleSet(engine=Engine.SEARCH)
-    lines = [jsonmsg.to_json(request_of(simulate(seed, 4, rules, max_turns=60))) for seed in range(9)]
-    folder = tmp_path_factory.mktemp("fairplay") / "records"
-    first = write(folder / "a.jsonl", lines[:5])
-    bad_card = lines[0].replace('"discard":"', '"discard":"ZZ', 1)
-    second = write(folder / "b.jsonl", ["", lines[5], "not json", *lines[6:], bad_card])
-    local = fairplay(None, "--json", first, second)
-    assert local.returncode == 3, local.stderr
-    assert len(local.stdout.splitlines()) > 4
-    return folder, local
-
-
-def _left_out(stderr: str) -> list[str]:
-    return [line for line in stderr.splitlines() if line.startswith("remigio-referee fairplay: ")]
-
-
-def test_fairplay_on_ray_is_the_local_runs_bytes_and_names_the_lines_left_out(
-    head: RayNode, reviewed: tuple[Path, subprocess.CompletedProcess[str]]
-) -> None:
-    folder, local = reviewed
-    # A directory: its files reviewed in tasks, the rows summed by Ray's group-by.
-    on_ray = fairplay(head, "--json", folder)
-    assert on_ray.returncode == 3, on_ray.stderr
-    assert on_ray.stdout == local.stdout
-    assert _left_out(on_ray.stderr) == _left_out(local.stderr)
-    second = folder / "b.jsonl"
-    assert [line.split(": ")[1] for line in _left_out(on_ray.stderr)] == [f"{second}:3", f"{second}:7"]
-    assert "fairplay: 9 records reviewed, 2 left out" in on_ray.stderr
-    # A glob, the text form.
-    text = fairplay(head, folder / "a.*")
-    assert text.returncode == 0, text.stderr
-    assert text.stdout == fairplay(None, folder / "a.jsonl").stdout and "flags:" in text.stdout
-
-
-def test_fairplay_with_a_worker_killed_mid_run_counts_every_deal_once(
-    head: RayNode, reviewed: tuple[Path, subprocess.CompletedProcess[str]]
-) -> None:
-    folder, local = reviewed
-    raylets = set(head.pids())
-    command = [sys.executable, "-m", "referee.cli", "fairplay", "--json", str(folder), "--ray", head.address]
-    with subprocess.Popen(
-        command, cwd=ROOT, env=ray_env(head.folder), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    ) as run:
-        killed = False
-        while run.poll() is None and not killed:
-            if workers := [pid for pid in _busy_workers(raylets, judging=False) if "_review" in _title(pid)]:
-                os.kill(workers[0], signal.SIGKILL)
-                killed = True
-            time.sleep(0.02)
-        stdout, stderr = run.communicate(timeout=200)
-    assert killed, f"no review task was seen running:\n{stderr}"
-    assert run.returncode == 3, stderr
-    assert stdout == local.stdout  # a deal counted twice or lost would move the sums
-
-
-def test_fairplay_with_a_node_that_leaves_mid_run_counts_every_deal_once(
-    head: RayNode, reviewed: tuple[Path, subprocess.CompletedProcess[str]], tmp_path: Path
-) -> None:
-    folder, local = reviewed
-    second = RayNode(tmp_path / "second", head=head, cpus=1)
-    command = [sys.executable, "-m", "referee.cli", "fairplay", "--json", str(folder), "--ray", head.address]
-    try:
-        raylets = set(second.pids())
-        with subprocess.Popen(
-            command, cwd=ROOT, env=ray_env(head.folder), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        ) as run:
-            left = False
-            while run.poll() is None and not left:
-                if _busy_workers(raylets, judging=False):
-                    second.stop()  # its raylet, object store and workers at once, mid-run
-                    left = True
-                time.sleep(0.02)
-            stdout, stderr = run.communicate(timeout=200)
-    finally:
-        second.stop()
-    assert left, f"no task of the run was seen on the second node:\n{stderr}"
-    assert run.returncode == 3, stderr
-    assert stdout == local.stdout
-
-
-def _title(pid: int) -> str:
-    try:
-        return (Path("/proc") / str(pid) / "cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
-    except OSError:
-        return ""
-
-
-def test_fairplay_on_ray_refuses_jobs() -> None:
-    both = fairplay(None, EXAMPLES, "--ray", "auto", "--jobs", "2")
-    assert both.returncode == 2 and "--ray and --jobs" in both.stderr, both.stderr
-
-
-def test_fairplay_through_ray_client_reads_the_clusters_files_and_this_stdin(
-    head: RayNode, reviewed: tuple[Path, subprocess.CompletedProcess[str]]
-) -> None:
-    folder, local = reviewed
-    address = f"ray://127.0.0.1:{head.client_port}"
-    env = ray_env(head.folder)
-    command = [sys.executable, "-m", "referee.cli", "fairplay", "--json", "--ray", address]
-    second = folder / "b.jsonl"
-    with open(second, encoding="utf-8") as stdin:
-        result = subprocess.run(
-            [*command, str(folder / "a.jsonl"), "-"],
-            cwd=ROOT,
-            env=env,
-            stdin=stdin,
-            capture_output=True,
-            text=True,
-            timeout=180,
-        )
-    assert result.returncode == 3, result.stderr
-    assert result.stdout == local.stdout
-    assert [line.split(": ")[1] for line in _left_out(result.stderr)] == ["-:3", "-:7"]
-    missing = subprocess.run(
-        [*command, str(folder / "none.jsonl")], cwd=ROOT, env=env, capture_output=True, text=True, timeout=180
-    )
-    assert missing.returncode == 2 and "none.jsonl" in missing.stderr, missing.stderr
-
-
-# Object storage ---------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def bucket(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """An S3 bucket on a local S3-compatible server (moto's, a process on a port of its own); the
-    URI of its root, carrying the server's address and a key pair as pyarrow reads them."""
-    server = Path(sys.executable).with_name("moto_server")
-    if not server.exists():
-        pytest.skip("moto's S3 server is not installed (the dev extra)")
-    port = _free_port()
-    log = tmp_path_factory.mktemp("s3") / "server.log"
-    with open(log, "w", encoding="utf-8") as out:
-        process = subprocess.Popen(
-            [str(server), "-H", "127.0.0.1", "-p", str(port)], stdout=out, stderr=subprocess.STDOUT
-        )
-    try:
-        import pyarrow.fs as pafs
-
-        query = f"endpoint_override=127.0.0.1:{port}&scheme=http&region=us-east-1"
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                fs, _ = pafs.FileSystem.from_uri(f"s3://key:secret@records?{query}&allow_bucket_creation=true")
-                fs.create_dir("records")
-                break
-            except OSError:
-                if time.monotonic() > deadline or process.poll() is not None:
-                    raise RuntimeError(log.read_text(encoding="utf-8")) from None
-                time.sleep(0.3)
-        yield f"s3://key:secret@records/{{}}?{query}"
-    finally:
-        process.kill()
-        process.wait(timeout=30)
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def _upload(uri: str, files: dict[str, bytes]) -> None:
-    import pyarrow.fs as pafs
-
-    fs, root = pafs.FileSystem.from_uri(uri)
-    for name, data in files.items():
-        with fs.open_output_stream(f"{root}/{name}") as stream:
-            stream.write(data)
-
-
-def test_records_in_a_bucket_judged_into_parquet_in_a_bucket_resumed_and_reviewed(
-    head: RayNode, bucket: str, tmp_path: Path, reviewed: tuple[Path, subprocess.CompletedProcess[str]]
-) -> None:
-    import pyarrow.fs as pafs
-    import pyarrow.parquet as pq
-
-    path = write(tmp_path / "cases.jsonl", dispute_lines() + record_lines(60))
-    expected = {json.loads(line)["id"]: json.loads(line) for line in local_verdicts(path, tmp_path).splitlines()}
-    _upload(bucket.format("day"), {"cases.jsonl": path.read_bytes()})
-    out = bucket.format("verdicts/")
-    result = batch(head, bucket.format("day/"), "-o", out, "--format", "parquet")
-    assert result.returncode == 3, result.stderr
-    fs, root = pafs.FileSystem.from_uri(out)
-    files = [info.path for info in fs.get_file_info(pafs.FileSelector(root)) if info.type == pafs.FileType.File]
-    assert files and all(name.endswith(".parquet") for name in files), files  # no partial file left behind
-    rows = {row["id"]: _without_nulls(row) for name in files for row in pq.read_table(name, filesystem=fs).to_pylist()}
-    assert rows == expected
-    again = batch(head, bucket.format("day/"), "-o", out, "--format", "parquet", "--resume")
-    assert again.returncode == 0, again.stderr
-    assert summary(again.stderr)["total"] == 0
-    assert re.search(rf"^resumed\s+{len(expected)}\b", again.stderr, re.M), again.stderr
-    # Fair play over records in the bucket: the local run's bytes.
-    folder, local = reviewed
-    _upload(bucket.format("deals"), {path.name: path.read_bytes() for path in sorted(folder.iterdir())})
-    on_ray = fairplay(head, "--json", bucket.format("deals/"))
-    assert on_ray.returncode == 3, on_ray.stderr
-    assert on_ray.stdout == local.stdout
 
 
 def test_the_shard_of_an_id_is_the_documented_hash() -> None:

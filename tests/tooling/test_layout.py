@@ -202,7 +202,6 @@ TESTED_BY = {
     "cli/app.py": ("cli/test_cli.py",),
     "cli/common.py": ("cli/test_cli.py", "cli/test_cli_json.py"),
     "cli/fairplay.py": ("play/test_fairplay.py",),
-    "cli/fairplay_ray.py": ("cli/test_cluster.py",),
     "cli/hands.py": ("cli/test_cli.py", "cli/test_cli_json.py"),
     "cli/records.py": ("cli/test_cli_records.py",),
     "cli/merge.py": ("cli/test_cluster.py",),
