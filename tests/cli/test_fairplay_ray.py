@@ -1,4 +1,5 @@
-"""``remigio-referee fairplay --ray`` on a real local Ray cluster, and the Ray runs over object storage.
+"""``remigio-referee fairplay --ray`` on a real local Ray cluster, both commands through Ray Client,
+and the Ray runs over object storage.
 
 A Ray head of its own (2 CPUs, a 100 MB object store), apart from ``test_cluster``'s so the two
 modules run side by side; every run is held to the local run's bytes on the same records, with a
@@ -123,6 +124,36 @@ def test_fairplay_with_a_worker_killed_and_a_node_lost_mid_run_counts_every_deal
 def test_fairplay_on_ray_refuses_jobs() -> None:
     both = fairplay(None, EXAMPLES, "--ray", "auto", "--jobs", "2")
     assert both.returncode == 2 and "--ray and --jobs" in both.stderr, both.stderr
+
+
+def test_through_ray_client_the_verdicts_are_the_local_runs_bytes(head: RayNode, tmp_path: Path) -> None:
+    # The head's Ray Client server: this process a client, the driver an actor in the cluster
+    # that reads the input where the cluster sees it and hands the verdicts back, in order.
+    path = write(tmp_path / "mixed.jsonl", dispute_lines() + record_lines(400, seed=9))
+    local = batch(None, path, "-o", tmp_path / "local.jsonl")
+    command = ["batch", path, "-o", tmp_path / "client.jsonl", "--ray", f"ray://127.0.0.1:{head.client_port}"]
+    result = subprocess.run(
+        [sys.executable, "-m", "referee.cli", *map(str, command)],
+        cwd=ROOT,
+        env=ray_env(head.folder),
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert result.returncode == local.returncode == 3, result.stderr
+    assert (tmp_path / "client.jsonl").read_bytes() == (tmp_path / "local.jsonl").read_bytes()
+    assert summary(result.stderr) == summary(local.stderr), result.stderr
+    # An input the cluster cannot read is bad usage, said by the driver in the cluster.
+    missing = [sys.executable, "-m", "referee.cli", "batch", str(tmp_path / "nowhere.jsonl"), "--ray"]
+    refused = subprocess.run(
+        [*missing, f"ray://127.0.0.1:{head.client_port}"],
+        cwd=ROOT,
+        env=ray_env(head.folder),
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert refused.returncode == 2 and "No such file or directory" in refused.stderr, refused.stderr
 
 
 def test_fairplay_through_ray_client_reads_the_clusters_files_and_this_stdin(
