@@ -10,9 +10,11 @@ import random
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import cases
+import pytest
 from played import rules_for
 
 from bench.rays import RayNode, ray_env
@@ -25,18 +27,41 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "disputes.jsonl"
 
 
-def batch(head: RayNode | None, *args: object, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    """``remigio-referee batch`` to its end: on ``head``'s cluster, or locally (one job) when None."""
-    where = ["--ray", head.address] if head else ["--jobs", "1"]
+def command(
+    name: str, head: RayNode | None, *args: object, local: tuple[str, ...] = (), timeout: float = 180
+) -> subprocess.CompletedProcess[str]:
+    """``remigio-referee NAME ARGS`` to its end: on ``head``'s cluster, or locally (with the
+    arguments ``local``) when None."""
+    where = ["--ray", head.address] if head else list(local)
     env = ray_env(head.folder) if head else {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
     return subprocess.run(
-        [sys.executable, "-m", "referee.cli", "batch", *map(str, args), *where],
+        [sys.executable, "-m", "referee.cli", name, *map(str, args), *where],
         cwd=ROOT,
         env=env,
         capture_output=True,
         text=True,
         timeout=timeout,
     )
+
+
+def batch(head: RayNode | None, *args: object, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    """``remigio-referee batch`` to its end: on ``head``'s cluster, or locally (one job) when None."""
+    return command("batch", head, *args, local=("--jobs", "1"), timeout=timeout)
+
+
+def fairplay(head: RayNode | None, *args: object) -> subprocess.CompletedProcess[str]:
+    """``remigio-referee fairplay`` to its end: on ``head``'s cluster, or locally (one job) when None."""
+    return command("fairplay", head, *args)
+
+
+def started_head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayNode]:
+    """A Ray head of 2 CPUs and a 100 MB object store for a module's tests (its ``head`` fixture)."""
+    pytest.importorskip("ray", reason="the ray extra is not installed (pip install '.[ray]')")
+    node = RayNode(tmp_path_factory.mktemp("ray"), cpus=2)
+    try:
+        yield node
+    finally:
+        node.stop()
 
 
 def record_lines(count: int, seed: int = 5) -> list[str]:
@@ -126,20 +151,6 @@ def busy_workers(parents: set[int], judging: bool = True) -> list[int]:
 
 
 _DATASET = re.compile(r"MapBatches|ReadBinary|Write|Split")
-
-
-def fairplay(head: RayNode | None, *args: object) -> subprocess.CompletedProcess[str]:
-    """``remigio-referee fairplay`` to its end: on ``head``'s cluster, or locally (one job) when None."""
-    where = ["--ray", head.address] if head else []
-    env = ray_env(head.folder) if head else {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
-    return subprocess.run(
-        [sys.executable, "-m", "referee.cli", "fairplay", *map(str, args), *where],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
 
 
 def title_of(pid: int) -> str:

@@ -64,11 +64,10 @@ def run(args: argparse.Namespace) -> int:
         return _usage("--ray needs Ray: pip install 'remigio-referee[ray]'")
     if args.files.count("-") > 1:
         return _usage("stdin (-) can be read once")
-    client = args.ray.startswith("ray://")
-    if not client:  # the files are this machine's: named wrong, said before joining
+    sources = None  # through Ray Client the files are the cluster's: listed there
+    if not args.ray.startswith("ray://"):  # this machine's: named wrong, said before joining
         try:
-            for name in args.files:
-                _source(name)
+            sources = [_source(name) for name in args.files]
         except (ValueError, OSError) as error:
             return _usage(str(error))
     # Standard input is this process's: read here, handed to the cluster in blocks.
@@ -76,12 +75,19 @@ def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     with results_only_on_stdout() as stdout:
         try:
-            return _run(ray, args, stdin, started, stdout)
+            return _run(ray, args, sources, stdin, started, stdout)
         finally:
             ray.shutdown()  # before standard output is given back: Ray's threads print until then
 
 
-def _run(ray: Any, args: argparse.Namespace, stdin: list[pa.Table] | None, started: float, stdout: TextIO) -> int:
+def _run(
+    ray: Any,
+    args: argparse.Namespace,
+    sources: list[Source] | None,
+    stdin: list[pa.Table] | None,
+    started: float,
+    stdout: TextIO,
+) -> int:
     from referee.cli.fairplay import EXIT_SKIPPED, format_json, format_text
 
     try:
@@ -92,14 +98,14 @@ def _run(ray: Any, args: argparse.Namespace, stdin: list[pa.Table] | None, start
     cpus = int(ray.cluster_resources().get("CPU", 0))
     print(f"ray: {cpus} CPUs, joined in {time.monotonic() - started:.2f} s", file=sys.stderr)
     try:
-        if args.ray.startswith("ray://"):
+        if sources is None:
             # Ray Data runs only in a Ray driver or worker, and a Ray Client is neither: the sums
             # are made by a task in the cluster (taking no CPU of the reviews'), where the files
             # are read, and only they come back.
             task = ray.remote(num_cpus=0, max_retries=0)(sums_of)
             refused, table = ray.get(task.remote(args.files, stdin, cpus))
         else:
-            refused, table = sums_of(args.files, stdin, cpus)
+            refused, table = "", _summed(_reviewed(_lines(sources, stdin)), partitions=max(1, cpus))
     except Exception as error:  # noqa: BLE001 - the cluster failed the run: said in one line
         print(f"remigio-referee fairplay: the Ray run failed: {first_line(error)}", file=sys.stderr)
         return EXIT_UNREACHABLE
@@ -123,8 +129,9 @@ def _run(ray: Any, args: argparse.Namespace, stdin: list[pa.Table] | None, start
 
 
 def sums_of(files: list[str], stdin: list[pa.Table] | None, cpus: int) -> tuple[str, pa.Table | None]:
-    """The rows of the files reviewed and summed by key on the cluster this process is part of
-    (a driver, or a task in the cluster): ("", the sums), or (why the files cannot be read, None)."""
+    """The rows of the files reviewed and summed by key, run by a task in the cluster for a Ray
+    Client (the files listed where the cluster reads them): ("", the sums), or (why the files
+    cannot be read, None)."""
     try:
         sources = [_source(name) for name in files]
     except (ValueError, OSError) as error:

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -29,6 +29,7 @@ from clusters import (
     local_verdicts,
     read_directory,
     record_lines,
+    started_head,
     summary,
     without_nulls,
     write,
@@ -41,14 +42,7 @@ from referee.cli.shards import shard_of
 pytestmark = [pytest.mark.timeout(240), pytest.mark.skipif(sys.platform != "linux", reason="/proc, signals")]
 
 
-@pytest.fixture(scope="module")
-def head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayNode]:
-    pytest.importorskip("ray", reason="the ray extra is not installed (pip install '.[ray]')")
-    node = RayNode(tmp_path_factory.mktemp("ray"), cpus=2)
-    try:
-        yield node
-    finally:
-        node.stop()
+head = pytest.fixture(scope="module", name="head")(started_head)  # a Ray head of the module's own
 
 
 # The same answers ------------------------------------------------------------------------------

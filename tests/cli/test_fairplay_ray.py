@@ -29,6 +29,7 @@ from clusters import (
     fairplay,
     local_verdicts,
     record_lines,
+    started_head,
     summary,
     title_of,
     without_nulls,
@@ -44,14 +45,7 @@ from referee.play.simulate import simulate
 pytestmark = [pytest.mark.timeout(240), pytest.mark.skipif(sys.platform != "linux", reason="/proc, signals")]
 
 
-@pytest.fixture(scope="module")
-def head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayNode]:
-    pytest.importorskip("ray", reason="the ray extra is not installed (pip install '.[ray]')")
-    node = RayNode(tmp_path_factory.mktemp("ray"), cpus=2)
-    try:
-        yield node
-    finally:
-        node.stop()
+head = pytest.fixture(scope="module", name="head")(started_head)  # a Ray head of the module's own
 
 
 @pytest.fixture(scope="module")
