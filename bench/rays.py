@@ -60,6 +60,7 @@ class RayNode:
         object_store_bytes: int = 100_000_000,
         timeout: float = 90,
         root: Path | None = None,
+        quick_loss: bool = False,
     ) -> None:
         self.folder = folder
         folder.mkdir(parents=True, exist_ok=True)
@@ -79,10 +80,17 @@ class RayNode:
         head_args = ["--head", "--port=0", "--include-dashboard=false", f"--ray-client-server-port={self.client_port}"]
         args += head_args if head is None else [f"--address={head.address}"]
         self.log = folder / f"ray-start-{os.getpid()}-{time.monotonic_ns()}.log"
+        env = ray_env(head.folder if head else folder, root)
+        if quick_loss:
+            # The head's GCS declares a node dead after 3 failed health checks a second apart
+            # (Ray's default: 5, 3 s apart): a test that stops a node waits seconds for the run
+            # to move its tasks, not a quarter of a minute. A stopped node's port refuses at once;
+            # a live one under load still has 3 s to answer each check.
+            env.update(RAY_health_check_period_ms="1000", RAY_health_check_failure_threshold="3")
         with open(self.log, "w", encoding="utf-8") as log:
             self.process = subprocess.Popen(
                 args,
-                env=ray_env(head.folder if head else folder, root),
+                env=env,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,

@@ -57,7 +57,7 @@ def fairplay(head: RayNode | None, *args: object) -> subprocess.CompletedProcess
 def started_head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayNode]:
     """A Ray head of 2 CPUs and a 100 MB object store for a module's tests (its ``head`` fixture)."""
     pytest.importorskip("ray", reason="the ray extra is not installed (pip install '.[ray]')")
-    node = RayNode(tmp_path_factory.mktemp("ray"), cpus=2)
+    node = RayNode(tmp_path_factory.mktemp("ray"), cpus=2, quick_loss=True)
     try:
         yield node
     finally:

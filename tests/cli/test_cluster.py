@@ -48,18 +48,7 @@ head = pytest.fixture(scope="module", name="head")(started_head)  # a Ray head o
 # The same answers ------------------------------------------------------------------------------
 
 
-def test_disputes_on_ray_are_the_local_runs_bytes(head: RayNode, tmp_path: Path) -> None:
-    path = write(tmp_path / "disputes.jsonl", dispute_lines())
-    local = batch(None, path, "-o", tmp_path / "local.jsonl")
-    result = batch(head, path, "-o", tmp_path / "ray.jsonl")
-    assert result.returncode == local.returncode == 3, result.stderr  # malformed lines among them
-    # One file in, its order out: the very bytes, not only the same set.
-    assert (tmp_path / "ray.jsonl").read_bytes() == (tmp_path / "local.jsonl").read_bytes()
-    assert summary(result.stderr) == summary(local.stderr), result.stderr
-    assert summary(result.stderr)["MALFORMED"] > 0
-
-
-def test_records_from_a_glob_into_a_directory_are_the_local_verdicts(head: RayNode, tmp_path: Path) -> None:
+def test_records_from_a_glob_into_a_directory_are_the_local_verdicts_and_resume(head: RayNode, tmp_path: Path) -> None:
     lines = record_lines(600)
     whole = write(tmp_path / "whole.jsonl", lines)
     expected = local_verdicts(whole, tmp_path)
@@ -70,11 +59,27 @@ def test_records_from_a_glob_into_a_directory_are_the_local_verdicts(head: RayNo
         write(tmp_path / "in" / f"part-{part}.jsonl", with_ids[part::3])
     out = tmp_path / "out"
     # A URI (file://, as s3:// or gs:// would be) with a glob in it.
-    result = batch(head, f"file://{tmp_path}/in/part-*.jsonl", "-o", f"{out}/")
+    files = f"file://{tmp_path}/in/part-*.jsonl"
+    result = batch(head, files, "-o", f"{out}/")
     assert result.returncode == 3, result.stderr
     wanted = [line for line in expected.splitlines() if not json.loads(line)["id"].startswith("line:")]
-    assert sorted(read_directory(out)) == sorted(wanted)
+    written = read_directory(out)
+    assert sorted(written) == sorted(wanted)
     assert summary(result.stderr)["total"] == len(wanted)
+    # As a driver that died leaves the directory: a third of the verdicts written, a file still
+    # partial. A rerun with --resume judges only what is missing.
+    kept = written[: len(written) // 3]
+    for file in out.glob("*.jsonl"):
+        file.unlink()
+    write(out / "earlier-000000.jsonl", kept)
+    write(out / ".partial-earlier-000001.jsonl", written[len(kept) :][:5])
+    result = batch(head, files, "-o", f"{out}/", "--resume")
+    assert result.returncode == 3, result.stderr
+    assert not list(out.glob(".partial-*")), "a partial file was left"
+    assert sorted(read_directory(out)) == sorted(wanted)
+    resumed = re.search(r"^resumed\s+(\d+)", result.stderr, re.M)
+    assert resumed and int(resumed.group(1)) == len(kept), result.stderr
+    assert summary(result.stderr)["total"] == len(written) - len(kept)
 
 
 def test_parquet_has_a_column_per_field_and_reads_back_as_the_verdicts(head: RayNode, tmp_path: Path) -> None:
@@ -94,22 +99,42 @@ def test_parquet_has_a_column_per_field_and_reads_back_as_the_verdicts(head: Ray
     assert rows == expected
 
 
-def test_a_bad_line_is_a_verdict_naming_its_line_and_field_and_the_run_goes_on(head: RayNode, tmp_path: Path) -> None:
-    good = record_lines(20)
+def test_disputes_and_bad_lines_from_standard_input_on_ray_are_the_local_runs_bytes(
+    head: RayNode, tmp_path: Path
+) -> None:
+    """Every type of case, deal records among them, and lines that are not cases, read from
+    standard input: each bad line is a verdict naming its line and field, and the run goes on."""
+    good = dispute_lines() + record_lines(20)
     bad = [
         "{not json",
-        '{"id": "bad-field", "hand": {"cards": ["AH", "XX"]}}',
+        '{"id": "a-card-that-is-no-card", "hand": {"cards": ["AH", "XX"]}}',
         "\ud800".encode("utf-8", "surrogatepass").decode("utf-8", "replace"),
     ]
-    path = write(tmp_path / "bad.jsonl", good[:10] + bad + good[10:])
-    result = batch(head, path, "-o", tmp_path / "ray.jsonl")
-    assert result.returncode == 3, result.stderr
-    verdicts = [json.loads(line) for line in (tmp_path / "ray.jsonl").read_text(encoding="utf-8").splitlines()]
+    path = write(tmp_path / "cases.jsonl", good[:10] + bad + good[10:])
+    local = batch(None, path, "-o", tmp_path / "local.jsonl")
+    with open(path, encoding="utf-8") as stdin:
+        result = subprocess.run(
+            [sys.executable, "-m", "referee.cli", "batch", "-", "--ray", head.address],
+            cwd=ROOT,
+            env=ray_env(head.folder),
+            stdin=stdin,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+    assert result.returncode == local.returncode == 3, result.stderr
+    # One input in, its order out: the very bytes, not only the same set.
+    assert result.stdout == (tmp_path / "local.jsonl").read_text(encoding="utf-8")
+    assert summary(result.stderr) == summary(local.stderr), result.stderr
+    verdicts = [json.loads(line) for line in result.stdout.splitlines()]
     errors = {v["id"]: v["error"] for v in verdicts if v["outcome"] == "DISPUTE_OUTCOME_MALFORMED"}
     assert errors["line:11"]["field"] == "line"
-    assert errors["bad-field"]["field"].startswith("hand.cards") and errors["bad-field"]["value"] == "XX"
+    assert (
+        errors["a-card-that-is-no-card"]["field"].startswith("hand.cards")
+        and errors["a-card-that-is-no-card"]["value"] == "XX"
+    )
     assert len(verdicts) == len([line for line in good if line]) + len(bad)
-    assert (tmp_path / "ray.jsonl").read_text(encoding="utf-8") == local_verdicts(path, tmp_path)
+    assert summary(result.stderr)["MALFORMED"] > len(bad)  # the every-type cases have malformed ones too
 
 
 # Faults ----------------------------------------------------------------------------------------
@@ -178,28 +203,6 @@ def test_a_node_that_leaves_mid_run_loses_and_doubles_no_case(head: RayNode, tmp
         second.stop()
     assert result.returncode == 3, result.stderr
     _every_case_once(tmp_path / "out", expected)
-
-
-def test_resume_over_a_directory_judges_only_what_is_missing(head: RayNode, tmp_path: Path) -> None:
-    path = write(tmp_path / "records.jsonl", record_lines(300, seed=7))
-    expected = local_verdicts(path, tmp_path)
-    out = tmp_path / "out"
-    assert batch(head, path, "-o", f"{out}/").returncode == 3
-    files = sorted(out.glob("*.jsonl"))
-    written = [line for file in files for line in file.read_text(encoding="utf-8").splitlines()]
-    # As a driver that died leaves it: a third of the verdicts written, a file still partial.
-    kept = written[: len(written) // 3]
-    for file in files:
-        file.unlink()
-    write(out / "earlier-000000.jsonl", kept)
-    write(out / ".partial-earlier-000001.jsonl", written[len(kept) :][:5])
-    result = batch(head, path, "-o", f"{out}/", "--resume")
-    assert result.returncode == 3, result.stderr
-    assert not list(out.glob(".partial-*")), "a partial file was left"
-    assert sorted(read_directory(out)) == sorted(expected.splitlines())
-    resumed = re.search(r"^resumed\s+(\d+)", result.stderr, re.M)
-    assert resumed and int(resumed.group(1)) == len(kept), result.stderr
-    assert summary(result.stderr)["total"] == len(written) - len(kept)
 
 
 # Shards (a Kubernetes Indexed Job) ---------------------------------------------------------------
@@ -280,19 +283,3 @@ def test_batch_runs_locally_with_ray_not_importable_and_says_what_ray_needs(tmp_
         timeout=60,
     )
     assert refused.returncode == 2 and "pip install 'remigio-referee[ray]'" in refused.stderr, refused.stderr
-
-
-def test_standard_input_on_ray_gives_the_local_runs_bytes(head: RayNode, tmp_path: Path) -> None:
-    path = write(tmp_path / "disputes.jsonl", dispute_lines())
-    with open(path, encoding="utf-8") as stdin:
-        result = subprocess.run(
-            [sys.executable, "-m", "referee.cli", "batch", "-", "--ray", head.address],
-            cwd=ROOT,
-            env=ray_env(head.folder),
-            stdin=stdin,
-            capture_output=True,
-            text=True,
-            timeout=180,
-        )
-    assert result.returncode == 3, result.stderr
-    assert result.stdout == local_verdicts(path, tmp_path)
