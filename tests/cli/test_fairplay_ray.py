@@ -68,25 +68,13 @@ def _left_out(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if line.startswith("remigio-referee fairplay: ")]
 
 
-def test_fairplay_on_ray_is_the_local_runs_bytes_and_names_the_lines_left_out(
-    head: RayNode, reviewed: tuple[Path, subprocess.CompletedProcess[str]]
-) -> None:
-    folder, local = reviewed
-    # A directory: its files reviewed in tasks, the rows summed by Ray's group-by.
-    on_ray = fairplay(head, "--json", folder)
-    assert on_ray.returncode == 3, on_ray.stderr
-    assert on_ray.stdout == local.stdout
-    assert _left_out(on_ray.stderr) == _left_out(local.stderr)
-    second = folder / "b.jsonl"
-    assert [line.split(": ")[1] for line in _left_out(on_ray.stderr)] == [f"{second}:3", f"{second}:7"]
-    assert "fairplay: 9 records reviewed, 2 left out" in on_ray.stderr
-
-
-def test_fairplay_with_a_worker_killed_and_a_node_lost_mid_run_counts_every_deal_once(
+def test_fairplay_on_ray_is_the_local_runs_bytes_with_a_worker_killed_and_a_node_lost_mid_run(
     head: RayNode, reviewed: tuple[Path, subprocess.CompletedProcess[str]], tmp_path: Path
 ) -> None:
-    """A review task's worker killed on the head, then a second node stopped while a task of the
-    run is on it: the sums are the local run's (a deal counted twice or lost would move them)."""
+    """A directory's files reviewed in tasks and the rows summed by Ray's group-by, while a review
+    task's worker is killed on the head and a second node is stopped with a task of the run on
+    it: the sums are the local run's (a deal counted twice or lost would move them), and the
+    lines left out are named as locally."""
     folder, local = reviewed
     second = RayNode(tmp_path / "second", head=head, cpus=1)
     command = [sys.executable, "-m", "referee.cli", "fairplay", "--json", str(folder), "--ray", head.address]
@@ -113,6 +101,10 @@ def test_fairplay_with_a_worker_killed_and_a_node_lost_mid_run_counts_every_deal
     assert left, f"no task of the run was seen on the second node:\n{stderr}"
     assert run.returncode == 3, stderr
     assert stdout == local.stdout
+    assert _left_out(stderr) == _left_out(local.stderr)
+    second_file = folder / "b.jsonl"
+    assert [line.split(": ")[1] for line in _left_out(stderr)] == [f"{second_file}:3", f"{second_file}:7"]
+    assert "fairplay: 9 records reviewed, 2 left out" in stderr
 
 
 def test_fairplay_on_ray_refuses_jobs() -> None:
