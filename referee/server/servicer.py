@@ -49,7 +49,7 @@ from referee.api.wire import DECODED_FIRST_BYTES, check_counts, counts_within
 from referee.game.errors import RefereeError, SolverError
 from referee.game.limits import MESSAGE_BYTES, check_reply
 from referee.game.linking import time_budget
-from referee.server import access, metrics, tracing
+from referee.server import access, logs, metrics, tracing
 from referee.server.compute import ComputePool, DisputeJobs, JobLost
 from referee.server.config import ServiceLimits
 from referee.server.status import (
@@ -134,7 +134,8 @@ def _log_call(call: CallEnd) -> None:
     # Made and handled here rather than by ``log.info``, which walks the stack for the caller's
     # file and line (no format prints them) on every call.
     args = (name, code, duration_ms, call.request_id, extras, more)
-    log.handle(log.makeRecord(log.name, logging.INFO, "", 0, _LINE, args, None, extra={"rpc": fields}))
+    if not logs.write_direct(log, _LINE % args, fields):
+        log.handle(log.makeRecord(log.name, logging.INFO, "", 0, _LINE, args, None, extra={"rpc": fields}))
 
 
 def _count_call(call: CallEnd) -> None:
