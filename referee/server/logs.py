@@ -80,6 +80,11 @@ def _forked() -> None:
 os.register_at_fork(after_in_child=_forked)
 
 
+def process_id() -> int:
+    """This process's id, without a system call (``os.getpid`` is one; read on every call)."""
+    return _pid
+
+
 def write_direct(logger: logging.Logger, message: str, fields: dict[str, object]) -> bool:
     """Write an INFO line of ``logger`` with ``message`` (and, as JSON, ``fields`` at the top level)
     straight to the handler ``configure_logging`` set up, the line that handler writes for the
@@ -168,4 +173,12 @@ def _log_uncaught_in_thread(args: threading.ExceptHookArgs) -> None:
     )
 
 
-__all__ = ["TEXT_FORMAT", "JsonLinesFormatter", "TextFormatter", "configure_logging", "quiet_grpc_core", "write_direct"]
+__all__ = [
+    "TEXT_FORMAT",
+    "JsonLinesFormatter",
+    "TextFormatter",
+    "configure_logging",
+    "process_id",
+    "quiet_grpc_core",
+    "write_direct",
+]

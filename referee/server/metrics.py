@@ -45,6 +45,7 @@ from typing import Any
 from referee import __version__
 from referee.game.linking import observe_linkings
 from referee.server import defaults
+from referee.server.logs import process_id
 from referee.server.metrics_http import DROP_REASONS, MetricsServer
 
 # prometheus_client's own switch: a process with it in its environment writes to that directory.
@@ -155,16 +156,6 @@ class _Instruments:
 # (pid, directory, metrics): a forked child, or a test's second ``enable``, makes its own.
 _state: tuple[int, str, _Instruments] | None = None
 _lock = threading.Lock()
-# This process's id, kept: ``os.getpid`` is a system call, and the metrics ask on every call.
-_pid = os.getpid()
-
-
-def _forked() -> None:
-    global _pid
-    _pid = os.getpid()
-
-
-os.register_at_fork(after_in_child=_forked)
 
 
 def enabled() -> bool:
@@ -179,12 +170,13 @@ def _instruments() -> _Instruments | None:
     if not directory:
         return None
     state = _state
-    if state is not None and state[0] == _pid and state[1] == directory:
+    pid = process_id()  # no system call: the metrics ask on every call
+    if state is not None and state[0] == pid and state[1] == directory:
         return state[2]
     with _lock:
         state = _state
-        if state is None or state[0] != _pid or state[1] != directory:
-            state = _state = (_pid, directory, _make())
+        if state is None or state[0] != pid or state[1] != directory:
+            state = _state = (pid, directory, _make())
             observe_linkings(_LinkingMetrics())
     return state[2]
 

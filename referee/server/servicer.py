@@ -472,7 +472,7 @@ class RefereeServicer:
 
     def _metadata(self, call: _Call) -> tuple[tuple[str, str], ...]:
         if self.limits.reveal_pid:
-            return ((PID_KEY, _pid_text), (REQUEST_ID_KEY, call.request_id))
+            return ((PID_KEY, str(logs.process_id())), (REQUEST_ID_KEY, call.request_id))
         return ((REQUEST_ID_KEY, call.request_id),)
 
     async def _unary(
@@ -772,17 +772,6 @@ class _RequestIds:
 
 
 _fresh_ids = _RequestIds()
-
-# This process's id for ``--debug-pid``'s metadata, kept (``os.getpid`` is a system call).
-_pid_text = str(os.getpid())
-
-
-def _forked() -> None:
-    global _pid_text
-    _pid_text = str(os.getpid())
-
-
-os.register_at_fork(after_in_child=_forked)
 
 
 __all__ = [
