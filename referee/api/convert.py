@@ -292,13 +292,20 @@ def group_to_proto(group: Group) -> pb.Group:
     )
 
 
-def linking_to_proto(linking: Linking) -> pb.Linking:
-    """A linking as its message: groups, unlinked cards (canonical codes), points."""
-    return pb.Linking(
-        groups=[group_to_proto(group) for group in linking.groups],
-        unlinked=card_codes(linking.unlinked),
-        points=linking.points,
-    )
+def linking_to_proto(linking: Linking, into: pb.Linking | None = None) -> pb.Linking:
+    """A linking as its message: groups, unlinked cards (canonical codes), points; written into
+    ``into`` when given (an empty field of a larger message, then set: no copy of it made there).
+
+    Its groups are made in place (``add``), not made apart and copied in: a third of the time of
+    a SolveHand's reply."""
+    message = pb.Linking() if into is None else into
+    message.SetInParent()
+    add = message.groups.add
+    for group in linking.groups:
+        add(kind=_GROUP_KINDS[group.kind], cards=card_codes(group.cards), stands_for=group.stands_for)
+    message.unlinked.extend(card_codes(linking.unlinked))
+    message.points = linking.points
+    return message
 
 
 def close_kind_to_proto(kind: CloseKind | None) -> pb.CloseKind:

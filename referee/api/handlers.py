@@ -43,7 +43,9 @@ def solve_hand(request: pb.SolveHandRequest) -> pb.SolveHandResponse:
     rules = _rules(request.rules)
     cards = cards_from_proto(request.cards, "cards", HAND_CARDS)
     linking = best_linking(cards, rules, field="cards")
-    return pb.SolveHandResponse(linking=linking_to_proto(linking))
+    answer = pb.SolveHandResponse()
+    linking_to_proto(linking, into=answer.linking)
+    return answer
 
 
 def check_close(request: pb.CheckCloseRequest) -> pb.CheckCloseResponse:

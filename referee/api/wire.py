@@ -12,6 +12,7 @@ decoder then reports the request as undecodable, in one place.
 from __future__ import annotations
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.message import Message
 
 from referee.game.errors import LimitError
 from referee.game.limits import LIMITS, Limit
@@ -53,6 +54,80 @@ def _plan(descriptor: Descriptor) -> _Plan:
     if plan is None:
         plan = _PLANS[descriptor.full_name] = _Plan(descriptor)
     return plan
+
+
+# A request shorter than this may be decoded before its walk, and skip the walk when its decoded
+# counts are all within their limits (``counts_within``): every field takes two bytes or more on
+# the wire (a tag and a length or a value), so it holds fewer than ``MAX_FIELDS`` fields, and a
+# count the walk would find over its limit is a count the decoded message holds too. Small: the
+# walk first is what keeps a flood of fields from ever being decoded.
+DECODED_FIRST_BYTES = 2048
+assert DECODED_FIRST_BYTES <= 2 * MAX_FIELDS
+
+
+class _Counted:
+    """What ``counts_within`` looks at in a decoded message of one type: its repeated fields with
+    a count limit, and its message fields that hold such fields, themselves or further down."""
+
+    __slots__ = ("limited", "nested", "provable")
+
+    def __init__(self) -> None:
+        self.limited: list[tuple[str, int]] = []  # (field name, most elements)
+        self.nested: list[tuple[str, bool, Descriptor]] = []  # (field name, repeated, its type)
+        # False when a decoded message may hold fewer elements than its bytes: a oneof of
+        # message fields (the last member set clears the others, which the walk counted).
+        self.provable = True
+
+
+_COUNTED: dict[str, _Counted] = {}
+
+
+def _counted(descriptor: Descriptor) -> _Counted:
+    counted = _COUNTED.get(descriptor.full_name)
+    if counted is not None:
+        return counted
+    counted = _COUNTED[descriptor.full_name] = _Counted()  # before the fields: a type may hold itself
+    plan = _plan(descriptor)
+    for oneof in descriptor.oneofs:
+        if any(field.message_type is not None for field in oneof.fields):
+            counted.provable = False
+    for number, field in plan.fields.items():
+        limit = plan.limits.get(number)
+        if limit is not None:
+            counted.limited.append((field.name, limit.most))
+        if field.message_type is not None:
+            inner = _counted(field.message_type)
+            if inner.limited or inner.nested or not inner.provable:
+                counted.nested.append((field.name, field.is_repeated, field.message_type))
+    return counted
+
+
+def counts_within(message: Message) -> bool:
+    """Whether every repeated field with a count limit in the decoded ``message`` (and in the
+    messages inside it) holds at most its limit: then ``check_counts`` over the bytes it was
+    decoded from, if fewer than ``DECODED_FIRST_BYTES``, raises nothing.
+
+    The decoded message holds every element the walk counts (a repeated field's elements are its
+    occurrences, a message field sent twice is the two merged), so a count over its limit on the
+    wire is one in the message; False means the walk must say (it may find none: two merged halves).
+    """
+    return _within(message, message.DESCRIPTOR)
+
+
+def _within(message: Message, descriptor: Descriptor) -> bool:
+    counted = _counted(descriptor)
+    if not counted.provable:
+        return False
+    for name, most in counted.limited:
+        if len(getattr(message, name)) > most:
+            return False
+    for name, repeated, inner in counted.nested:
+        if repeated:
+            if not all(_within(element, inner) for element in getattr(message, name)):
+                return False
+        elif message.HasField(name) and not _within(getattr(message, name), inner):
+            return False
+    return True
 
 
 class Unreadable(ValueError):
@@ -149,4 +224,4 @@ def _walk(data: memoryview, pos: int, end: int, descriptor: Descriptor, path: st
         pos += length
 
 
-__all__ = ["MAX_FIELDS", "Unreadable", "check_counts", "read_varint"]
+__all__ = ["DECODED_FIRST_BYTES", "MAX_FIELDS", "Unreadable", "check_counts", "counts_within", "read_varint"]

@@ -16,11 +16,14 @@ import threading
 import time
 from collections.abc import Sequence
 from types import TracebackType
+from typing import TextIO
 
 from referee.server import console
 from referee.server.console import json_line
 
 GRPC_VERBOSITY = "GRPC_VERBOSITY"
+# Every key it names is one ``TextFormatter.line`` fills.
+TEXT_FORMAT = "%(asctime)s %(levelname)s pid=%(process)d %(name)s: %(message)s"
 
 
 class JsonLinesFormatter(logging.Formatter):
@@ -51,16 +54,88 @@ class TextFormatter(logging.Formatter):
             self._second = second
         return f"{self._stamp},{int(record.msecs):03d}"  # default_msec_format, "%s,%03d"
 
+    def line(self, created: float, levelname: str, name: str, message: str) -> str:
+        """The line ``format`` writes for a record of this time, level, logger and message, with no
+        arguments, no error and the process's own id (``write_direct``)."""
+        second = int(created)
+        if second != self._second:
+            self._stamp = time.strftime(self.default_time_format, self.converter(created))
+            self._second = second
+        asctime = f"{self._stamp},{int((created - second) * 1000):03d}"
+        values = {"asctime": asctime, "levelname": levelname, "process": _pid, "name": name, "message": message}
+        return self._fmt % values  # type: ignore[operator]
+
+
+# The handler ``configure_logging`` set up (None before): ``write_direct`` writes to it.
+_direct: logging.StreamHandler[TextIO] | None = None
+# This process's id, kept (``os.getpid`` is a system call); a forked worker reads its own.
+_pid = os.getpid()
+
+
+def _forked() -> None:
+    global _pid
+    _pid = os.getpid()
+
+
+os.register_at_fork(after_in_child=_forked)
+
+
+def process_id() -> int:
+    """This process's id, without a system call (``os.getpid`` is one; read on every call)."""
+    return _pid
+
+
+def write_direct(logger: logging.Logger, message: str, fields: dict[str, object]) -> bool:
+    """Write an INFO line of ``logger`` with ``message`` (and, as JSON, ``fields`` at the top level)
+    straight to the handler ``configure_logging`` set up, the line that handler writes for the
+    record; False, writing nothing, when the line must go through ``logging`` (another handler
+    or a filter on its way: a test's, a library's; or no handler set up here).
+
+    The server writes a line per call: a record, the walk up the loggers, the handler's lock and
+    the formatter's steps cost more than the rest of a cached call's bookkeeping together.
+    """
+    handler = _direct
+    root = logging.root
+    if handler is None or len(root.handlers) != 1 or root.handlers[0] is not handler:
+        return False
+    if root.filters or handler.filters or handler.level > logging.INFO or logger.disabled:
+        return False
+    current: logging.Logger | None = logger
+    while current is not None and current is not root:
+        if current.handlers or current.filters or not current.propagate or current.disabled:
+            return False
+        current = current.parent
+    formatter = handler.formatter
+    now = time.time()
+    if isinstance(formatter, TextFormatter):
+        text = formatter.line(now, "INFO", logger.name, message)
+    elif isinstance(formatter, JsonLinesFormatter):
+        text = json_line(now, "INFO", logger.name, message, {"pid": _pid, **fields})
+    else:
+        return False
+    try:
+        handler.acquire()
+        try:
+            handler.stream.write(text + handler.terminator)
+            handler.flush()
+        finally:
+            handler.release()
+    except Exception:  # the record's way reports it (``Handler.handleError``)
+        return False
+    return True
+
 
 def configure_logging(log_format: str = "text") -> None:
     """Log INFO and above to stderr, as text or as JSON lines (with JSON, warnings and uncaught
     errors too, and the status lines)."""
+    global _direct
     handler = logging.StreamHandler(sys.stderr)
     if log_format == "json":
         handler.setFormatter(JsonLinesFormatter())
     else:
-        handler.setFormatter(TextFormatter("%(asctime)s %(levelname)s pid=%(process)d %(name)s: %(message)s"))
+        handler.setFormatter(TextFormatter(TEXT_FORMAT))
     logging.basicConfig(level=logging.INFO, handlers=[handler], force=True)
+    _direct = handler
     # No line names its thread or its multiprocessing process name: a record need not look them
     # up (a tenth of making one).
     logging.logThreads = False
@@ -98,4 +173,12 @@ def _log_uncaught_in_thread(args: threading.ExceptHookArgs) -> None:
     )
 
 
-__all__ = ["JsonLinesFormatter", "TextFormatter", "configure_logging", "quiet_grpc_core"]
+__all__ = [
+    "TEXT_FORMAT",
+    "JsonLinesFormatter",
+    "TextFormatter",
+    "configure_logging",
+    "process_id",
+    "quiet_grpc_core",
+    "write_direct",
+]

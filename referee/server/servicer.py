@@ -45,11 +45,11 @@ from google.protobuf.message import DecodeError, Message
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.api import drawings, handlers
 from referee.api.disputes import judge_case_bytes
-from referee.api.wire import check_counts
+from referee.api.wire import DECODED_FIRST_BYTES, check_counts, counts_within
 from referee.game.errors import RefereeError, SolverError
 from referee.game.limits import MESSAGE_BYTES, check_reply
 from referee.game.linking import time_budget
-from referee.server import access, metrics, tracing
+from referee.server import access, logs, metrics, tracing
 from referee.server.compute import ComputePool, DisputeJobs, JobLost
 from referee.server.config import ServiceLimits
 from referee.server.status import (
@@ -111,10 +111,11 @@ def _log_call(call: CallEnd) -> None:
             return
         more = f" ({held_back} refusal lines left out before this one)" if held_back else ""
     duration_ms = round(call.seconds * 1000, 2)
+    code = call.code.name
     # The JSON line's method is the method alone, a stream's case count in a field of its own.
     fields: dict[str, object] = {
         "method": call.method,
-        "code": call.code.name,
+        "code": code,
         "duration_ms": duration_ms,
         "request_id": call.request_id,
         "peer": call.peer,
@@ -132,8 +133,9 @@ def _log_call(call: CallEnd) -> None:
         extras += f" trace_id={call.trace_id}"
     # Made and handled here rather than by ``log.info``, which walks the stack for the caller's
     # file and line (no format prints them) on every call.
-    args = (name, call.code.name, duration_ms, call.request_id, extras, more)
-    log.handle(log.makeRecord(log.name, logging.INFO, "", 0, _LINE, args, None, extra={"rpc": fields}))
+    args = (name, code, duration_ms, call.request_id, extras, more)
+    if not logs.write_direct(log, _LINE % args, fields):
+        log.handle(log.makeRecord(log.name, logging.INFO, "", 0, _LINE, args, None, extra={"rpc": fields}))
 
 
 def _count_call(call: CallEnd) -> None:
@@ -221,7 +223,20 @@ def _budget(started: float, cap: float, deadline: float | None) -> float:
 
 
 def _decoded(message_type: type[Message], data: bytes) -> Message:
-    """The request message of ``data``; Undecodable when it is none."""
+    """The request message of ``data``; Undecodable when it is none, LimitError when a count is
+    over its limit (``check_counts``: found in the bytes before they are decoded)."""
+    if len(data) < DECODED_FIRST_BYTES:
+        # Small enough to decode first: the walk over its bytes, a Python loop over every field
+        # (a tenth of a SolveHand's own work), is only needed when the decoded counts do not
+        # already show it would find nothing, or when the bytes do not decode.
+        request: Message | None
+        try:
+            request = message_type.FromString(data)
+        except DecodeError:
+            request = None
+        if request is not None and counts_within(request):
+            return request
+        del request  # not kept alive by the walk's error
     check_counts(data, message_type.DESCRIPTOR)
     try:
         return message_type.FromString(data)
@@ -310,6 +325,69 @@ class Replies:
             self.bytes -= len(old) + len(dropped)
 
 
+# The receive timeout's sweep runs this often at most (and at least eight times per timeout).
+_ARRIVALS_SWEEP_SECONDS = 0.25
+
+
+class Arrivals:
+    """The receive timeout of every call waiting for its request message, kept by one timer.
+
+    A call enters itself and leaves (two dictionary operations) where ``asyncio.timeout`` made a
+    timer handle, pushed it on the loop's heap and cancelled it, on every call. The timer runs only
+    while calls wait, every eighth of the timeout (at most ``_ARRIVALS_SWEEP_SECONDS``), and
+    cancels the calls whose time is up: a request that does not come is given up between the
+    timeout and an eighth more.
+    """
+
+    __slots__ = ("_loop", "_step", "_timer", "_waiting", "seconds")
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._step = min(seconds / 8, _ARRIVALS_SWEEP_SECONDS)
+        # The waiting calls' tasks, in the order they began to wait, and when their time is up
+        # (loop time); None once the sweep has cancelled the task.
+        self._waiting: dict[asyncio.Task[object], float | None] = {}
+        self._timer: asyncio.TimerHandle | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def read(self, context: grpc.aio.ServicerContext) -> object:
+        """The call's next message (or EOF); TimeoutError when it has not come within ``seconds``."""
+        task = asyncio.current_task()
+        assert task is not None
+        loop = asyncio.get_running_loop()
+        waiting = self._waiting
+        waiting[task] = loop.time() + self.seconds
+        if self._timer is None or self._loop is not loop:
+            self._loop = loop
+            self._timer = loop.call_later(self._step, self._sweep)
+        cancelling = task.cancelling()
+        try:
+            return await context.read()
+        except asyncio.CancelledError:
+            # The sweep's cancel, and no one else's (a client that cancelled stays cancelled).
+            if task in waiting and waiting[task] is None and task.uncancel() <= cancelling:
+                raise TimeoutError from None
+            raise
+        finally:
+            del waiting[task]
+
+    def _sweep(self) -> None:
+        self._timer = None
+        loop = self._loop
+        if loop is None or not self._waiting:
+            return
+        now = loop.time()
+        # Every call waits the same time, so the first in is the first due: stop at one not due.
+        for task, due in self._waiting.items():
+            if due is None:
+                continue
+            if due > now:
+                break
+            self._waiting[task] = None  # a value changed, not a key: the walk goes on
+            task.cancel()
+        self._timer = loop.call_later(self._step, self._sweep)
+
+
 def add_to_server(servicer: RefereeServicer, server: grpc.aio.Server) -> None:
     """Register the referee's methods on ``server``: unary methods as client streams of one message
     (so the servicer awaits the request under its receive timeout), every message as raw bytes."""
@@ -357,6 +435,7 @@ class RefereeServicer:
         self.streams = 0
         self._streams_by_client: Counter[str] = Counter()
         self._replies = Replies()
+        self._arrivals = Arrivals(self.limits.receive_timeout_seconds)
         # Told the peer of every call (the connection warden: a caller's connection is kept).
         self.note_call: Callable[[str], None] = _ignore
 
@@ -393,7 +472,7 @@ class RefereeServicer:
 
     def _metadata(self, call: _Call) -> tuple[tuple[str, str], ...]:
         if self.limits.reveal_pid:
-            return ((PID_KEY, str(os.getpid())), (REQUEST_ID_KEY, call.request_id))
+            return ((PID_KEY, str(logs.process_id())), (REQUEST_ID_KEY, call.request_id))
         return ((REQUEST_ID_KEY, call.request_id),)
 
     async def _unary(
@@ -489,8 +568,7 @@ class RefereeServicer:
         # was turning into this request resets the call) ended with no request.
         call.no_request = True
         try:
-            async with asyncio.timeout(self.limits.receive_timeout_seconds):
-                data = await context.read()
+            data = await self._arrivals.read(context)
         except TimeoutError:
             raise DeadlineExceeded(
                 f"the request did not arrive within the receive timeout of {self.limits.receive_timeout_seconds:g} s"

@@ -13,7 +13,7 @@ import grpc
 import pytest
 from google.protobuf import message_factory
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
-from google.protobuf.message import Message
+from google.protobuf.message import DecodeError, Message
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from servers import field_violation
@@ -21,8 +21,9 @@ from servers import field_violation
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.api.convert import deal_to_proto
 from referee.api.records import request_of
-from referee.api.wire import Unreadable, read_varint
+from referee.api.wire import DECODED_FIRST_BYTES, Unreadable, check_counts, counts_within, read_varint
 from referee.game.cards import deck
+from referee.game.errors import LimitError
 from referee.game.rules import Engine, RuleSet
 from referee.game.samples import sample_deals
 from referee.play.simulate import simulate
@@ -273,3 +274,61 @@ def test_read_varint_reads_one_and_refuses_what_runs_past_its_end_or_over_64_bit
         read_varint(b"\x96\x01", 0, 1)  # its last byte lies past the end
     with pytest.raises(Unreadable):
         read_varint(b"\xff" * 10 + b"\x01", 0, 11)  # 11 bytes: over 64 bits
+
+
+# Decoded first: a small request whose decoded counts are within their limits skips the walk.
+
+
+def _walk_finds(data: bytes, descriptor: Descriptor) -> str | None:
+    """What ``check_counts`` raises over ``data`` (its text), or None."""
+    try:
+        check_counts(data, descriptor)
+    except LimitError as error:
+        return str(error)
+    return None
+
+
+@pytest.mark.parametrize("method", UNARY)
+@settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_counts_within_a_decoded_request_means_the_walk_finds_nothing(method: str, data: st.DataObject) -> None:
+    # Messages with up to 12 elements in each repeated field (over several limits: 7 multipliers,
+    # 10 or 11 cards, 11 groups), sent one after another (a message field sent twice is merged,
+    # a repeated one appended), now and then cut or with a byte changed.
+    descriptor = UNARY[method].DESCRIPTOR
+    parts = data.draw(st.lists(_messages(descriptor), min_size=1, max_size=3))
+    payload = b"".join(part.SerializeToString() for part in parts)
+    if payload and data.draw(st.booleans()):
+        at = data.draw(st.integers(0, len(payload) - 1))
+        payload = payload[:at] + bytes([data.draw(st.integers(0, 255))]) + payload[at + 1 :]
+    payload = payload[: DECODED_FIRST_BYTES - 1]
+    try:
+        decoded = UNARY[method].FromString(payload)
+    except DecodeError:
+        return
+    found = _walk_finds(payload, descriptor)
+    if counts_within(decoded):
+        assert found is None, (found, payload)
+    # And the converse, on a message sent once whose type holds no oneof of messages (a record's
+    # deck or shuffle, a drawing's question: such requests are always walked): a count over its
+    # limit is one the walk finds.
+    if (
+        method in ("SolveHand", "CheckClose", "ScoreDeal")
+        and len(parts) == 1
+        and payload == parts[0].SerializeToString()
+    ):
+        assert counts_within(decoded) == (found is None), (found, payload)
+
+
+def test_a_message_field_sent_twice_is_left_to_the_walk() -> None:
+    # Two halves of the rules, each within the limit of 7 multipliers, merged into 10 when decoded:
+    # the walk counts each half and finds nothing, as it did before requests were decoded first.
+    half = pb.SolveHandRequest(
+        cards=["AH"], rules=pb.RuleOptions(multipliers=[pb.Multiplier()] * 5)
+    ).SerializeToString()
+    payload = half + half
+    assert not counts_within(pb.SolveHandRequest.FromString(payload))
+    assert _walk_finds(payload, pb.SolveHandRequest.DESCRIPTOR) is None
+    over = pb.SolveHandRequest(cards=["AH"] * 12).SerializeToString()
+    assert not counts_within(pb.SolveHandRequest.FromString(over))
+    assert _walk_finds(over, pb.SolveHandRequest.DESCRIPTOR) is not None

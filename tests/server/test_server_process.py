@@ -322,3 +322,44 @@ def test_ctrl_c_in_a_terminal_stops_every_process_without_a_traceback(workers: s
     assert server.returncode == 0, text
     assert "Traceback" not in text and "KeyboardInterrupt" not in text, text
     assert text.rstrip().splitlines()[-1].startswith("remigio-referee: stopped"), text
+
+
+@pytest.mark.parametrize("log_format", ["text", "json"])
+def test_a_call_line_written_straight_to_the_handler_is_the_line_its_record_makes(
+    log_format: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The call log skips ``logging``'s records when the handler ``configure_logging`` set up is
+    # the only one on the way; the line must be the record's, but for its time of day. With a
+    # test's handler added (pytest's), the record's way is taken again.
+    import io
+    import logging
+    import re
+
+    from referee.server import logs, servicer
+
+    saved = logging.root.handlers[:], logging.root.level, logs._direct
+    written = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", written)
+    ends = [
+        servicer.CallEnd("SolveHand", grpc.StatusCode.OK, 0.00123, "0123456789abcdef", "ipv4:127.0.0.1:45678"),
+        servicer.CallEnd(
+            "CheckDisputes", grpc.StatusCode.CANCELLED, 1.5, "r-1", "ipv6:[::1]:5", 3, "ab" * 16, "team", True
+        ),
+    ]
+    try:
+        logs.configure_logging(log_format)
+        assert logs.write_direct(logging.getLogger("referee.service"), "probe", {})
+        for end in ends:
+            servicer._log_call(end)  # straight to the handler
+            logging.root.addHandler(extra := logging.NullHandler())
+            assert not logs.write_direct(logging.getLogger("referee.service"), "probe", {})
+            servicer._log_call(end)  # through a record
+            logging.root.removeHandler(extra)
+    finally:
+        logging.root.handlers[:], _, logs._direct = saved
+        logging.root.setLevel(saved[1])
+    lines = written.getvalue().splitlines()[1:]
+    assert len(lines) == 2 * len(ends)
+    timeless = [re.sub(r"\d\d:\d\d:\d\d[,.]\d{3}", "TIME", line) for line in lines]
+    assert timeless[0::2] == timeless[1::2]
+    assert f"pid={os.getpid()}" in lines[0] or json.loads(lines[0])["pid"] == os.getpid()
