@@ -234,10 +234,19 @@ def read_record_case(text: str) -> tuple[pb.CheckDisputesRequest, tuple[Turn, ..
     None when this lane does not take the line (it is then the message way's to read)."""
     if '"record":{' not in text or not jsonmsg.keys_countable(text):
         return None
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return None
+    split = _split_turns(text)
+    data: Any = None
+    if split is not None:
+        try:
+            data = json.loads(split[0])
+        except ValueError:
+            data = None
+    if data is None:
+        split = None
+        try:
+            data = json.loads(text)
+        except ValueError:
+            return None
     if type(data) is not dict or not data.keys() <= _CASE_KEYS:
         return None
     request = data.get("record")
@@ -252,28 +261,94 @@ def read_record_case(text: str) -> tuple[pb.CheckDisputesRequest, tuple[Turn, ..
     turns = record.get("turns", [])
     if type(turns) is not list:
         return None
+    if split is not None and ("turns" not in record or turns):
+        return None  # not the record's turns that were cut out: read the line the message way
     # The case without the record's turns, filled as the message way fills it.
     case = pb.CheckDisputesRequest()
     shorter = {**data, "record": {**request, "record": {k: v for k, v in record.items() if k != "turns"}}}
     try:
         keys = jsonmsg.fill(case, shorter) + ("turns" in record)
         read: list[Turn] = []
-        for turn in turns:
-            if type(turn) is not dict:
-                return None
-            keys += len(turn)
-            found = _turn(turn, len(read))
-            if found is None:
-                return None
-            if found.restock is not None:
-                keys += len(turn["restock"])
-            read.append(found)
+        if split is not None:
+            for piece in split[1]:
+                known = _known_turn(piece, len(read))
+                if known is None:
+                    return None
+                read.append(known[0])
+                keys += known[1]
+        else:
+            for turn in turns:
+                if type(turn) is not dict:
+                    return None
+                keys += len(turn)
+                found = _turn(turn, len(read))
+                if found is None:
+                    return None
+                if found.restock is not None:
+                    keys += len(turn["restock"])
+                read.append(found)
     except (jsonmsg.Unsupported, RefereeError):
         return None
     # Every key read once: json.loads keeps the last of a key given twice (see jsonmsg.parse).
     if text.count('":') != keys:
         return None
     return case, tuple(read)
+
+
+# A record's turns are most of its line, and the same turn's text recurs from record to record (a
+# seat, a draw, a card or two): each turn object without a restock is read once per worker and
+# remembered by its text, and the rest of the line is decoded with the turns cut out. The turns'
+# array is cut where ``"turns":[`` is, when the text holds it once, up to the first ``]`` after
+# it, at each ``},{``. Every piece must then be a whole JSON object, and the decoded rest must hold
+# an empty ``turns`` in the record and nothing the filler does not know. A piece that starts
+# where an object starts is a whole JSON object only if it ends where that object ends, so a cut
+# at a bracket or a ``},{`` inside a string or a nested value leaves a piece that does not decode:
+# the line is then read whole.
+_TURNS_KEY = '"turns":['
+_KNOWN_TURNS: dict[str, tuple[Turn, int]] = {}
+_KNOWN_TURNS_MOST = 1 << 16  # some 20 MB at most; emptied when full
+
+
+def _split_turns(text: str) -> tuple[str, list[str]] | None:
+    """The line with its turns' array emptied, and the texts of the turns; None when the turns
+    are not cut out this way (the line is then decoded whole)."""
+    at = text.find(_TURNS_KEY)
+    if at < 0 or text.find(_TURNS_KEY, at + 1) >= 0:
+        return None
+    first = at + len(_TURNS_KEY)
+    last = text.find("]", first)
+    if last < 0:
+        return None
+    rest = text[:first] + text[last:]
+    if last == first:
+        return rest, []
+    if text[first] != "{" or text[last - 1] != "}":
+        return None
+    return rest, text[first + 1 : last - 1].split("},{")  # each turn's text less its braces
+
+
+def _known_turn(piece: str, i: int) -> tuple[Turn, int] | None:
+    """The turn a turn object's text less its braces gives, and its count of keys; None when the
+    lane does not take it."""
+    known = _KNOWN_TURNS.get(piece)
+    if known is not None:
+        return known
+    try:
+        turn = json.loads("{" + piece + "}")
+    except ValueError:
+        return None
+    if type(turn) is not dict:
+        return None
+    found = _turn(turn, i)
+    if found is None:
+        return None
+    if found.restock is not None:
+        return found, len(turn) + len(turn["restock"])  # not remembered: a restock is rare and long
+    known = (found, len(turn))
+    if len(_KNOWN_TURNS) >= _KNOWN_TURNS_MOST:
+        _KNOWN_TURNS.clear()
+    _KNOWN_TURNS[piece] = known
+    return known
 
 
 def _turn(turn: dict[str, Any], i: int) -> Turn | None:
