@@ -33,12 +33,13 @@ from referee.api.disputes import outcome_of
 from referee.game.cards import CARD_BY_INDEX, Card, known_card
 from referee.game.claims import ClaimVerdict, Verdict, judge_deal_claims
 from referee.game.closing import Close
+from referee.game.deal import PlayerHand
 from referee.game.errors import RefereeError
 from referee.game.groups import Group, GroupKind
 from referee.game.limits import PILE_CARDS
 from referee.game.linking import Linking
 from referee.game.rules import CloseKind
-from referee.game.scoring import DealResult, score_deal
+from referee.game.scoring import DealResult, PlayerResult, score_deal
 from referee.play.record import Turn
 from referee.play.replay import Replay, Violation, ViolationCode, replay
 from referee.play.shuffle import ShuffleProof
@@ -100,6 +101,22 @@ def _group(group: Group) -> str:
 
 
 def _linking(linking: Linking) -> str:
+    # The two shapes nearly every linking has (a loser's, a closer's), written straight; any other
+    # the general way. Both give the same text (tests/api/test_record_lines.py).
+    groups, unlinked, points = linking.groups, linking.unlinked, linking.points
+    if groups:
+        if unlinked and points:
+            return (
+                '{"groups":'
+                + _each(_group, groups)
+                + ',"unlinked":'
+                + _cards(unlinked)
+                + ',"points":'
+                + str(points)
+                + "}"
+            )
+        if not unlinked and not points:
+            return '{"groups":' + _each(_group, groups) + ',"unlinked":[],"points":0}'
     return _object(
         (
             ('"groups":', _each(_group, linking.groups), bool(linking.groups)),
@@ -126,6 +143,23 @@ def _close(close: Close) -> str:
 
 
 def _claim(claim: ClaimVerdict) -> str:
+    field, claimed, expected, player, name = claim.field, claim.claimed, claim.expected, claim.player, claim.player_name
+    if field and claimed and expected and not claim.reason:
+        # The two shapes nearly every claim has (on a player, on the deal), written straight.
+        text = (
+            '{"field":'
+            + _quote(field)
+            + ',"verdict":'
+            + _VERDICTS[claim.verdict]
+            + ',"claimed":'
+            + _quote(claimed)
+            + ',"expected":'
+            + _quote(expected)
+        )
+        if player is not None and name:
+            return text + ',"player":' + str(player) + ',"player_name":' + _quote(name) + ',"reason":""}'
+        if player is None and not name:
+            return text + ',"reason":"","player_name":""}'
     return _object(
         (
             ('"field":', _quote(claim.field), bool(claim.field)),
@@ -139,21 +173,51 @@ def _claim(claim: ClaimVerdict) -> str:
     )
 
 
-def _result(result: DealResult, claims: str, claimed: bool) -> str:
-    players = [
-        _object(
-            (
-                ('"name":', _quote(player.name), bool(player.name)),
-                ('"closer":', _BOOLS[player.closer], bool(player.closer)),
-                ('"linking":', _linking(player.linking), _SET),
-                ('"points":', str(player.points), bool(player.points)),
-                ('"score_change":', str(player.score_change), bool(player.score_change)),
-                ('"score":', str(player.score), bool(player.score)),
-                ('"eliminated":', _BOOLS[player.eliminated], bool(player.eliminated)),
+def _player(player: PlayerResult) -> str:
+    name, points, change, score = player.name, player.points, player.score_change, player.score
+    if name and change and score and not player.eliminated:
+        # The two shapes nearly every player has (a loser, the closer), written straight.
+        if not player.closer and points:
+            return (
+                '{"name":'
+                + _quote(name)
+                + ',"linking":'
+                + _linking(player.linking)
+                + ',"points":'
+                + str(points)
+                + ',"score_change":'
+                + str(change)
+                + ',"score":'
+                + str(score)
+                + ',"closer":false,"eliminated":false}'
             )
+        if player.closer and not points:
+            return (
+                '{"name":'
+                + _quote(name)
+                + ',"closer":true,"linking":'
+                + _linking(player.linking)
+                + ',"score_change":'
+                + str(change)
+                + ',"score":'
+                + str(score)
+                + ',"points":0,"eliminated":false}'
+            )
+    return _object(
+        (
+            ('"name":', _quote(name), bool(name)),
+            ('"closer":', _BOOLS[player.closer], bool(player.closer)),
+            ('"linking":', _linking(player.linking), _SET),
+            ('"points":', str(points), bool(points)),
+            ('"score_change":', str(change), bool(change)),
+            ('"score":', str(score), bool(score)),
+            ('"eliminated":', _BOOLS[player.eliminated], bool(player.eliminated)),
         )
-        for player in result.players
-    ]
+    )
+
+
+def _result(result: DealResult, claims: str, claimed: bool) -> str:
+    players = [_player(player) for player in result.players]
     winner = result.winner or ""
     return _object(
         (
@@ -167,16 +231,7 @@ def _result(result: DealResult, claims: str, claimed: bool) -> str:
 
 
 def _replay(played: Replay, result: DealResult | None, claims: str, claimed: bool) -> str:
-    hands = [
-        _object(
-            (
-                ('"name":', _quote(hand.name), bool(hand.name)),
-                ('"cards":', _cards(hand.cards), bool(hand.cards)),
-                ('"score":', str(hand.score), _ABSENT if hand.score is None else _SET),
-            )
-        )
-        for hand in played.hands
-    ]
+    hands = [_hand(hand) for hand in played.hands]
     violation = played.violation
     discard = "" if played.discard is None else played.discard.code()
     return _object(
@@ -203,6 +258,19 @@ def _replay(played: Replay, result: DealResult | None, claims: str, claimed: boo
             ('"closer":', str(played.closer), _ABSENT if played.closer is None else _SET),
             ('"reshuffles":', str(played.reshuffles), bool(played.reshuffles)),
             ('"shuffle_proof":', _PROOFS[played.shuffle_proof], _SET),  # never the zero value
+        )
+    )
+
+
+def _hand(hand: PlayerHand) -> str:
+    if hand.name and hand.cards:  # every hand dealt: its fields set (the score has presence)
+        text = '{"name":' + _quote(hand.name) + ',"cards":' + _cards(hand.cards)
+        return text + "}" if hand.score is None else text + ',"score":' + str(hand.score) + "}"
+    return _object(
+        (
+            ('"name":', _quote(hand.name), bool(hand.name)),
+            ('"cards":', _cards(hand.cards), bool(hand.cards)),
+            ('"score":', str(hand.score), _ABSENT if hand.score is None else _SET),
         )
     )
 
