@@ -297,8 +297,11 @@ def _write_report(report: Report, path: str) -> bool:
 
 def _line_id(line: Line) -> str:
     """The id of a case line: its ``id`` field, or ``line:N`` when it has none or cannot be read."""
+    from referee.api import record_lines
+
     try:
-        value = json.loads(line.text)
+        # A deal record's turns, most of its text, are read by their text (once per distinct turn).
+        value = record_lines.decoded(line.text)
     except ValueError:
         return f"line:{line.number}"
     case_id = value.get("id") if isinstance(value, dict) else None
