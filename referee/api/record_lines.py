@@ -40,7 +40,7 @@ from referee.game.groups import Group, GroupKind
 from referee.game.limits import PILE_CARDS
 from referee.game.linking import Linking
 from referee.game.rules import CloseKind
-from referee.game.scoring import DealResult, PlayerResult, score_deal
+from referee.game.scoring import DealResult, PlayerResult, score_replayed
 from referee.play.record import Turn
 from referee.play.replay import Replay, Violation, ViolationCode, replay
 from referee.play.shuffle import ShuffleProof
@@ -492,7 +492,8 @@ def judge_record(case: pb.CheckDisputesRequest, turns: tuple[Turn, ...]) -> str 
         result = None
         verdicts: list[ClaimVerdict] = []
         if played.deal is not None:
-            result = score_deal(played.deal, rules)
+            assert played.close is not None  # a closed deal's verdict
+            result = score_replayed(played.deal, rules, played.close)
             verdicts = judge_deal_claims(claims, result, [player.cards for player in played.deal.players], rules)
     except RefereeError:
         return None
