@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import gc
 import io
 import json
@@ -454,7 +455,6 @@ def _completed(
 ) -> referee_pb2.CheckDisputesRequest | str:
     """The case of a line with its id (``line:N`` when it has none) and engine (``engine`` when it
     names none) filled in, or its MALFORMED verdict as JSON when its id is too long."""
-    from referee._gen.remigio.referee.v1 import referee_pb2 as pb
     from referee.api.disputes import malformed
 
     if len(case.id) > CASE_ID.most:
@@ -467,8 +467,16 @@ def _completed(
         kind = case.WhichOneof("dispute")
         rules = getattr(case, kind).rules if kind else None
         if rules is not None and not rules.engine:
-            rules.engine = pb.Engine.Value(f"ENGINE_{Engine(engine).name}")
+            rules.engine = _engine_number(engine)
     return case
+
+
+@functools.cache
+def _engine_number(engine: str) -> int:
+    """The Engine enum's number for an ``--engine`` choice (looked up once: every case asks)."""
+    from referee._gen.remigio.referee.v1 import referee_pb2 as pb
+
+    return pb.Engine.Value(f"ENGINE_{Engine(engine).name}")
 
 
 def verdict_json(verdict: Message) -> str:
