@@ -60,6 +60,7 @@ EXIT_UNREACHABLE = 4  # a server could not be reached or failed; what was done i
 
 CHUNK = 64  # the most cases a local worker takes at once: one message each way, one write
 CHUNKS_PER_JOB = 4  # chunks in flight per local job: bounds memory whatever the input's size
+FULL_COLLECTION_EVERY = 1000  # collections of the middle generation (CPython's default: 10)
 SCAN_CHUNK = 256  # lines per task when the local workers read the ids
 SCAN_IN_FLIGHT = 8  # such tasks at once: memory bounded whatever the input's size
 STREAM_CHUNK = 128  # cases per CheckDisputes call when sending to servers
@@ -560,6 +561,13 @@ def _local_workers(args: argparse.Namespace) -> Iterator[Pool | None]:
     # its sight, so it does not walk it again and again, in this process and in the workers
     # forked below. Given back when the cases are done.
     gc.freeze()
+    # The caches a worker fills as it judges (linkings, candidate groups, the turns read by their
+    # text) hold tens of thousands of objects, whose turnover set off a full collection every few
+    # thousand records, each walking all of them: a full collection waits for 1,000 collections
+    # of the middle generation instead of 10, as in a server process (docs/design.md, the
+    # garbage collector); the young generations are collected as before.
+    thresholds = gc.get_threshold()
+    gc.set_threshold(thresholds[0], thresholds[1], FULL_COLLECTION_EVERY)
     try:
         if args.jobs == 1:
             yield None
@@ -567,6 +575,7 @@ def _local_workers(args: argparse.Namespace) -> Iterator[Pool | None]:
             with multiprocessing.get_context("fork").Pool(args.jobs) as pool:
                 yield pool
     finally:
+        gc.set_threshold(*thresholds)
         gc.unfreeze()
 
 
