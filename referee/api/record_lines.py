@@ -21,6 +21,7 @@ same set or unset, so each field below is its key, its text and one of those thr
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable, Sequence
 from json.encoder import encode_basestring as _quote
@@ -33,12 +34,13 @@ from referee.api.disputes import outcome_of
 from referee.game.cards import CARD_BY_INDEX, Card, known_card
 from referee.game.claims import ClaimVerdict, Verdict, judge_deal_claims
 from referee.game.closing import Close
+from referee.game.deal import PlayerHand
 from referee.game.errors import RefereeError
 from referee.game.groups import Group, GroupKind
 from referee.game.limits import PILE_CARDS
 from referee.game.linking import Linking
 from referee.game.rules import CloseKind
-from referee.game.scoring import DealResult, score_deal
+from referee.game.scoring import DealResult, PlayerResult, score_replayed
 from referee.play.record import Turn
 from referee.play.replay import Replay, Violation, ViolationCode, replay
 from referee.play.shuffle import ShuffleProof
@@ -100,6 +102,22 @@ def _group(group: Group) -> str:
 
 
 def _linking(linking: Linking) -> str:
+    # The two shapes nearly every linking has (a loser's, a closer's), written straight; any other
+    # the general way. Both give the same text (tests/api/test_record_lines.py).
+    groups, unlinked, points = linking.groups, linking.unlinked, linking.points
+    if groups:
+        if unlinked and points:
+            return (
+                '{"groups":'
+                + _each(_group, groups)
+                + ',"unlinked":'
+                + _cards(unlinked)
+                + ',"points":'
+                + str(points)
+                + "}"
+            )
+        if not unlinked and not points:
+            return '{"groups":' + _each(_group, groups) + ',"unlinked":[],"points":0}'
     return _object(
         (
             ('"groups":', _each(_group, linking.groups), bool(linking.groups)),
@@ -126,6 +144,23 @@ def _close(close: Close) -> str:
 
 
 def _claim(claim: ClaimVerdict) -> str:
+    field, claimed, expected, player, name = claim.field, claim.claimed, claim.expected, claim.player, claim.player_name
+    if field and claimed and expected and not claim.reason:
+        # The two shapes nearly every claim has (on a player, on the deal), written straight.
+        text = (
+            '{"field":'
+            + _quote(field)
+            + ',"verdict":'
+            + _VERDICTS[claim.verdict]
+            + ',"claimed":'
+            + _quote(claimed)
+            + ',"expected":'
+            + _quote(expected)
+        )
+        if player is not None and name:
+            return text + ',"player":' + str(player) + ',"player_name":' + _quote(name) + ',"reason":""}'
+        if player is None and not name:
+            return text + ',"reason":"","player_name":""}'
     return _object(
         (
             ('"field":', _quote(claim.field), bool(claim.field)),
@@ -139,21 +174,51 @@ def _claim(claim: ClaimVerdict) -> str:
     )
 
 
-def _result(result: DealResult, claims: str, claimed: bool) -> str:
-    players = [
-        _object(
-            (
-                ('"name":', _quote(player.name), bool(player.name)),
-                ('"closer":', _BOOLS[player.closer], bool(player.closer)),
-                ('"linking":', _linking(player.linking), _SET),
-                ('"points":', str(player.points), bool(player.points)),
-                ('"score_change":', str(player.score_change), bool(player.score_change)),
-                ('"score":', str(player.score), bool(player.score)),
-                ('"eliminated":', _BOOLS[player.eliminated], bool(player.eliminated)),
+def _player(player: PlayerResult) -> str:
+    name, points, change, score = player.name, player.points, player.score_change, player.score
+    if name and change and score and not player.eliminated:
+        # The two shapes nearly every player has (a loser, the closer), written straight.
+        if not player.closer and points:
+            return (
+                '{"name":'
+                + _quote(name)
+                + ',"linking":'
+                + _linking(player.linking)
+                + ',"points":'
+                + str(points)
+                + ',"score_change":'
+                + str(change)
+                + ',"score":'
+                + str(score)
+                + ',"closer":false,"eliminated":false}'
             )
+        if player.closer and not points:
+            return (
+                '{"name":'
+                + _quote(name)
+                + ',"closer":true,"linking":'
+                + _linking(player.linking)
+                + ',"score_change":'
+                + str(change)
+                + ',"score":'
+                + str(score)
+                + ',"points":0,"eliminated":false}'
+            )
+    return _object(
+        (
+            ('"name":', _quote(name), bool(name)),
+            ('"closer":', _BOOLS[player.closer], bool(player.closer)),
+            ('"linking":', _linking(player.linking), _SET),
+            ('"points":', str(points), bool(points)),
+            ('"score_change":', str(change), bool(change)),
+            ('"score":', str(score), bool(score)),
+            ('"eliminated":', _BOOLS[player.eliminated], bool(player.eliminated)),
         )
-        for player in result.players
-    ]
+    )
+
+
+def _result(result: DealResult, claims: str, claimed: bool) -> str:
+    players = [_player(player) for player in result.players]
     winner = result.winner or ""
     return _object(
         (
@@ -167,16 +232,7 @@ def _result(result: DealResult, claims: str, claimed: bool) -> str:
 
 
 def _replay(played: Replay, result: DealResult | None, claims: str, claimed: bool) -> str:
-    hands = [
-        _object(
-            (
-                ('"name":', _quote(hand.name), bool(hand.name)),
-                ('"cards":', _cards(hand.cards), bool(hand.cards)),
-                ('"score":', str(hand.score), _ABSENT if hand.score is None else _SET),
-            )
-        )
-        for hand in played.hands
-    ]
+    hands = [_hand(hand) for hand in played.hands]
     violation = played.violation
     discard = "" if played.discard is None else played.discard.code()
     return _object(
@@ -203,6 +259,19 @@ def _replay(played: Replay, result: DealResult | None, claims: str, claimed: boo
             ('"closer":', str(played.closer), _ABSENT if played.closer is None else _SET),
             ('"reshuffles":', str(played.reshuffles), bool(played.reshuffles)),
             ('"shuffle_proof":', _PROOFS[played.shuffle_proof], _SET),  # never the zero value
+        )
+    )
+
+
+def _hand(hand: PlayerHand) -> str:
+    if hand.name and hand.cards:  # every hand dealt: its fields set (the score has presence)
+        text = '{"name":' + _quote(hand.name) + ',"cards":' + _cards(hand.cards)
+        return text + "}" if hand.score is None else text + ',"score":' + str(hand.score) + "}"
+    return _object(
+        (
+            ('"name":', _quote(hand.name), bool(hand.name)),
+            ('"cards":', _cards(hand.cards), bool(hand.cards)),
+            ('"score":', str(hand.score), _ABSENT if hand.score is None else _SET),
         )
     )
 
@@ -234,10 +303,19 @@ def read_record_case(text: str) -> tuple[pb.CheckDisputesRequest, tuple[Turn, ..
     None when this lane does not take the line (it is then the message way's to read)."""
     if '"record":{' not in text or not jsonmsg.keys_countable(text):
         return None
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return None
+    split = _split_turns(text)
+    data: Any = None
+    if split is not None:
+        try:
+            data = json.loads(split[0])
+        except ValueError:
+            data = None
+    if data is None:
+        split = None
+        try:
+            data = json.loads(text)
+        except ValueError:
+            return None
     if type(data) is not dict or not data.keys() <= _CASE_KEYS:
         return None
     request = data.get("record")
@@ -252,28 +330,111 @@ def read_record_case(text: str) -> tuple[pb.CheckDisputesRequest, tuple[Turn, ..
     turns = record.get("turns", [])
     if type(turns) is not list:
         return None
+    if split is not None and ("turns" not in record or turns):
+        return None  # not the record's turns that were cut out: read the line the message way
     # The case without the record's turns, filled as the message way fills it.
     case = pb.CheckDisputesRequest()
     shorter = {**data, "record": {**request, "record": {k: v for k, v in record.items() if k != "turns"}}}
     try:
         keys = jsonmsg.fill(case, shorter) + ("turns" in record)
         read: list[Turn] = []
-        for turn in turns:
-            if type(turn) is not dict:
-                return None
-            keys += len(turn)
-            found = _turn(turn, len(read))
-            if found is None:
-                return None
-            if found.restock is not None:
-                keys += len(turn["restock"])
-            read.append(found)
+        if split is not None:
+            for piece in split[1]:
+                known = _known_turn(piece, len(read))
+                if known is None:
+                    return None
+                read.append(known[0])
+                keys += known[1]
+        else:
+            for turn in turns:
+                if type(turn) is not dict:
+                    return None
+                keys += len(turn)
+                found = _turn(turn, len(read))
+                if found is None:
+                    return None
+                if found.restock is not None:
+                    keys += len(turn["restock"])
+                read.append(found)
     except (jsonmsg.Unsupported, RefereeError):
         return None
     # Every key read once: json.loads keeps the last of a key given twice (see jsonmsg.parse).
     if text.count('":') != keys:
         return None
     return case, tuple(read)
+
+
+# A record's turns are most of its line, and the same turn's text recurs from record to record (a
+# seat, a draw, a card or two): each turn object without a restock is read once per worker and
+# remembered by its text, and the rest of the line is decoded with the turns cut out. The turns'
+# array is cut where ``"turns":[`` is, when the text holds it once, up to the first ``]`` after
+# it, at each ``},{``. Every piece must then be a whole JSON object, and the decoded rest must hold
+# an empty ``turns`` in the record and nothing the filler does not know. A piece that starts
+# where an object starts is a whole JSON object only if it ends where that object ends, so a cut
+# at a bracket or a ``},{`` inside a string or a nested value leaves a piece that does not decode:
+# the line is then read whole.
+_TURNS_KEY = '"turns":['
+_KNOWN_TURNS: dict[str, tuple[Turn, int]] = {}
+_KNOWN_TURNS_MOST = 1 << 16  # some 20 MB at most; emptied when full
+
+
+def _split_turns(text: str) -> tuple[str, list[str]] | None:
+    """The line with its turns' array emptied, and the texts of the turns; None when the turns
+    are not cut out this way (the line is then decoded whole)."""
+    at = text.find(_TURNS_KEY)
+    if at < 0 or text.find(_TURNS_KEY, at + 1) >= 0:
+        return None
+    first = at + len(_TURNS_KEY)
+    last = text.find("]", first)
+    if last < 0:
+        return None
+    rest = text[:first] + text[last:]
+    if last == first:
+        return rest, []
+    if text[first] != "{" or text[last - 1] != "}":
+        return None
+    return rest, text[first + 1 : last - 1].split("},{")  # each turn's text less its braces
+
+
+def decoded(text: str) -> Any:
+    """``json.loads(text)``, but for a record case whose turns the lane reads by their text: then
+    the record's ``turns`` are an empty list (enough to read the case's id: the batch's first pass
+    reads every line's id). Raises ValueError when the text is not JSON, as ``json.loads`` does."""
+    split = _split_turns(text)
+    if split is not None:
+        try:
+            whole = all(_known_turn(piece, i) is not None for i, piece in enumerate(split[1]))
+        except RefereeError:
+            whole = False
+        if whole:
+            # Every turn a JSON object where it was cut: the text is JSON exactly when the rest is.
+            with contextlib.suppress(ValueError):
+                return json.loads(split[0])
+    return json.loads(text)
+
+
+def _known_turn(piece: str, i: int) -> tuple[Turn, int] | None:
+    """The turn a turn object's text less its braces gives, and its count of keys; None when the
+    lane does not take it."""
+    known = _KNOWN_TURNS.get(piece)
+    if known is not None:
+        return known
+    try:
+        turn = json.loads("{" + piece + "}")
+    except ValueError:
+        return None
+    if type(turn) is not dict:
+        return None
+    found = _turn(turn, i)
+    if found is None:
+        return None
+    if found.restock is not None:
+        return found, len(turn) + len(turn["restock"])  # not remembered: a restock is rare and long
+    known = (found, len(turn))
+    if len(_KNOWN_TURNS) >= _KNOWN_TURNS_MOST:
+        _KNOWN_TURNS.clear()
+    _KNOWN_TURNS[piece] = known
+    return known
 
 
 def _turn(turn: dict[str, Any], i: int) -> Turn | None:
@@ -331,7 +492,8 @@ def judge_record(case: pb.CheckDisputesRequest, turns: tuple[Turn, ...]) -> str 
         result = None
         verdicts: list[ClaimVerdict] = []
         if played.deal is not None:
-            result = score_deal(played.deal, rules)
+            assert played.close is not None  # a closed deal's verdict
+            result = score_replayed(played.deal, rules, played.close)
             verdicts = judge_deal_claims(claims, result, [player.cards for player in played.deal.players], rules)
     except RefereeError:
         return None
@@ -351,4 +513,4 @@ def judge_record(case: pb.CheckDisputesRequest, turns: tuple[Turn, ...]) -> str 
     )
 
 
-__all__ = ["judge_record", "read_record_case"]
+__all__ = ["decoded", "judge_record", "read_record_case"]

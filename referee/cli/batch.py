@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import gc
 import io
 import json
@@ -59,6 +60,7 @@ EXIT_UNREACHABLE = 4  # a server could not be reached or failed; what was done i
 
 CHUNK = 64  # the most cases a local worker takes at once: one message each way, one write
 CHUNKS_PER_JOB = 4  # chunks in flight per local job: bounds memory whatever the input's size
+FULL_COLLECTION_EVERY = 1000  # collections of the middle generation (CPython's default: 10)
 SCAN_CHUNK = 256  # lines per task when the local workers read the ids
 SCAN_IN_FLIGHT = 8  # such tasks at once: memory bounded whatever the input's size
 STREAM_CHUNK = 128  # cases per CheckDisputes call when sending to servers
@@ -297,8 +299,11 @@ def _write_report(report: Report, path: str) -> bool:
 
 def _line_id(line: Line) -> str:
     """The id of a case line: its ``id`` field, or ``line:N`` when it has none or cannot be read."""
+    from referee.api import record_lines
+
     try:
-        value = json.loads(line.text)
+        # A deal record's turns, most of its text, are read by their text (once per distinct turn).
+        value = record_lines.decoded(line.text)
     except ValueError:
         return f"line:{line.number}"
     case_id = value.get("id") if isinstance(value, dict) else None
@@ -451,7 +456,6 @@ def _completed(
 ) -> referee_pb2.CheckDisputesRequest | str:
     """The case of a line with its id (``line:N`` when it has none) and engine (``engine`` when it
     names none) filled in, or its MALFORMED verdict as JSON when its id is too long."""
-    from referee._gen.remigio.referee.v1 import referee_pb2 as pb
     from referee.api.disputes import malformed
 
     if len(case.id) > CASE_ID.most:
@@ -464,8 +468,16 @@ def _completed(
         kind = case.WhichOneof("dispute")
         rules = getattr(case, kind).rules if kind else None
         if rules is not None and not rules.engine:
-            rules.engine = pb.Engine.Value(f"ENGINE_{Engine(engine).name}")
+            rules.engine = _engine_number(engine)
     return case
+
+
+@functools.cache
+def _engine_number(engine: str) -> int:
+    """The Engine enum's number for an ``--engine`` choice (looked up once: every case asks)."""
+    from referee._gen.remigio.referee.v1 import referee_pb2 as pb
+
+    return pb.Engine.Value(f"ENGINE_{Engine(engine).name}")
 
 
 def verdict_json(verdict: Message) -> str:
@@ -549,6 +561,13 @@ def _local_workers(args: argparse.Namespace) -> Iterator[Pool | None]:
     # its sight, so it does not walk it again and again, in this process and in the workers
     # forked below. Given back when the cases are done.
     gc.freeze()
+    # The caches a worker fills as it judges (linkings, candidate groups, the turns read by their
+    # text) hold tens of thousands of objects, whose turnover set off a full collection every few
+    # thousand records, each walking all of them: a full collection waits for 1,000 collections
+    # of the middle generation instead of 10, as in a server process (docs/design.md, the
+    # garbage collector); the young generations are collected as before.
+    thresholds = gc.get_threshold()
+    gc.set_threshold(thresholds[0], thresholds[1], FULL_COLLECTION_EVERY)
     try:
         if args.jobs == 1:
             yield None
@@ -556,6 +575,7 @@ def _local_workers(args: argparse.Namespace) -> Iterator[Pool | None]:
             with multiprocessing.get_context("fork").Pool(args.jobs) as pool:
                 yield pool
     finally:
+        gc.set_threshold(*thresholds)
         gc.unfreeze()
 
 

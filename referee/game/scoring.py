@@ -67,13 +67,25 @@ def check_reachable(score: int, scoring: ScoringRules, field: str) -> None:
 def score_deal(deal: Deal, rules: RuleSet) -> DealResult:
     """Check and score an end-of-deal state; an invalid close scores nothing."""
     check_deal(deal, rules)
+    return _scored(deal, rules, None)
+
+
+def score_replayed(deal: Deal, rules: RuleSet, close: Close) -> DealResult:
+    """Score the end state of a replayed deal record, ``close`` the replay's verdict on its close:
+    what ``score_deal`` gives, without checking again what the replay made sure of (the deal's
+    players, hands and cards, and the close's own cards)."""
+    return _scored(deal, rules, close)
+
+
+def _scored(deal: Deal, rules: RuleSet, close: Close | None) -> DealResult:
     scoring = rules.scoring.resolved(len(deal.players))
     assert scoring.start_score is not None and scoring.target is not None and scoring.close_bonus is not None
     before = [scoring.start_score if p.score is None else p.score for p in deal.players]
     for i, score in enumerate(before):
         check_reachable(score, scoring, f"players[{i}].score")
     closer = deal.closer_hand
-    close = check_close(closer.cards, deal.discard, rules, field=f"players[{deal.closer}].cards")
+    if close is None:
+        close = check_close(closer.cards, deal.discard, rules, field=f"players[{deal.closer}].cards")
     linkings = [
         close.linking if i == deal.closer else best_linking(p.cards, rules, field=f"players[{i}].cards")
         for i, p in enumerate(deal.players)

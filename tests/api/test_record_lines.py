@@ -16,12 +16,13 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+import pytest
 from played import Played, corpus
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.api import handlers, jsonmsg, records
 from referee.api.disputes import judge_case
-from referee.api.record_lines import judge_record, read_record_case
+from referee.api.record_lines import decoded, judge_record, read_record_case
 from referee.cli.batch import Line, judge_line, parse_case, verdict_json
 from referee.game.cards import JOKER, NATURALS
 from referee.play.record import Record
@@ -176,6 +177,22 @@ def _spellings(text: str) -> list[str]:
     variants.append(text.replace('"turns":[', '"turns":[{"draw":"DRAW_SOURCE_STOCK","discard":"\\":"},', 1))
     variants.append(" " + text + "  ")
     variants.append(text[: len(text) // 2])
+    # Where the lane cuts the turns out of the text (``"turns":[``, the first ``]``, each ``},{``)
+    # inside strings and nested values: a cut in the wrong place must never be read.
+    variant(lambda case, turn: turn.update(discard="]"))
+    variant(lambda case, turn: turn.update(discard="},{"))
+    variant(lambda case, turn: turn.update(drawn='"turns":['))
+    variant(lambda case, turn: turn.update(restock={"cards": []}))
+    variant(lambda case, turn: turn.update(seat={"a": 1}))
+    variant(lambda case, turn: case["record"]["record"]["seats"][0].update(name='x"turns":[{"seat":0}]'))
+    variant(lambda case, turn: case["record"]["rules"].update(turns=[]))
+    variant(lambda case, turn: case["record"]["record"].update(turns=[turn, turn]))  # a turn's text twice
+    variants.append(text.replace('"turns":[', '"turns" :[', 1))
+    variants.append(text.replace('"turns":[', '"turns":[ ', 1))
+    variants.append(text.replace("},{", "} ,{", 1))
+    variants.append(text.replace('"turns":[', '"turns":[],"x":[', 1))
+    variants.append(text.replace('"turns":[', '"turns":[{}', 1))
+    variants.append(text.replace('"turns":[', '"turns":[{"seat":0,', 1))
     return variants
 
 
@@ -188,6 +205,30 @@ def test_lines_the_lane_cannot_take_get_the_message_ways_verdict() -> None:
         assert judge_line(line) == _message_way(line), variant[:300]
         checked += 1
     assert checked > 30
+
+
+def test_a_line_with_its_turns_cut_out_decodes_as_json_reads_it() -> None:
+    # The batch's first pass reads every line's id through ``decoded``: the same value as
+    # json.loads but for the record's turns, and not JSON exactly when json.loads says so.
+    played = next(p for p in corpus() if len(p.record.turns) > 4 and p.record.shuffle is not None)
+    texts = [_line(p.record, None, f"d{p.index}") for p in corpus()[:40]]
+    texts += _spellings(_line(played.record, None, "spelt"))
+    texts += [text[:cut] for text in texts[:10] for cut in range(50, len(text), 97)]
+    read = 0
+    for text in texts:
+        try:
+            expected = json.loads(text)
+        except ValueError:
+            with pytest.raises(ValueError):
+                decoded(text)
+            continue
+        got = decoded(text)
+        if got != expected:  # only the record's turns may be left out
+            assert got["record"]["record"]["turns"] == [], text[:300]
+            got["record"]["record"]["turns"] = expected["record"]["record"]["turns"]
+            read += 1
+        assert got == expected, text[:300]
+    assert read > 40
 
 
 def test_a_turn_the_lane_reads_is_the_turn_the_message_way_reads() -> None:

@@ -17,7 +17,7 @@ from referee.game.cards import Card, deck, format_cards
 from referee.game.closing import best_close, check_close
 from referee.game.deal import HAND
 from referee.game.rules import CloseKind, DiscardTaken, Engine, JokerDiscard, JokerLimit, RuleSet
-from referee.game.scoring import score_deal
+from referee.game.scoring import score_deal, score_replayed
 from referee.play.record import DrawSource, Record, Seat, Turn
 from referee.play.replay import Replay, ViolationCode, replay
 from referee.play.shuffle import Shuffle, commitment, dealt_deck, reshuffled
@@ -279,6 +279,9 @@ def test_simulated_records_replay_legal_and_their_end_states_score() -> None:
         closer = result.hands[result.closer].cards
         assert check_close(closer, result.discard, record.rules).valid, played.index
         scored = score_deal(result.deal, record.rules)
+        # The batch scores a replayed deal with the replay's own verdict on its close, unchecked.
+        assert result.close is not None
+        assert score_replayed(result.deal, record.rules, result.close) == scored, played.index
         assert scored.close.valid and scored.close.kind is not None
         assert scored.players[result.closer].closer
         seen[scored.close.kind.value] += 1
