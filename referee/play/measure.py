@@ -41,6 +41,7 @@ another way of the same size in a group's place (``_Filler.collect``).
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -171,10 +172,15 @@ def _hand_cores_of(
 
 
 @lru_cache(maxsize=1 << 12)
-def _hand_cores(naturals: tuple[int, ...], wrap: bool) -> tuple[int, tuple[_HandCore, ...], tuple[int, ...]]:
-    """Every core of the hand ``naturals`` (each once, by its lowest card), largest first; the
-    hand packed with its guard bits set; and by a number of cards ``n`` (0 to all of them), where
-    the cores of at most ``n`` cards start in that order."""
+def _hand_cores(
+    naturals: tuple[int, ...], wrap: bool
+) -> tuple[int, tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[Core, ...], tuple[int, ...], _Fitting]:
+    """Every core of the hand ``naturals`` (each once, by its lowest card), largest first, as
+    columns: the cards each keeps, the least size of its group, its cards packed, the core; with
+    the hand packed with its guard bits set before them; after them, by a number of cards ``n``
+    (0 to all of them), where the cores of at most ``n`` cards start in that order; and by a
+    number of cards kept and a size, the cores of that many cards whose group may be that small
+    (``_core_sets`` reads those instead of passing over the cores too large to join a set)."""
     counts: dict[int, int] = {}
     for i in naturals:
         counts[i] = counts.get(i, 0) + 1
@@ -186,69 +192,161 @@ def _hand_cores(naturals: tuple[int, ...], wrap: bool) -> tuple[int, tuple[_Hand
         found += _hand_cores_of(x, same, above, wrap)
         counts[x] += 1
     found.sort(key=itemgetter(3))
-    starts = [0] * (len(naturals) + 1)  # by n: the cores of more than n cards, the first of them
+    many = len(naturals)
+    by_kept = [0] * (many + 2)
     for entry in found:
-        for n in range(entry[0]):
-            starts[n] += 1
-    return _packed(naturals) | _GUARD, tuple(found), tuple(starts)
+        by_kept[entry[0]] += 1
+    starts = [0] * (many + 1)  # by n: the cores of more than n cards, the first of them
+    for n in range(many - 1, -1, -1):
+        starts[n] = starts[n + 1] + by_kept[n + 1]
+    sizes = tuple([e[1] for e in found])
+    fitting: list[tuple[tuple[int, ...], ...]] = [_NO_FITTING]
+    for kept in range(1, many + 1):
+        if not by_kept[kept]:
+            fitting.append(_NO_FITTING)
+            continue
+        # The block of cores of ``kept`` cards, by size; the cores up to each size in walk order.
+        block = sorted(range(starts[kept], starts[kept - 1]), key=sizes.__getitem__)
+        ordered = [sizes[i] for i in block]
+        fitting.append(
+            (
+                *_NO_FITTING[:MIN_GROUP_SIZE],
+                *(tuple(sorted(block[: bisect_right(ordered, most)])) for most in _SECOND_ROOM[MIN_GROUP_SIZE:]),
+            )
+        )
+    return (
+        _packed(naturals) | _GUARD,
+        tuple([e[0] for e in found]),
+        sizes,
+        tuple([e[2] for e in found]),
+        tuple([e[4] for e in found]),
+        tuple(starts),
+        tuple(fitting),
+    )
+
+
+# By a number of cards kept, then a size: the indices of a hand's cores (ascending) that keep that
+# many cards in a group of at most that size. A second or third core's group has at most 7 places
+# (the first's takes 3 or more).
+_Fitting = tuple[tuple[tuple[int, ...], ...], ...]
+_SECOND_ROOM = range(SHOWN - MIN_GROUP_SIZE + 1)
+_NO_FITTING: tuple[tuple[int, ...], ...] = tuple(() for _ in _SECOND_ROOM)
 
 
 @lru_cache(maxsize=1 << 16)
 def _core_sets(naturals: tuple[int, ...], left_out: int, wrap: bool) -> tuple[tuple[Core, ...], ...]:
     """Every set of at most three cores that keeps all of ``naturals`` (ascending) but exactly
-    ``left_out`` of them and fits in 10 cards; each set once, its cores largest first.
-
-    The hand's cores are listed once; a set is chosen largest core first (so the first keeps at
-    least a third of the cards kept, the second half of the rest, the third exactly what is left),
-    and its cores fit in the hand together when their packed sum borrows no guard bit. The cores
-    of each number of cards are a block of that order (``_hand_cores``), so each choice starts
-    at the first core small enough, and the third runs over the cores of its exact size alone."""
-    keep = len(naturals) - left_out
-    if keep <= 0:
-        return ((),) if keep == 0 else ()
-    room, cores, starts = _hand_cores(naturals, wrap)
-    found: list[tuple[Core, ...]] = []
-    total = len(cores)
-    for i in range(starts[keep], total):
-        li, si, pi, _, ci = cores[i]
-        if li * MOST_GROUPS < keep:
-            break
-        if li == keep:
-            found.append((ci,))
-            continue
-        rest = keep - li
-        room_i = room - pi  # the hand less the first core
-        for j in range(max(i, starts[rest]), total):
-            lj, sj, pj, _, cj = cores[j]
-            if lj * 2 < rest:
-                break
-            if si + sj > SHOWN:
-                continue
-            room_j = room_i - pj
-            if room_j & _GUARD != _GUARD:
-                continue
-            if lj == rest:
-                found.append((ci, cj))
-                continue
-            last, size = rest - lj, SHOWN - si - sj
-            for k in range(max(j, starts[last]), starts[last - 1]):
-                _, sk, pk, _, ck = cores[k]
-                if sk <= size and (room_j - pk) & _GUARD == _GUARD:
-                    found.append((ci, cj, ck))
-    return tuple(found)
+    ``left_out`` of them and fits in 10 cards; each set once, its cores largest first."""
+    return _core_sets_left(naturals, left_out, wrap)[0]
 
 
 @lru_cache(maxsize=1 << 16)
-def _left_kinds(naturals: tuple[int, ...], left_out: int, wrap: bool) -> tuple[tuple[int, ...], ...]:
-    """The kinds of card each set of ``_core_sets(naturals, left_out, wrap)`` leaves out."""
-    out = []
-    for cores in _core_sets(naturals, left_out, wrap):
-        left = list(naturals)
-        for _, cards in cores:
-            for c in cards:
-                left.remove(c)
-        out.append(tuple(sorted(set(left))))
-    return tuple(out)
+def _core_sets_left(
+    naturals: tuple[int, ...], left_out: int, wrap: bool
+) -> tuple[tuple[tuple[Core, ...], ...], tuple[int, ...]]:
+    """``_core_sets``, and beside each set the cards it leaves out, packed (as ``_packed``).
+
+    The hand's cores are listed once; a set is chosen largest core first (so the first keeps at
+    least a third of the cards kept, the second half of the rest, the third exactly what is left),
+    and its cores fit in the hand together when their packed sum borrows no guard bit (what is
+    left of the hand is then the cards left out, with the guard bits). The cores of each number of
+    cards are a block of that order, and within a block the cores of a group small enough for the
+    room left are listed apart (``_hand_cores``): the second and third cores are read from those
+    lists, in the order of the walk, never passing over a core too large."""
+    keep = len(naturals) - left_out
+    if keep <= 0:
+        return (((),), (_packed(naturals),)) if keep == 0 else ((), ())
+    room, kept_of, size_of, packed_of, core_of, starts, fitting = _hand_cores(naturals, wrap)
+    guard = _GUARD
+    found: list[tuple[Core, ...]] = []
+    rests: list[int] = []
+    add, rest_add = found.append, rests.append
+    for i in range(starts[keep], len(core_of)):
+        li = kept_of[i]
+        if li * MOST_GROUPS < keep:
+            break
+        ci = core_of[i]
+        room_i = room - packed_of[i]  # the hand less the first core
+        if li == keep:
+            add((ci,))
+            rest_add(room_i ^ guard)
+            continue
+        rest = keep - li
+        si = size_of[i]
+        # The second core keeps at most as many cards as the first (and comes after it in the
+        # walk) and at least half of the rest; its group fits in the room the first leaves.
+        for lj in range(min(rest, li), (rest + 1) // 2 - 1, -1):
+            seconds = fitting[lj][SHOWN - si]
+            if lj == li:
+                seconds = seconds[bisect_left(seconds, i) :]
+            last = rest - lj
+            for j in seconds:
+                room_j = room_i - packed_of[j]
+                if room_j & guard != guard:
+                    continue
+                if not last:
+                    add((ci, core_of[j]))
+                    rest_add(room_j ^ guard)
+                    continue
+                cj = core_of[j]
+                thirds = fitting[last][SHOWN - si - size_of[j]]
+                if last == lj:
+                    thirds = thirds[bisect_left(thirds, j) :]
+                for k in thirds:
+                    room_k = room_j - packed_of[k]
+                    if room_k & guard == guard:
+                        add((ci, cj, core_of[k]))
+                        rest_add(room_k ^ guard)
+    return tuple(found), tuple(rests)
+
+
+_FIELD_MASK = (1 << _FIELD) - 1
+
+
+class _Level:
+    """The core sets of 11 cards that leave out ``left_out`` natural cards (``_core_sets``), with
+    the kinds each leaves out and, filled in as they are first asked for, what each is worth when
+    the jokers there are could fill every place (``_Filler.rich``): whether its sizes can make 10
+    cards (``_sizes_fit``) and the cards it may then draw (``_rich_cards``). They depend on the
+    cards alone, so both views of a turn's throws (the seat's and the omniscient) share them,
+    read by a set's place in the list."""
+
+    __slots__ = ("cards", "fits", "lefts", "sets", "wrap")
+
+    def __init__(self, naturals: tuple[int, ...], left_out: int, wrap: bool) -> None:
+        self.sets, rests = _core_sets_left(naturals, left_out, wrap)
+        self.wrap = wrap
+        lefts = []
+        for rest in rests:  # a field's lowest set bit gives its card
+            kinds = []
+            while rest:
+                card = ((rest & -rest).bit_length() - 1) // _FIELD
+                kinds.append(card)
+                rest &= ~(_FIELD_MASK << (_FIELD * card))
+            lefts.append(tuple(kinds))
+        self.lefts: tuple[tuple[int, ...], ...] = tuple(lefts)
+        self.fits: list[int] = [-1] * len(self.sets)  # -1: not asked yet
+        self.cards: list[frozenset[int] | None] = [None] * len(self.sets)
+
+    def fit(self, index: int) -> int:
+        """``_sizes_fit`` of the set at ``index``, as 0 or 1."""
+        known = self.fits[index]
+        if known < 0:
+            known = self.fits[index] = int(_sizes_fit(self.sets[index], self.wrap))
+        return known
+
+    def rich_cards(self, index: int) -> frozenset[int]:
+        """``_rich_cards`` of the set at ``index`` at every size of its cores' ways."""
+        known = self.cards[index]
+        if known is None:
+            cores = self.sets[index]
+            known = self.cards[index] = _rich_cards(cores, _all_sizes(cores, self.wrap), self.wrap)
+        return known
+
+
+@lru_cache(maxsize=1 << 14)
+def _level(naturals: tuple[int, ...], left_out: int, wrap: bool) -> _Level:
+    return _Level(naturals, left_out, wrap)
 
 
 def _run_windows(ranks: Sequence[int], suit: int, wrap: bool, kept: int) -> Iterator[Completion]:
@@ -1251,7 +1349,8 @@ def throw_overlaps(held: Counts, unseen: Counts, shape: _Shape) -> dict[int, tup
         best[t] = _color_of(by_suit, suits, jokers, colors[t])
         by_suit[_SUIT[t]] += 1
     filler = _Filler(unseen, shape, jokers)
-    found: list[tuple[tuple[Core, ...], int, int, list[int]]] = []
+    wrap, rich_from, support = shape.wrap, filler.rich_from, filler.support
+    found: list[tuple[tuple[Core, ...], int, int, list[int], _Level, int]] = []
     total = len(naturals)
     for left_out in range(1, total + 1):
         bound = min(SHOWN, total - left_out + jokers)
@@ -1259,24 +1358,48 @@ def throw_overlaps(held: Counts, unseen: Counts, shape: _Shape) -> dict[int, tup
         if not open_kinds:
             break
         kept = total - left_out
-        for cores, left in zip(_core_sets(naturals, left_out, shape.wrap), _left_kinds(naturals, left_out, shape.wrap)):
+        level = _level(naturals, left_out, wrap)
+        sets = level.sets
+        if kept >= rich_from:
+            # ``_Filler.value`` when rich: ``bound`` if the set's sizes can make 10 cards (the
+            # floor, the least best of the throws it serves, is at most ``bound``: they are open).
+            fits, fit = level.fits, level.fit
+            for index, left in enumerate(level.lefts):
+                serves = [t for t in left if t in open_kinds]
+                if not serves or not (fits[index] if fits[index] >= 0 else fit(index)):
+                    continue
+                for t in serves:
+                    if best[t] < bound:
+                        best[t] = bound
+                found.append((sets[index], kept, bound, serves, level, index))
+            continue
+        for index, left in enumerate(level.lefts):
             serves = [t for t in left if t in open_kinds]
             if not serves:
                 continue
-            value = filler.value(cores, kept, min(best[t] for t in serves))
+            cores = sets[index]
+            value = filler.value(cores, kept, min([best[t] for t in serves]))
             if value < 0:
                 continue
             for t in serves:
-                best[t] = max(best[t], value)
-            found.append((cores, kept, value, serves))
+                if best[t] < value:
+                    best[t] = value
+            found.append((cores, kept, value, serves, level, index))
     # Each throw's outs, from the core sets of its best value that serve it, each adding only the
     # cards not yet found (a core set that could draw nothing new is skipped; its bound on what it
-    # could draw is the same for every throw it serves).
+    # could draw is the same for every throw it serves). When rich, that bound is what the set
+    # draws (``_Filler.collect``), unless the hand's jokers fill every place.
     serving: dict[int, list[tuple[tuple[Core, ...], int, int, frozenset[int]]]] = {t: [] for t in kinds}
-    for cores, kept, value, serves in found:
+    for cores, kept, value, serves, level, index in found:
         mine = [t for t in serves if value == best[t] < SHOWN]
         if mine:
-            entry = (cores, kept, value, filler.potential(cores, kept))
+            if kept >= rich_from:
+                # Its value, min(10, kept + jokers), is below 10: the hand's jokers leave places to draw.
+                potential = level.rich_cards(index) & support
+                kept = -1  # rich: its outs are its bound
+            else:
+                potential = filler.potential(cores, kept)
+            entry = (cores, kept, value, potential)
             for t in mine:
                 serving[t].append(entry)
     out: dict[int, tuple[int, frozenset[int]]] = {}
@@ -1286,7 +1409,10 @@ def throw_overlaps(held: Counts, unseen: Counts, shape: _Shape) -> dict[int, tup
             outs |= colors[t].get(best[t], set())
             for cores, kept, value, potential in serving[t]:
                 if not potential <= outs:
-                    filler.collect(cores, kept, value, outs)
+                    if kept < 0:
+                        outs |= potential
+                    else:
+                        filler.collect(cores, kept, value, outs)
         out[t] = (best[t], frozenset(outs))
     return out
 
@@ -1412,11 +1538,12 @@ def forget_measures() -> None:
     """Empty the caches of measures and of what depends on a hand (a benchmark times each deal cold)."""
     _measure.cache_clear()
     _core_sets.cache_clear()
+    _core_sets_left.cache_clear()
     _hand_cores.cache_clear()
     _rich_cards.cache_clear()
     _core_draws.cache_clear()
     _min_plus_of.cache_clear()
     _all_sizes.cache_clear()
     _sizes_fit.cache_clear()
-    _left_kinds.cache_clear()
+    _level.cache_clear()
     _points.cache_clear()
