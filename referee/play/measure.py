@@ -45,7 +45,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from itertools import product
+from itertools import compress, product
 from operator import itemgetter
 from typing import cast
 
@@ -91,7 +91,21 @@ def add_card(a: Counts, card: int, n: int = 1) -> Counts:
 
 def cards_of(counts: Sequence[int]) -> tuple[Card, ...]:
     """The cards of a multiset given as a count per card index, in index order."""
+    once = tuple(compress(CARD_BY_INDEX, counts))
+    if len(once) == sum(counts):  # no card twice (nearly every hand): one pass in C
+        return once
     return tuple(CARD_BY_INDEX[i] for i, n in enumerate(counts) for _ in range(n))
+
+
+def _naturals(counts: Counts) -> tuple[int, ...]:
+    """The natural cards of a multiset, ascending, each as often as it is held."""
+    once = tuple(compress(_NATURAL_INDICES, counts))
+    if len(once) == sum(counts) - counts[JOKER_INDEX]:  # no card twice: one pass in C
+        return once
+    return tuple(i for i in _NATURAL_INDICES for _ in range(counts[i]))
+
+
+_NATURAL_INDICES = range(JOKER_INDEX)
 
 
 # --- cores and their completions ------------------------------------------------------------------
@@ -316,14 +330,18 @@ class _Level:
     def __init__(self, naturals: tuple[int, ...], left_out: int, wrap: bool) -> None:
         self.sets, rests = _core_sets_left(naturals, left_out, wrap)
         self.wrap = wrap
+        read: dict[int, tuple[int, ...]] = {}  # many sets leave the same cards out
         lefts = []
-        for rest in rests:  # a field's lowest set bit gives its card
-            kinds = []
-            while rest:
-                card = ((rest & -rest).bit_length() - 1) // _FIELD
-                kinds.append(card)
-                rest &= ~(_FIELD_MASK << (_FIELD * card))
-            lefts.append(tuple(kinds))
+        for rest in rests:
+            kinds = read.get(rest)
+            if kinds is None:
+                found, bits = [], rest
+                while bits:  # a field's lowest set bit gives its card
+                    card = ((bits & -bits).bit_length() - 1) // _FIELD
+                    found.append(card)
+                    bits &= ~(_FIELD_MASK << (_FIELD * card))
+                kinds = read[rest] = tuple(found)
+            lefts.append(kinds)
         self.lefts: tuple[tuple[int, ...], ...] = tuple(lefts)
         self.fits: list[int] = [-1] * len(self.sets)  # -1: not asked yet
         self.cards: list[frozenset[int] | None] = [None] * len(self.sets)
@@ -978,8 +996,7 @@ class _Filler:
         for k, option, short, draws in slots:
             if len(outs) >= everything:
                 return
-            wanted = draws - outs
-            if not wanted:
+            if draws <= outs:
                 continue
             seen = witnesses.get((k, option[0]))
             if seen is not None:
@@ -1019,7 +1036,7 @@ class _Filler:
                     witnesses.setdefault((core if 0 <= core < len(cores) else -1, group[0]), (found, place))
                 continue
             at = found.index(option) if k < 0 else at
-            for c in sorted(wanted):
+            for c in sorted(draws - outs):
                 if c == _JK:
                     if (
                         unlimited
@@ -1303,7 +1320,7 @@ def overlap(hand: Counts, unseen: Counts, shape: _Shape, want_outs: bool) -> tup
     asked) the card kinds some target of that overlap draws from ``unseen``."""
     color_outs: dict[int, set[int]] = {}
     best = _color_value(hand, unseen, color_outs)
-    naturals = tuple(i for i in range(JOKER_INDEX) for _ in range(hand[i]))
+    naturals = _naturals(hand)
     jokers = hand[_JK]
     filler = _Filler(unseen, shape, jokers)
     found: list[tuple[tuple[Core, ...], int, int]] = []  # core sets worth collecting outs from
@@ -1337,7 +1354,7 @@ def throw_overlaps(held: Counts, unseen: Counts, shape: _Shape) -> dict[int, tup
     """For each kind ``t`` of natural card among the 11 cards ``held``: ``overlap(held - t, unseen,
     shape, True)``, from one walk over the 11 cards (a core set of ``held - t`` is a core set of
     ``held`` that leaves ``t`` out, so each is judged once for every throw it serves)."""
-    naturals = tuple(i for i in range(JOKER_INDEX) for _ in range(held[i]))
+    naturals = _naturals(held)
     jokers = held[_JK]
     kinds = sorted(set(naturals))
     best: dict[int, int] = {}
@@ -1480,20 +1497,26 @@ def _measure(hand: Counts, unseen: Counts, rules: RuleSet) -> Progress:
     return _progress(hand, unseen, rules, best, outs)
 
 
-def _progress(hand: Counts, unseen: Counts, rules: RuleSet, best: int, outs: frozenset[int]) -> Progress:
-    """The progress of ``hand`` whose highest overlap is ``best``, drawing ``outs``."""
-    distance = UNREACHABLE if best < 0 else SHOWN - best
-    if distance in (0, UNREACHABLE):
-        outs = frozenset()
-    improving = sum([unseen[c] for c in outs])
-    total = sum(unseen)
+def _progress(
+    hand: Counts, unseen: Counts, rules: RuleSet, best: int, outs: frozenset[int], total: int | None = None
+) -> Progress:
+    """The progress of ``hand`` whose highest overlap is ``best``, drawing ``outs`` (``total``: the
+    unseen cards' count, when the caller has it)."""
+    if total is None:
+        total = sum(unseen)
     points = _points(hand, rules)
+    if 0 <= best < SHOWN:
+        distance = SHOWN - best
+        improving = sum([unseen[c] for c in outs])
+        kinds = tuple([CARD_BY_INDEX[c] for c in sorted(outs)])
+    else:  # it closes now, or never: nothing improves it
+        distance, improving, kinds = (0 if best >= SHOWN else UNREACHABLE), 0, ()
     return Progress(
         distance=distance,
         improving=improving,
         points=points,
         unseen=total,
-        outs=tuple(CARD_BY_INDEX[c] for c in sorted(outs)),
+        outs=kinds,
         value=hand_value(distance, improving, points, total, rules),
     )
 
@@ -1507,6 +1530,7 @@ def _points(hand: Counts, rules: RuleSet) -> int:
 def measure_throws(held: Counts, unseen: Counts, rules: RuleSet) -> dict[Card, Progress]:
     """The progress of the 10 cards left by each kind of card the 11 cards ``held`` may throw."""
     shared = throw_overlaps(held, unseen, _shape(rules))
+    total = sum(unseen)
     out: dict[Card, Progress] = {}
     for t in range(CARD_KINDS):
         if held[t]:
@@ -1515,7 +1539,7 @@ def measure_throws(held: Counts, unseen: Counts, rules: RuleSet) -> dict[Card, P
                 out[CARD_BY_INDEX[t]] = _measure(left, unseen, rules)
             else:
                 best, outs = shared[t]
-                out[CARD_BY_INDEX[t]] = _progress(left, unseen, rules, best, outs)
+                out[CARD_BY_INDEX[t]] = _progress(left, unseen, rules, best, outs, total)
     return out
 
 
