@@ -92,9 +92,12 @@ def add_card(a: Counts, card: int, n: int = 1) -> Counts:
 def cards_of(counts: Sequence[int]) -> tuple[Card, ...]:
     """The cards of a multiset given as a count per card index, in index order."""
     once = tuple(compress(CARD_BY_INDEX, counts))
-    if len(once) == sum(counts):  # no card twice (nearly every hand): one pass in C
+    if len(once) == sum(counts):  # no card twice: one pass in C
         return once
-    return tuple(CARD_BY_INDEX[i] for i, n in enumerate(counts) for _ in range(n))
+    out: list[Card] = []
+    for card in once:
+        out += (card,) * counts[card.index]
+    return tuple(out)
 
 
 def _naturals(counts: Counts) -> tuple[int, ...]:
@@ -490,7 +493,7 @@ class _Filler:
         self.support = frozenset([c for c, n in enumerate(unseen) if n])
         # The natural cards none of which is unseen, one bit each: a run place of one of them needs a joker.
         self.absent = sum([1 << c for c in range(JOKER_INDEX) if not unseen[c]])
-        self.caps = [joker_cap(shape.limit, n) for n in range(SHOWN + 1)]  # by group size
+        self.caps = _caps(shape.limit)  # by group size
         self.shorts: dict[Completion, int] = {}
         # ``rich`` from this many natural cards kept (never, under a joker limit).
         self.rich_from = SHOWN - self.supply if shape.limit is JokerLimit.UNLIMITED else SHOWN + 1
@@ -864,10 +867,11 @@ class _Filler:
         for core in cores:
             mine = self.ways.get(core)
             if mine is None:
-                mine = self.ways[core] = self.fillable(_ways(core, self.wrap))
-                self.sizes[core] = sum(1 << n for n in {o[0] for o, _ in mine})
-                least = self.least[core] = _least_by_size(mine)
-                self.least_pairs[core] = tuple(sorted(least.items()))
+                mask, rank = _core_asks(core, self.wrap)
+                mine, self.sizes[core], self.least[core], self.least_pairs[core] = _fillable_ways(
+                    core, self.wrap, self.limit, self.supply, self.absent & mask, self.free[rank]
+                )
+                self.ways[core] = mine
             if not mine:
                 return None
             out.append(mine)
@@ -1054,6 +1058,44 @@ class _Filler:
 
                 if self.find(mine_lists, fixed, drawn_groups, forcing) is not None:
                     outs.add(c)
+
+
+@lru_cache(maxsize=1 << 14)
+def _core_asks(core: Core, wrap: bool) -> tuple[int, int]:
+    """What the ways of ``core`` ask of the unseen cards: their run places' cards (bits by card
+    index), and the rank their same-rank places take (0: none)."""
+    mask = 0
+    for option, bits, _ in _ways(core, wrap):
+        mask |= bits
+    return mask, (_RANK[core[1][0]] if core[0] != _RUN_CORE else 0)
+
+
+@lru_cache(maxsize=1 << 16)
+def _fillable_ways(
+    core: Core, wrap: bool, limit: JokerLimit, supply: int, absent: int, free: int
+) -> tuple[list[tuple[Completion, int]], int, dict[int, int], tuple[tuple[int, int], ...]]:
+    """The ways of ``core`` that can be filled on their own (``_Filler.fillable``), the sizes they
+    take (as bits), and the fewest jokers they need by size (a table and its sorted pairs): they
+    depend on the unseen cards only through the jokers there are, which of the cards the ways ask
+    for none is unseen (``absent``, those cards' bits), and how many unseen cards the core's rank
+    has (``free``), so turns of a deal and its two views share them (read them only)."""
+    caps = _caps(limit)
+    mine = []
+    for option, bits, places in _ways(core, wrap):
+        n, _, _, many = option
+        s = (bits & absent).bit_count()
+        if many > free:
+            s += many - free
+        if s <= places and s <= caps[n] and s <= supply:
+            mine.append((option, s))
+    least = _least_by_size(mine)
+    return mine, sum(1 << n for n in {o[0] for o, _ in mine}), least, tuple(sorted(least.items()))
+
+
+@lru_cache(maxsize=8)
+def _caps(limit: JokerLimit) -> tuple[int, ...]:
+    """The most jokers a group may hold under ``limit``, by group size (0 to 10)."""
+    return tuple(joker_cap(limit, n) for n in range(SHOWN + 1))
 
 
 _NEVER = 1 << 20
@@ -1570,4 +1612,5 @@ def forget_measures() -> None:
     _all_sizes.cache_clear()
     _sizes_fit.cache_clear()
     _level.cache_clear()
+    _fillable_ways.cache_clear()
     _points.cache_clear()
