@@ -198,14 +198,14 @@ def _hand_cores(
     (0 to all of them), where the cores of at most ``n`` cards start in that order; and by a
     number of cards kept and a size, the cores of that many cards whose group may be that small
     (``_core_sets`` reads those instead of passing over the cores too large to join a set)."""
-    counts: dict[int, int] = {}
+    counts = [0] * JOKER_INDEX
     for i in naturals:
-        counts[i] = counts.get(i, 0) + 1
+        counts[i] += 1
     found: list[_HandCore] = []
-    for x in sorted(counts):
+    for x in sorted(set(naturals)):
         counts[x] -= 1  # its other cards are of higher indices: a lower card would be the lowest
-        same = tuple((i, counts[i]) for i in range(x, JOKER_INDEX, RANKS_PER_SUIT) if counts.get(i, 0))
-        above = tuple(i for i in range(x + 1, (_SUIT[x] + 1) * RANKS_PER_SUIT) if counts.get(i, 0))
+        same = tuple([(i, counts[i]) for i in range(x, JOKER_INDEX, RANKS_PER_SUIT) if counts[i]])
+        above = tuple([i for i in range(x + 1, (_SUIT[x] + 1) * RANKS_PER_SUIT) if counts[i]])
         found += _hand_cores_of(x, same, above, wrap)
         counts[x] += 1
     found.sort(key=itemgetter(3))
@@ -1065,7 +1065,7 @@ def _core_asks(core: Core, wrap: bool) -> tuple[int, int]:
     """What the ways of ``core`` ask of the unseen cards: their run places' cards (bits by card
     index), and the rank their same-rank places take (0: none)."""
     mask = 0
-    for option, bits, _ in _ways(core, wrap):
+    for _option, bits, _places in _ways(core, wrap):
         mask |= bits
     return mask, (_RANK[core[1][0]] if core[0] != _RUN_CORE else 0)
 
@@ -1104,12 +1104,23 @@ _ROOM_LEFT = (1 << (SHOWN - MIN_GROUP_SIZE + 1)) - 1  # sums 0 to 7: room for a 
 _NONE_DRAWN = [{0: 0}]  # no group drawn whole: none needs a joker
 
 
-@lru_cache(maxsize=1 << 14)
 def _asks(option: Completion) -> tuple[int, int, int]:
     """What the places of ``option`` ask for: its run places' cards (bits by card index), the ranks
     of those cards (bits by rank) and the rank its same-rank places take (a bit, 0: none)."""
     _, need, rank, many = option
     return sum(1 << c for c in need), sum(1 << _RANK[c] for c in need), (1 << rank) if many else 0
+
+
+# ``_asks`` of the options met, each with the places it has (a table of the options alone, read by
+# a plain look-up in ``_apart``, its hottest caller).
+_ASKED: dict[Completion, tuple[int, int, int, int]] = {}
+
+
+def _asked(option: Completion) -> tuple[int, int, int, int]:
+    if len(_ASKED) >= 1 << 16:  # bounded, as the caches are
+        _ASKED.clear()
+    known = _ASKED[option] = (*_asks(option), len(option[1]) + option[3])
+    return known
 
 
 def _apart(groups: Sequence[Completion], forced: tuple[int, int] | None) -> int:
@@ -1120,17 +1131,18 @@ def _apart(groups: Sequence[Completion], forced: tuple[int, int] | None) -> int:
     Then the unseen natural cards one group's places may take are no other group's, so the
     jokers the groups need together are the sum of each one's."""
     cards = ranks = pools = places = 0
+    asked = _ASKED
     for option in groups:
-        need_bits, need_ranks, pool = _asks(option)
+        need_bits, need_ranks, pool, mine = asked.get(option) or _asked(option)
         if need_bits & cards or pool & (ranks | pools) or need_ranks & pools:
             return -1
         cards |= need_bits
         ranks |= need_ranks
         pools |= pool
-        places += len(option[1]) + option[3]
+        places += mine
     if forced is not None:
         at, card = forced
-        need_bits, _, pool = _asks(groups[at])
+        need_bits, _, pool, _ = asked.get(groups[at]) or _asked(groups[at])
         if not (need_bits >> card & 1 or (card < JOKER_INDEX and pool >> _RANK[card] & 1)):
             return -1
     return places
@@ -1402,11 +1414,16 @@ def throw_overlaps(held: Counts, unseen: Counts, shape: _Shape) -> dict[int, tup
     best: dict[int, int] = {}
     colors: dict[int, dict[int, set[int]]] = {}
     by_suit, suits = _by_suit(held), _Suits.of(unseen)
+    of_suit: dict[int, tuple[int, dict[int, set[int]]]] = {}  # the throws of one suit leave the same colors
     for t in kinds:
-        colors[t] = {}
-        by_suit[_SUIT[t]] -= 1
-        best[t] = _color_of(by_suit, suits, jokers, colors[t])
-        by_suit[_SUIT[t]] += 1
+        suit = _SUIT[t]
+        known = of_suit.get(suit)
+        if known is None:
+            by_suit[suit] -= 1
+            mine: dict[int, set[int]] = {}
+            known = of_suit[suit] = (_color_of(by_suit, suits, jokers, mine), mine)
+            by_suit[suit] += 1
+        best[t], colors[t] = known
     filler = _Filler(unseen, shape, jokers)
     wrap, rich_from, support = shape.wrap, filler.rich_from, filler.support
     found: list[tuple[tuple[Core, ...], int, int, list[int], _Level, int]] = []
