@@ -250,18 +250,12 @@ _SECOND_ROOM = range(SHOWN - MIN_GROUP_SIZE + 1)
 _NO_FITTING: tuple[tuple[int, ...], ...] = tuple(() for _ in _SECOND_ROOM)
 
 
-@lru_cache(maxsize=1 << 16)
-def _core_sets(naturals: tuple[int, ...], left_out: int, wrap: bool) -> tuple[tuple[Core, ...], ...]:
-    """Every set of at most three cores that keeps all of ``naturals`` (ascending) but exactly
-    ``left_out`` of them and fits in 10 cards; each set once, its cores largest first."""
-    return _core_sets_left(naturals, left_out, wrap)[0]
-
-
-@lru_cache(maxsize=1 << 16)
-def _core_sets_left(
+def _core_sets(
     naturals: tuple[int, ...], left_out: int, wrap: bool
 ) -> tuple[tuple[tuple[Core, ...], ...], tuple[int, ...]]:
-    """``_core_sets``, and beside each set the cards it leaves out, packed (as ``_packed``).
+    """Every set of at most three cores that keeps all of ``naturals`` (ascending) but exactly
+    ``left_out`` of them and fits in 10 cards, each set once, its cores largest first; and beside
+    each set the cards it leaves out, packed (as ``_packed``).
 
     The hand's cores are listed once; a set is chosen largest core first (so the first keeps at
     least a third of the cards kept, the second half of the rest, the third exactly what is left),
@@ -321,33 +315,40 @@ _FIELD_MASK = (1 << _FIELD) - 1
 
 
 class _Level:
-    """The core sets of 11 cards that leave out ``left_out`` natural cards (``_core_sets``), with
-    the kinds each leaves out and, filled in as they are first asked for, what each is worth when
-    the jokers there are could fill every place (``_Filler.rich``): whether its sizes can make 10
-    cards (``_sizes_fit``) and the cards it may then draw (``_rich_cards``). They depend on the
-    cards alone, so both views of a turn's throws (the seat's and the omniscient) share them,
-    read by a set's place in the list."""
+    """The core sets of a hand that leave out ``left_out`` natural cards (``_core_sets``), with the
+    kinds each leaves out (read when first asked for) and, filled in as they are first asked for,
+    what each is worth when the jokers there are could fill every place (``_Filler.rich``):
+    whether its sizes can make 10 cards (``_sizes_fit``) and the cards it may then draw
+    (``_rich_cards``). They depend on the cards alone, so both views of a turn's throws (the
+    seat's and the omniscient) share them, read by a set's place in the list."""
 
-    __slots__ = ("cards", "fits", "lefts", "sets", "wrap")
+    __slots__ = ("_lefts", "cards", "fits", "rests", "sets", "wrap")
 
     def __init__(self, naturals: tuple[int, ...], left_out: int, wrap: bool) -> None:
-        self.sets, rests = _core_sets_left(naturals, left_out, wrap)
+        self.sets, self.rests = _core_sets(naturals, left_out, wrap)
         self.wrap = wrap
-        read: dict[int, tuple[int, ...]] = {}  # many sets leave the same cards out
-        lefts = []
-        for rest in rests:
-            kinds = read.get(rest)
-            if kinds is None:
-                found, bits = [], rest
-                while bits:  # a field's lowest set bit gives its card
-                    card = ((bits & -bits).bit_length() - 1) // _FIELD
-                    found.append(card)
-                    bits &= ~(_FIELD_MASK << (_FIELD * card))
-                kinds = read[rest] = tuple(found)
-            lefts.append(kinds)
-        self.lefts: tuple[tuple[int, ...], ...] = tuple(lefts)
+        self._lefts: tuple[tuple[int, ...], ...] | None = None
         self.fits: list[int] = [-1] * len(self.sets)  # -1: not asked yet
         self.cards: list[frozenset[int] | None] = [None] * len(self.sets)
+
+    @property
+    def lefts(self) -> tuple[tuple[int, ...], ...]:
+        """The kinds of card each set leaves out, ascending."""
+        if self._lefts is None:
+            read: dict[int, tuple[int, ...]] = {}  # many sets leave the same cards out
+            lefts = []
+            for rest in self.rests:
+                kinds = read.get(rest)
+                if kinds is None:
+                    found, bits = [], rest
+                    while bits:  # a field's lowest set bit gives its card
+                        card = ((bits & -bits).bit_length() - 1) // _FIELD
+                        found.append(card)
+                        bits &= ~(_FIELD_MASK << (_FIELD * card))
+                    kinds = read[rest] = tuple(found)
+                lefts.append(kinds)
+            self._lefts = tuple(lefts)
+        return self._lefts
 
     def fit(self, index: int) -> int:
         """``_sizes_fit`` of the set at ``index``, as 0 or 1."""
@@ -365,7 +366,7 @@ class _Level:
         return known
 
 
-@lru_cache(maxsize=1 << 14)
+@lru_cache(maxsize=1 << 16)
 def _level(naturals: tuple[int, ...], left_out: int, wrap: bool) -> _Level:
     return _Level(naturals, left_out, wrap)
 
@@ -1377,13 +1378,32 @@ def overlap(hand: Counts, unseen: Counts, shape: _Shape, want_outs: bool) -> tup
     naturals = _naturals(hand)
     jokers = hand[_JK]
     filler = _Filler(unseen, shape, jokers)
-    found: list[tuple[tuple[Core, ...], int, int]] = []  # core sets worth collecting outs from
-    for left_out in range(len(naturals) + 1):
-        bound = min(SHOWN, len(naturals) - left_out + jokers)
+    wrap, rich_from, support = shape.wrap, filler.rich_from, filler.support
+    # The core sets worth collecting outs from (each with its level and its place in it).
+    found: list[tuple[tuple[Core, ...], int, int, _Level, int]] = []
+    total = len(naturals)
+    for left_out in range(total + 1):
+        bound = min(SHOWN, total - left_out + jokers)
         if bound < best or (bound == best and (not want_outs or best == SHOWN)):
             break
-        kept = len(naturals) - left_out
-        for cores in _core_sets(naturals, left_out, shape.wrap):
+        kept = total - left_out
+        level = _level(naturals, left_out, wrap)
+        sets = level.sets
+        if kept >= rich_from:
+            # ``_Filler.value`` when rich: ``bound`` if the set's sizes can make 10 cards (the floor,
+            # ``best`` or one more, is at most ``bound``: the walk goes on only then).
+            fits, fit = level.fits, level.fit
+            for index in range(len(sets)):
+                if not (fits[index] if fits[index] >= 0 else fit(index)):
+                    continue
+                if bound > best:
+                    best = bound
+                    found = []
+                if not want_outs:
+                    break  # the best this level can give
+                found.append((sets[index], kept, bound, level, index))
+            continue
+        for index, cores in enumerate(sets):
             floor = best if want_outs else best + 1
             value = filler.value(cores, kept, floor)
             if value < 0 or value < best:
@@ -1392,14 +1412,20 @@ def overlap(hand: Counts, unseen: Counts, shape: _Shape, want_outs: bool) -> tup
                 best = value
                 found = []
             if want_outs:
-                found.append((cores, kept, value))
+                found.append((cores, kept, value, level, index))
             elif best == bound:
                 break
     outs: set[int] = set()
     if want_outs and 0 <= best < SHOWN:
         outs |= color_outs.get(best, set())
-        for cores, kept, value in found:
-            if value == best and not filler.potential(cores, kept) <= outs:
+        for cores, kept, value, level, index in found:
+            if value != best:
+                continue
+            if kept >= rich_from:
+                # Its value, min(10, kept + jokers), is below 10: the hand's jokers leave places to
+                # draw, and what a rich set may draw is what it draws (``_Filler.collect``).
+                outs |= level.rich_cards(index) & support
+            elif not filler.potential(cores, kept) <= outs:
                 filler.collect(cores, kept, value, outs)
     return best, frozenset(outs)
 
@@ -1620,8 +1646,6 @@ def _as_counts(value: Iterable[Card] | Counts) -> Counts:
 def forget_measures() -> None:
     """Empty the caches of measures and of what depends on a hand (a benchmark times each deal cold)."""
     _measure.cache_clear()
-    _core_sets.cache_clear()
-    _core_sets_left.cache_clear()
     _hand_cores.cache_clear()
     _rich_cards.cache_clear()
     _core_draws.cache_clear()
