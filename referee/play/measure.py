@@ -315,40 +315,45 @@ _FIELD_MASK = (1 << _FIELD) - 1
 
 
 class _Level:
-    """The core sets of a hand that leave out ``left_out`` natural cards (``_core_sets``), with the
-    kinds each leaves out (read when first asked for) and, filled in as they are first asked for,
+    """The core sets of a hand that leave out ``left_out`` natural cards (``_core_sets``), by the
+    cards they leave out (read when first asked for) and, filled in as they are first asked for,
     what each is worth when the jokers there are could fill every place (``_Filler.rich``):
     whether its sizes can make 10 cards (``_sizes_fit``) and the cards it may then draw
     (``_rich_cards``). They depend on the cards alone, so both views of a turn's throws (the
     seat's and the omniscient) share them, read by a set's place in the list."""
 
-    __slots__ = ("_lefts", "cards", "fits", "rests", "sets", "wrap")
+    __slots__ = ("_groups", "cards", "fits", "rests", "sets", "wrap")
 
     def __init__(self, naturals: tuple[int, ...], left_out: int, wrap: bool) -> None:
         self.sets, self.rests = _core_sets(naturals, left_out, wrap)
         self.wrap = wrap
-        self._lefts: tuple[tuple[int, ...], ...] | None = None
+        self._groups: tuple[tuple[tuple[int, ...], tuple[int, ...]], ...] | None = None
         self.fits: list[int] = [-1] * len(self.sets)  # -1: not asked yet
         self.cards: list[frozenset[int] | None] = [None] * len(self.sets)
 
     @property
-    def lefts(self) -> tuple[tuple[int, ...], ...]:
-        """The kinds of card each set leaves out, ascending."""
-        if self._lefts is None:
-            read: dict[int, tuple[int, ...]] = {}  # many sets leave the same cards out
-            lefts = []
-            for rest in self.rests:
-                kinds = read.get(rest)
-                if kinds is None:
-                    found, bits = [], rest
-                    while bits:  # a field's lowest set bit gives its card
-                        card = ((bits & -bits).bit_length() - 1) // _FIELD
-                        found.append(card)
-                        bits &= ~(_FIELD_MASK << (_FIELD * card))
-                    kinds = read[rest] = tuple(found)
-                lefts.append(kinds)
-            self._lefts = tuple(lefts)
-        return self._lefts
+    def groups(self) -> tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]:
+        """The sets by the cards they leave out: the kinds of those cards (ascending), and the
+        places of the sets that leave them out (many sets leave out the same cards: a throw's
+        walk asks once whether it is served by them)."""
+        if self._groups is None:
+            places: dict[int, list[int]] = {}
+            for index, rest in enumerate(self.rests):
+                mine = places.get(rest)
+                if mine is None:
+                    places[rest] = [index]
+                else:
+                    mine.append(index)
+            groups = []
+            for rest, indices in places.items():
+                kinds, bits = [], rest
+                while bits:  # a field's lowest set bit gives its card
+                    card = ((bits & -bits).bit_length() - 1) // _FIELD
+                    kinds.append(card)
+                    bits &= ~(_FIELD_MASK << (_FIELD * card))
+                groups.append((tuple(kinds), tuple(indices)))
+            self._groups = tuple(groups)
+        return self._groups
 
     def fit(self, index: int) -> int:
         """``_sizes_fit`` of the set at ``index``, as 0 or 1."""
@@ -1462,31 +1467,32 @@ def throw_overlaps(held: Counts, unseen: Counts, shape: _Shape) -> dict[int, tup
         kept = total - left_out
         level = _level(naturals, left_out, wrap)
         sets = level.sets
-        if kept >= rich_from:
-            # ``_Filler.value`` when rich: ``bound`` if the set's sizes can make 10 cards (the
-            # floor, the least best of the throws it serves, is at most ``bound``: they are open).
-            fits, fit = level.fits, level.fit
-            for index, left in enumerate(level.lefts):
-                serves = [t for t in left if t in open_kinds]
-                if not serves or not (fits[index] if fits[index] >= 0 else fit(index)):
-                    continue
-                for t in serves:
-                    if best[t] < bound:
-                        best[t] = bound
-                found.append((sets[index], kept, bound, serves, level, index))
-            continue
-        for index, left in enumerate(level.lefts):
+        rich = kept >= rich_from
+        fits, fit = level.fits, level.fit
+        for left, indices in level.groups:
             serves = [t for t in left if t in open_kinds]
             if not serves:
                 continue
-            cores = sets[index]
-            value = filler.value(cores, kept, min([best[t] for t in serves]))
-            if value < 0:
+            if rich:
+                # ``_Filler.value`` when rich: ``bound`` if the set's sizes can make 10 cards (the
+                # floor, the least best of the throws it serves, is at most ``bound``: they are open).
+                for index in indices:
+                    if not (fits[index] if fits[index] >= 0 else fit(index)):
+                        continue
+                    for t in serves:
+                        if best[t] < bound:
+                            best[t] = bound
+                    found.append((sets[index], kept, bound, serves, level, index))
                 continue
-            for t in serves:
-                if best[t] < value:
-                    best[t] = value
-            found.append((cores, kept, value, serves, level, index))
+            for index in indices:
+                cores = sets[index]
+                value = filler.value(cores, kept, min([best[t] for t in serves]))
+                if value < 0:
+                    continue
+                for t in serves:
+                    if best[t] < value:
+                        best[t] = value
+                found.append((cores, kept, value, serves, level, index))
     # Each throw's outs, from the core sets of its best value that serve it, each adding only the
     # cards not yet found (a core set that could draw nothing new is skipped; its bound on what it
     # could draw is the same for every throw it serves). When rich, that bound is what the set
