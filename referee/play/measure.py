@@ -1495,29 +1495,34 @@ def throw_overlaps(held: Counts, unseen: Counts, shape: _Shape) -> dict[int, tup
                 found.append((cores, kept, value, serves, level, index))
     # Each throw's outs, from the core sets of its best value that serve it, each adding only the
     # cards not yet found (a core set that could draw nothing new is skipped; its bound on what it
-    # could draw is the same for every throw it serves). When rich, that bound is what the set
-    # draws (``_Filler.collect``), unless the hand's jokers fill every place.
-    serving: dict[int, list[tuple[tuple[Core, ...], int, int, frozenset[int]]]] = {t: [] for t in kinds}
-    for cores, kept, value, serves, level, index in found:
-        mine = [t for t in serves if value == best[t] < SHOWN]
-        if mine:
-            if kept >= rich_from:
-                # Its value, min(10, kept + jokers), is below 10: the hand's jokers leave places to draw.
-                potential = level.rich_cards(index) & support
-                kept = -1  # rich: its outs are its bound
-            else:
-                potential = filler.potential(cores, kept)
-            entry = (cores, kept, value, potential)
-            for t in mine:
-                serving[t].append(entry)
+    # could draw, found when first asked for, is the same for every throw it serves), until every
+    # unseen kind is one. When rich, that bound is what the set draws (``_Filler.collect``): its
+    # value, min(10, kept + jokers), is below 10, so the hand's jokers leave places to draw.
+    serving: dict[int, list[int]] = {t: [] for t in kinds}  # places in ``found``
+    for place, (_, _, value, serves, _, _) in enumerate(found):
+        for t in serves:
+            if value == best[t] < SHOWN:
+                serving[t].append(place)
+    bounds: dict[int, frozenset[int]] = {}
+    everything = len(support)  # the outs are unseen kinds: all of them once this many
     out: dict[int, tuple[int, frozenset[int]]] = {}
     for t in kinds:
         outs: set[int] = set()
         if 0 <= best[t] < SHOWN:
             outs |= colors[t].get(best[t], set())
-            for cores, kept, value, potential in serving[t]:
+            for place in serving[t]:
+                if len(outs) >= everything:
+                    break
+                cores, kept, value, _, level, index = found[place]
+                potential = bounds.get(place)
+                if potential is None:
+                    if kept >= rich_from:
+                        potential = level.rich_cards(index) & support
+                    else:
+                        potential = filler.potential(cores, kept)
+                    bounds[place] = potential
                 if not potential <= outs:
-                    if kept < 0:
+                    if kept >= rich_from:
                         outs |= potential
                     else:
                         filler.collect(cores, kept, value, outs)
