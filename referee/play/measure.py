@@ -1355,9 +1355,9 @@ class _Suits:
         jokers = unseen[_JK]
         room, draws = [], []
         for suit in range(_SUITS):
-            cards = range(suit * RANKS_PER_SUIT, (suit + 1) * RANKS_PER_SUIT)
-            room.append(sum(unseen[c] for c in cards) + jokers)
-            draws.append(frozenset([*(c for c in cards if unseen[c]), *((_JK,) if jokers else ())]))
+            low, high = suit * RANKS_PER_SUIT, (suit + 1) * RANKS_PER_SUIT
+            room.append(sum(unseen[low:high]) + jokers)
+            draws.append(frozenset([*compress(range(low, high), unseen[low:high]), *((_JK,) if jokers else ())]))
         return _Suits(tuple(room), tuple(draws))
 
 
