@@ -322,7 +322,7 @@ class _Level:
     (``_rich_cards``). They depend on the cards alone, so both views of a turn's throws (the
     seat's and the omniscient) share them, read by a set's place in the list."""
 
-    __slots__ = ("_groups", "cards", "fits", "rests", "sets", "wrap")
+    __slots__ = ("_groups", "cards", "fits", "group_cards", "group_fits", "rests", "sets", "wrap")
 
     def __init__(self, naturals: tuple[int, ...], left_out: int, wrap: bool) -> None:
         self.sets, self.rests = _core_sets(naturals, left_out, wrap)
@@ -330,6 +330,10 @@ class _Level:
         self._groups: tuple[tuple[tuple[int, ...], tuple[int, ...]], ...] | None = None
         self.fits: list[int] = [-1] * len(self.sets)  # -1: not asked yet
         self.cards: list[frozenset[int] | None] = [None] * len(self.sets)
+        # By group (``groups``), as first asked for: whether some set of it fits (``fit``), and
+        # what its sets that fit may draw (``rich_cards``, all of them).
+        self.group_fits: list[int] = []
+        self.group_cards: list[frozenset[int] | None] = []
 
     @property
     def groups(self) -> tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]:
@@ -353,7 +357,30 @@ class _Level:
                     bits &= ~(_FIELD_MASK << (_FIELD * card))
                 groups.append((tuple(kinds), tuple(indices)))
             self._groups = tuple(groups)
+            self.group_fits = [-1] * len(groups)
+            self.group_cards = [None] * len(groups)
         return self._groups
+
+    def group_fit(self, group: int) -> int:
+        """Whether some set of ``group`` fits (``fit``), as 0 or 1."""
+        known = self.group_fits[group]
+        if known < 0:
+            fits, fit = self.fits, self.fit
+            known = self.group_fits[group] = int(
+                any(fits[i] if fits[i] >= 0 else fit(i) for i in self.groups[group][1])
+            )
+        return known
+
+    def group_rich_cards(self, group: int) -> frozenset[int]:
+        """What the sets of ``group`` that fit may draw (``rich_cards``), together."""
+        known = self.group_cards[group]
+        if known is None:
+            cards: set[int] = set()
+            for i in self.groups[group][1]:
+                if self.fit(i):
+                    cards |= self.rich_cards(i)
+            known = self.group_cards[group] = frozenset(cards)
+        return known
 
     def fit(self, index: int) -> int:
         """``_sizes_fit`` of the set at ``index``, as 0 or 1."""
@@ -1468,21 +1495,22 @@ def throw_overlaps(held: Counts, unseen: Counts, shape: _Shape) -> dict[int, tup
         level = _level(naturals, left_out, wrap)
         sets = level.sets
         rich = kept >= rich_from
-        fits, fit = level.fits, level.fit
-        for left, indices in level.groups:
+        groups = level.groups  # (its tables by group are made with it)
+        group_fits, group_fit = level.group_fits, level.group_fit
+        for group, (left, indices) in enumerate(groups):
             serves = [t for t in left if t in open_kinds]
             if not serves:
                 continue
             if rich:
                 # ``_Filler.value`` when rich: ``bound`` if the set's sizes can make 10 cards (the
-                # floor, the least best of the throws it serves, is at most ``bound``: they are open).
-                for index in indices:
-                    if not (fits[index] if fits[index] >= 0 else fit(index)):
-                        continue
+                # floor, the least best of the throws it serves, is at most ``bound``: they are
+                # open). The sets of a group serve the same throws: one entry stands for those
+                # that fit (its place: the group's).
+                if group_fits[group] if group_fits[group] >= 0 else group_fit(group):
                     for t in serves:
                         if best[t] < bound:
                             best[t] = bound
-                    found.append((sets[index], kept, bound, serves, level, index))
+                    found.append((sets[indices[0]], kept, bound, serves, level, group))
                 continue
             for index in indices:
                 cores = sets[index]
@@ -1493,7 +1521,8 @@ def throw_overlaps(held: Counts, unseen: Counts, shape: _Shape) -> dict[int, tup
                     if best[t] < value:
                         best[t] = value
                 found.append((cores, kept, value, serves, level, index))
-    # Each throw's outs, from the core sets of its best value that serve it, each adding only the
+    # Each throw's outs, from the core sets of its best value that serve it (when rich, by group),
+    # each adding only the
     # cards not yet found (a core set that could draw nothing new is skipped; its bound on what it
     # could draw, found when first asked for, is the same for every throw it serves), until every
     # unseen kind is one. When rich, that bound is what the set draws (``_Filler.collect``): its
@@ -1517,7 +1546,7 @@ def throw_overlaps(held: Counts, unseen: Counts, shape: _Shape) -> dict[int, tup
                 potential = bounds.get(place)
                 if potential is None:
                     if kept >= rich_from:
-                        potential = level.rich_cards(index) & support
+                        potential = level.group_rich_cards(index) & support
                     else:
                         potential = filler.potential(cores, kept)
                     bounds[place] = potential
