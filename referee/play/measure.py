@@ -581,16 +581,7 @@ class _Filler:
         """The options of ``table`` (each with its run places' cards as bits and its places) that
         can be filled on their own, each with its jokers needed: ``short``, without remembering
         each option."""
-        found = []
-        absent, free, caps, supply = self.absent, self.free, self.caps, self.supply
-        for option, bits, places in table:
-            n, _, rank, many = option
-            s = (bits & absent).bit_count()
-            if many > free[rank]:
-                s += many - free[rank]
-            if s <= places and s <= caps[n] and s <= supply:
-                found.append((option, s))
-        return found
+        return _fill_alone(table, self.absent, self.free, self.caps, self.supply)
 
     def drawn_of(self, n: int) -> list[tuple[Completion, int]]:
         """The groups of ``n`` cards that may be drawn whole, fewest jokers first."""
@@ -1112,17 +1103,28 @@ def _fillable_ways(
     depend on the unseen cards only through the jokers there are, which of the cards the ways ask
     for none is unseen (``absent``, those cards' bits), and how many unseen cards the core's rank
     has (``free``), so turns of a deal and its two views share them (read them only)."""
-    caps = _caps(limit)
-    mine = []
-    for option, bits, places in _ways(core, wrap):
-        n, _, _, many = option
-        s = (bits & absent).bit_count()
-        if many > free:
-            s += many - free
-        if s <= places and s <= caps[n] and s <= supply:
-            mine.append((option, s))
+    # Every same-rank way of the core is of its rank: the unseen count of the others is never read.
+    mine = _fill_alone(_ways(core, wrap), absent, [free] * (RANKS_PER_SUIT + 1), _caps(limit), supply)
     least = _least_by_size(mine)
     return mine, sum(1 << n for n in {o[0] for o, _ in mine}), least, tuple(sorted(least.items()))
+
+
+def _fill_alone(
+    table: Iterable[tuple[Completion, int, int]], absent: int, free: Sequence[int], caps: Sequence[int], supply: int
+) -> list[tuple[Completion, int]]:
+    """The options of ``table`` (each with its run places' cards as bits and its places) that can
+    be filled on their own, each with its jokers needed (``_Filler.short``): ``absent``, the
+    natural cards none of which is unseen (bits); ``free``, the unseen natural cards by rank;
+    ``caps``, the joker cap by group size; ``supply``, the jokers there are."""
+    found = []
+    for option, bits, places in table:
+        n, _, rank, many = option
+        s = (bits & absent).bit_count()
+        if many > free[rank]:
+            s += many - free[rank]
+        if s <= places and s <= caps[n] and s <= supply:
+            found.append((option, s))
+    return found
 
 
 @lru_cache(maxsize=8)
