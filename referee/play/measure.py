@@ -41,10 +41,11 @@ another way of the same size in a group's place (``_Filler.collect``).
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from itertools import product
+from itertools import compress, product
 from operator import itemgetter
 from typing import cast
 
@@ -90,7 +91,24 @@ def add_card(a: Counts, card: int, n: int = 1) -> Counts:
 
 def cards_of(counts: Sequence[int]) -> tuple[Card, ...]:
     """The cards of a multiset given as a count per card index, in index order."""
-    return tuple(CARD_BY_INDEX[i] for i, n in enumerate(counts) for _ in range(n))
+    once = tuple(compress(CARD_BY_INDEX, counts))
+    if len(once) == sum(counts):  # no card twice: one pass in C
+        return once
+    out: list[Card] = []
+    for card in once:
+        out += (card,) * counts[card.index]
+    return tuple(out)
+
+
+def _naturals(counts: Counts) -> tuple[int, ...]:
+    """The natural cards of a multiset, ascending, each as often as it is held."""
+    once = tuple(compress(_NATURAL_INDICES, counts))
+    if len(once) == sum(counts) - counts[JOKER_INDEX]:  # no card twice: one pass in C
+        return once
+    return tuple(i for i in _NATURAL_INDICES for _ in range(counts[i]))
+
+
+_NATURAL_INDICES = range(JOKER_INDEX)
 
 
 # --- cores and their completions ------------------------------------------------------------------
@@ -171,84 +189,218 @@ def _hand_cores_of(
 
 
 @lru_cache(maxsize=1 << 12)
-def _hand_cores(naturals: tuple[int, ...], wrap: bool) -> tuple[int, tuple[_HandCore, ...], tuple[int, ...]]:
-    """Every core of the hand ``naturals`` (each once, by its lowest card), largest first; the
-    hand packed with its guard bits set; and by a number of cards ``n`` (0 to all of them), where
-    the cores of at most ``n`` cards start in that order."""
-    counts: dict[int, int] = {}
+def _hand_cores(
+    naturals: tuple[int, ...], wrap: bool
+) -> tuple[int, tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[Core, ...], tuple[int, ...], _Fitting]:
+    """Every core of the hand ``naturals`` (each once, by its lowest card), largest first, as
+    columns: the cards each keeps, the least size of its group, its cards packed, the core; with
+    the hand packed with its guard bits set before them; after them, by a number of cards ``n``
+    (0 to all of them), where the cores of at most ``n`` cards start in that order; and by a
+    number of cards kept and a size, the cores of that many cards whose group may be that small
+    (``_core_sets`` reads those instead of passing over the cores too large to join a set)."""
+    counts = [0] * JOKER_INDEX
     for i in naturals:
-        counts[i] = counts.get(i, 0) + 1
+        counts[i] += 1
     found: list[_HandCore] = []
-    for x in sorted(counts):
+    for x in sorted(set(naturals)):
         counts[x] -= 1  # its other cards are of higher indices: a lower card would be the lowest
-        same = tuple((i, counts[i]) for i in range(x, JOKER_INDEX, RANKS_PER_SUIT) if counts.get(i, 0))
-        above = tuple(i for i in range(x + 1, (_SUIT[x] + 1) * RANKS_PER_SUIT) if counts.get(i, 0))
+        same = tuple([(i, counts[i]) for i in range(x, JOKER_INDEX, RANKS_PER_SUIT) if counts[i]])
+        above = tuple([i for i in range(x + 1, (_SUIT[x] + 1) * RANKS_PER_SUIT) if counts[i]])
         found += _hand_cores_of(x, same, above, wrap)
         counts[x] += 1
     found.sort(key=itemgetter(3))
-    starts = [0] * (len(naturals) + 1)  # by n: the cores of more than n cards, the first of them
+    many = len(naturals)
+    by_kept = [0] * (many + 2)
     for entry in found:
-        for n in range(entry[0]):
-            starts[n] += 1
-    return _packed(naturals) | _GUARD, tuple(found), tuple(starts)
+        by_kept[entry[0]] += 1
+    starts = [0] * (many + 1)  # by n: the cores of more than n cards, the first of them
+    for n in range(many - 1, -1, -1):
+        starts[n] = starts[n + 1] + by_kept[n + 1]
+    sizes = tuple([e[1] for e in found])
+    fitting: list[tuple[tuple[int, ...], ...]] = [_NO_FITTING]
+    for kept in range(1, many + 1):
+        if not by_kept[kept]:
+            fitting.append(_NO_FITTING)
+            continue
+        # The block of cores of ``kept`` cards, by size; the cores up to each size in walk order.
+        block = sorted(range(starts[kept], starts[kept - 1]), key=sizes.__getitem__)
+        ordered = [sizes[i] for i in block]
+        fitting.append(
+            (
+                *_NO_FITTING[:MIN_GROUP_SIZE],
+                *(tuple(sorted(block[: bisect_right(ordered, most)])) for most in _SECOND_ROOM[MIN_GROUP_SIZE:]),
+            )
+        )
+    return (
+        _packed(naturals) | _GUARD,
+        tuple([e[0] for e in found]),
+        sizes,
+        tuple([e[2] for e in found]),
+        tuple([e[4] for e in found]),
+        tuple(starts),
+        tuple(fitting),
+    )
 
 
-@lru_cache(maxsize=1 << 16)
-def _core_sets(naturals: tuple[int, ...], left_out: int, wrap: bool) -> tuple[tuple[Core, ...], ...]:
+# By a number of cards kept, then a size: the indices of a hand's cores (ascending) that keep that
+# many cards in a group of at most that size. A second or third core's group has at most 7 places
+# (the first's takes 3 or more).
+_Fitting = tuple[tuple[tuple[int, ...], ...], ...]
+_SECOND_ROOM = range(SHOWN - MIN_GROUP_SIZE + 1)
+_NO_FITTING: tuple[tuple[int, ...], ...] = tuple(() for _ in _SECOND_ROOM)
+
+
+def _core_sets(
+    naturals: tuple[int, ...], left_out: int, wrap: bool
+) -> tuple[tuple[tuple[Core, ...], ...], tuple[int, ...]]:
     """Every set of at most three cores that keeps all of ``naturals`` (ascending) but exactly
-    ``left_out`` of them and fits in 10 cards; each set once, its cores largest first.
+    ``left_out`` of them and fits in 10 cards, each set once, its cores largest first; and beside
+    each set the cards it leaves out, packed (as ``_packed``).
 
     The hand's cores are listed once; a set is chosen largest core first (so the first keeps at
     least a third of the cards kept, the second half of the rest, the third exactly what is left),
-    and its cores fit in the hand together when their packed sum borrows no guard bit. The cores
-    of each number of cards are a block of that order (``_hand_cores``), so each choice starts
-    at the first core small enough, and the third runs over the cores of its exact size alone."""
+    and its cores fit in the hand together when their packed sum borrows no guard bit (what is
+    left of the hand is then the cards left out, with the guard bits). The cores of each number of
+    cards are a block of that order, and within a block the cores of a group small enough for the
+    room left are listed apart (``_hand_cores``): the second and third cores are read from those
+    lists, in the order of the walk, never passing over a core too large."""
     keep = len(naturals) - left_out
     if keep <= 0:
-        return ((),) if keep == 0 else ()
-    room, cores, starts = _hand_cores(naturals, wrap)
+        return (((),), (_packed(naturals),)) if keep == 0 else ((), ())
+    room, kept_of, size_of, packed_of, core_of, starts, fitting = _hand_cores(naturals, wrap)
+    guard = _GUARD
     found: list[tuple[Core, ...]] = []
-    total = len(cores)
-    for i in range(starts[keep], total):
-        li, si, pi, _, ci = cores[i]
+    rests: list[int] = []
+    add, rest_add = found.append, rests.append
+    for i in range(starts[keep], len(core_of)):
+        li = kept_of[i]
         if li * MOST_GROUPS < keep:
             break
+        ci = core_of[i]
+        room_i = room - packed_of[i]  # the hand less the first core
         if li == keep:
-            found.append((ci,))
+            add((ci,))
+            rest_add(room_i ^ guard)
             continue
         rest = keep - li
-        room_i = room - pi  # the hand less the first core
-        for j in range(max(i, starts[rest]), total):
-            lj, sj, pj, _, cj = cores[j]
-            if lj * 2 < rest:
-                break
-            if si + sj > SHOWN:
-                continue
-            room_j = room_i - pj
-            if room_j & _GUARD != _GUARD:
-                continue
-            if lj == rest:
-                found.append((ci, cj))
-                continue
-            last, size = rest - lj, SHOWN - si - sj
-            for k in range(max(j, starts[last]), starts[last - 1]):
-                _, sk, pk, _, ck = cores[k]
-                if sk <= size and (room_j - pk) & _GUARD == _GUARD:
-                    found.append((ci, cj, ck))
-    return tuple(found)
+        si = size_of[i]
+        # The second core keeps at most as many cards as the first (and comes after it in the
+        # walk) and at least half of the rest; its group fits in the room the first leaves.
+        for lj in range(min(rest, li), (rest + 1) // 2 - 1, -1):
+            seconds = fitting[lj][SHOWN - si]
+            if lj == li:
+                seconds = seconds[bisect_left(seconds, i) :]
+            last = rest - lj
+            for j in seconds:
+                room_j = room_i - packed_of[j]
+                if room_j & guard != guard:
+                    continue
+                if not last:
+                    add((ci, core_of[j]))
+                    rest_add(room_j ^ guard)
+                    continue
+                cj = core_of[j]
+                thirds = fitting[last][SHOWN - si - size_of[j]]
+                if last == lj:
+                    thirds = thirds[bisect_left(thirds, j) :]
+                for k in thirds:
+                    room_k = room_j - packed_of[k]
+                    if room_k & guard == guard:
+                        add((ci, cj, core_of[k]))
+                        rest_add(room_k ^ guard)
+    return tuple(found), tuple(rests)
+
+
+_FIELD_MASK = (1 << _FIELD) - 1
+
+
+class _Level:
+    """The core sets of a hand that leave out ``left_out`` natural cards (``_core_sets``), by the
+    cards they leave out (read when first asked for) and, filled in as they are first asked for,
+    what each is worth when the jokers there are could fill every place (``_Filler.rich``):
+    whether its sizes can make 10 cards (``_sizes_fit``) and the cards it may then draw
+    (``_rich_cards``). They depend on the cards alone, so both views of a turn's throws (the
+    seat's and the omniscient) share them, read by a set's place in the list."""
+
+    __slots__ = ("_groups", "cards", "fits", "group_cards", "group_fits", "rests", "sets", "wrap")
+
+    def __init__(self, naturals: tuple[int, ...], left_out: int, wrap: bool) -> None:
+        self.sets, self.rests = _core_sets(naturals, left_out, wrap)
+        self.wrap = wrap
+        self._groups: tuple[tuple[tuple[int, ...], tuple[int, ...]], ...] | None = None
+        self.fits: list[int] = [-1] * len(self.sets)  # -1: not asked yet
+        self.cards: list[frozenset[int] | None] = [None] * len(self.sets)
+        # By group (``groups``), as first asked for: whether some set of it fits (``fit``), and
+        # what its sets that fit may draw (``rich_cards``, all of them).
+        self.group_fits: list[int] = []
+        self.group_cards: list[frozenset[int] | None] = []
+
+    @property
+    def groups(self) -> tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]:
+        """The sets by the cards they leave out: the kinds of those cards (ascending), and the
+        places of the sets that leave them out (many sets leave out the same cards: a throw's
+        walk asks once whether it is served by them)."""
+        if self._groups is None:
+            places: dict[int, list[int]] = {}
+            for index, rest in enumerate(self.rests):
+                mine = places.get(rest)
+                if mine is None:
+                    places[rest] = [index]
+                else:
+                    mine.append(index)
+            groups = []
+            for rest, indices in places.items():
+                kinds, bits = [], rest
+                while bits:  # a field's lowest set bit gives its card
+                    card = ((bits & -bits).bit_length() - 1) // _FIELD
+                    kinds.append(card)
+                    bits &= ~(_FIELD_MASK << (_FIELD * card))
+                groups.append((tuple(kinds), tuple(indices)))
+            self._groups = tuple(groups)
+            self.group_fits = [-1] * len(groups)
+            self.group_cards = [None] * len(groups)
+        return self._groups
+
+    def group_fit(self, group: int) -> int:
+        """Whether some set of ``group`` fits (``fit``), as 0 or 1."""
+        known = self.group_fits[group]
+        if known < 0:
+            fits, fit = self.fits, self.fit
+            known = self.group_fits[group] = int(
+                any(fits[i] if fits[i] >= 0 else fit(i) for i in self.groups[group][1])
+            )
+        return known
+
+    def group_rich_cards(self, group: int) -> frozenset[int]:
+        """What the sets of ``group`` that fit may draw (``rich_cards``), together."""
+        known = self.group_cards[group]
+        if known is None:
+            cards: set[int] = set()
+            for i in self.groups[group][1]:
+                if self.fit(i):
+                    cards |= self.rich_cards(i)
+            known = self.group_cards[group] = frozenset(cards)
+        return known
+
+    def fit(self, index: int) -> int:
+        """``_sizes_fit`` of the set at ``index``, as 0 or 1."""
+        known = self.fits[index]
+        if known < 0:
+            known = self.fits[index] = int(_sizes_fit(self.sets[index], self.wrap))
+        return known
+
+    def rich_cards(self, index: int) -> frozenset[int]:
+        """``_rich_cards`` of the set at ``index`` at every size of its cores' ways."""
+        known = self.cards[index]
+        if known is None:
+            cores = self.sets[index]
+            known = self.cards[index] = _rich_cards(cores, _all_sizes(cores, self.wrap), self.wrap)
+        return known
 
 
 @lru_cache(maxsize=1 << 16)
-def _left_kinds(naturals: tuple[int, ...], left_out: int, wrap: bool) -> tuple[tuple[int, ...], ...]:
-    """The kinds of card each set of ``_core_sets(naturals, left_out, wrap)`` leaves out."""
-    out = []
-    for cores in _core_sets(naturals, left_out, wrap):
-        left = list(naturals)
-        for _, cards in cores:
-            for c in cards:
-                left.remove(c)
-        out.append(tuple(sorted(set(left))))
-    return tuple(out)
+def _level(naturals: tuple[int, ...], left_out: int, wrap: bool) -> _Level:
+    return _Level(naturals, left_out, wrap)
 
 
 def _run_windows(ranks: Sequence[int], suit: int, wrap: bool, kept: int) -> Iterator[Completion]:
@@ -374,7 +526,7 @@ class _Filler:
         self.support = frozenset([c for c, n in enumerate(unseen) if n])
         # The natural cards none of which is unseen, one bit each: a run place of one of them needs a joker.
         self.absent = sum([1 << c for c in range(JOKER_INDEX) if not unseen[c]])
-        self.caps = [joker_cap(shape.limit, n) for n in range(SHOWN + 1)]  # by group size
+        self.caps = _caps(shape.limit)  # by group size
         self.shorts: dict[Completion, int] = {}
         # ``rich`` from this many natural cards kept (never, under a joker limit).
         self.rich_from = SHOWN - self.supply if shape.limit is JokerLimit.UNLIMITED else SHOWN + 1
@@ -429,16 +581,7 @@ class _Filler:
         """The options of ``table`` (each with its run places' cards as bits and its places) that
         can be filled on their own, each with its jokers needed: ``short``, without remembering
         each option."""
-        found = []
-        absent, free, caps, supply = self.absent, self.free, self.caps, self.supply
-        for option, bits, places in table:
-            n, _, rank, many = option
-            s = (bits & absent).bit_count()
-            if many > free[rank]:
-                s += many - free[rank]
-            if s <= places and s <= caps[n] and s <= supply:
-                found.append((option, s))
-        return found
+        return _fill_alone(table, self.absent, self.free, self.caps, self.supply)
 
     def drawn_of(self, n: int) -> list[tuple[Completion, int]]:
         """The groups of ``n`` cards that may be drawn whole, fewest jokers first."""
@@ -748,10 +891,11 @@ class _Filler:
         for core in cores:
             mine = self.ways.get(core)
             if mine is None:
-                mine = self.ways[core] = self.fillable(_ways(core, self.wrap))
-                self.sizes[core] = sum(1 << n for n in {o[0] for o, _ in mine})
-                least = self.least[core] = _least_by_size(mine)
-                self.least_pairs[core] = tuple(sorted(least.items()))
+                mask, rank = _core_asks(core, self.wrap)
+                mine, self.sizes[core], self.least[core], self.least_pairs[core] = _fillable_ways(
+                    core, self.wrap, self.limit, self.supply, self.absent & mask, self.free[rank]
+                )
+                self.ways[core] = mine
             if not mine:
                 return None
             out.append(mine)
@@ -880,8 +1024,7 @@ class _Filler:
         for k, option, short, draws in slots:
             if len(outs) >= everything:
                 return
-            wanted = draws - outs
-            if not wanted:
+            if draws <= outs:
                 continue
             seen = witnesses.get((k, option[0]))
             if seen is not None:
@@ -921,7 +1064,7 @@ class _Filler:
                     witnesses.setdefault((core if 0 <= core < len(cores) else -1, group[0]), (found, place))
                 continue
             at = found.index(option) if k < 0 else at
-            for c in sorted(wanted):
+            for c in sorted(draws - outs):
                 if c == _JK:
                     if (
                         unlimited
@@ -941,18 +1084,78 @@ class _Filler:
                     outs.add(c)
 
 
+@lru_cache(maxsize=1 << 14)
+def _core_asks(core: Core, wrap: bool) -> tuple[int, int]:
+    """What the ways of ``core`` ask of the unseen cards: their run places' cards (bits by card
+    index), and the rank their same-rank places take (0: none)."""
+    mask = 0
+    for _option, bits, _places in _ways(core, wrap):
+        mask |= bits
+    return mask, (_RANK[core[1][0]] if core[0] != _RUN_CORE else 0)
+
+
+@lru_cache(maxsize=1 << 16)
+def _fillable_ways(
+    core: Core, wrap: bool, limit: JokerLimit, supply: int, absent: int, free: int
+) -> tuple[list[tuple[Completion, int]], int, dict[int, int], tuple[tuple[int, int], ...]]:
+    """The ways of ``core`` that can be filled on their own (``_Filler.fillable``), the sizes they
+    take (as bits), and the fewest jokers they need by size (a table and its sorted pairs): they
+    depend on the unseen cards only through the jokers there are, which of the cards the ways ask
+    for none is unseen (``absent``, those cards' bits), and how many unseen cards the core's rank
+    has (``free``), so turns of a deal and its two views share them (read them only)."""
+    # Every same-rank way of the core is of its rank: the unseen count of the others is never read.
+    mine = _fill_alone(_ways(core, wrap), absent, [free] * (RANKS_PER_SUIT + 1), _caps(limit), supply)
+    least = _least_by_size(mine)
+    return mine, sum(1 << n for n in {o[0] for o, _ in mine}), least, tuple(sorted(least.items()))
+
+
+def _fill_alone(
+    table: Iterable[tuple[Completion, int, int]], absent: int, free: Sequence[int], caps: Sequence[int], supply: int
+) -> list[tuple[Completion, int]]:
+    """The options of ``table`` (each with its run places' cards as bits and its places) that can
+    be filled on their own, each with its jokers needed (``_Filler.short``): ``absent``, the
+    natural cards none of which is unseen (bits); ``free``, the unseen natural cards by rank;
+    ``caps``, the joker cap by group size; ``supply``, the jokers there are."""
+    found = []
+    for option, bits, places in table:
+        n, _, rank, many = option
+        s = (bits & absent).bit_count()
+        if many > free[rank]:
+            s += many - free[rank]
+        if s <= places and s <= caps[n] and s <= supply:
+            found.append((option, s))
+    return found
+
+
+@lru_cache(maxsize=8)
+def _caps(limit: JokerLimit) -> tuple[int, ...]:
+    """The most jokers a group may hold under ``limit``, by group size (0 to 10)."""
+    return tuple(joker_cap(limit, n) for n in range(SHOWN + 1))
+
+
 _NEVER = 1 << 20
 _UP_TO_SHOWN = (1 << (SHOWN + 1)) - 1  # the bits of sums 0 to 10
 _ROOM_LEFT = (1 << (SHOWN - MIN_GROUP_SIZE + 1)) - 1  # sums 0 to 7: room for a group drawn whole
 _NONE_DRAWN = [{0: 0}]  # no group drawn whole: none needs a joker
 
 
-@lru_cache(maxsize=1 << 14)
 def _asks(option: Completion) -> tuple[int, int, int]:
     """What the places of ``option`` ask for: its run places' cards (bits by card index), the ranks
     of those cards (bits by rank) and the rank its same-rank places take (a bit, 0: none)."""
     _, need, rank, many = option
     return sum(1 << c for c in need), sum(1 << _RANK[c] for c in need), (1 << rank) if many else 0
+
+
+# ``_asks`` of the options met, each with the places it has (a table of the options alone, read by
+# a plain look-up in ``_apart``, its hottest caller).
+_ASKED: dict[Completion, tuple[int, int, int, int]] = {}
+
+
+def _asked(option: Completion) -> tuple[int, int, int, int]:
+    if len(_ASKED) >= 1 << 16:  # bounded, as the caches are
+        _ASKED.clear()
+    known = _ASKED[option] = (*_asks(option), len(option[1]) + option[3])
+    return known
 
 
 def _apart(groups: Sequence[Completion], forced: tuple[int, int] | None) -> int:
@@ -963,17 +1166,18 @@ def _apart(groups: Sequence[Completion], forced: tuple[int, int] | None) -> int:
     Then the unseen natural cards one group's places may take are no other group's, so the
     jokers the groups need together are the sum of each one's."""
     cards = ranks = pools = places = 0
+    asked = _ASKED
     for option in groups:
-        need_bits, need_ranks, pool = _asks(option)
+        need_bits, need_ranks, pool, mine = asked.get(option) or _asked(option)
         if need_bits & cards or pool & (ranks | pools) or need_ranks & pools:
             return -1
         cards |= need_bits
         ranks |= need_ranks
         pools |= pool
-        places += len(option[1]) + option[3]
+        places += mine
     if forced is not None:
         at, card = forced
-        need_bits, _, pool = _asks(groups[at])
+        need_bits, _, pool, _ = asked.get(groups[at]) or _asked(groups[at])
         if not (need_bits >> card & 1 or (card < JOKER_INDEX and pool >> _RANK[card] & 1)):
             return -1
     return places
@@ -1180,9 +1384,9 @@ class _Suits:
         jokers = unseen[_JK]
         room, draws = [], []
         for suit in range(_SUITS):
-            cards = range(suit * RANKS_PER_SUIT, (suit + 1) * RANKS_PER_SUIT)
-            room.append(sum(unseen[c] for c in cards) + jokers)
-            draws.append(frozenset([*(c for c in cards if unseen[c]), *((_JK,) if jokers else ())]))
+            low, high = suit * RANKS_PER_SUIT, (suit + 1) * RANKS_PER_SUIT
+            room.append(sum(unseen[low:high]) + jokers)
+            draws.append(frozenset([*compress(range(low, high), unseen[low:high]), *((_JK,) if jokers else ())]))
         return _Suits(tuple(room), tuple(draws))
 
 
@@ -1205,16 +1409,35 @@ def overlap(hand: Counts, unseen: Counts, shape: _Shape, want_outs: bool) -> tup
     asked) the card kinds some target of that overlap draws from ``unseen``."""
     color_outs: dict[int, set[int]] = {}
     best = _color_value(hand, unseen, color_outs)
-    naturals = tuple(i for i in range(JOKER_INDEX) for _ in range(hand[i]))
+    naturals = _naturals(hand)
     jokers = hand[_JK]
     filler = _Filler(unseen, shape, jokers)
-    found: list[tuple[tuple[Core, ...], int, int]] = []  # core sets worth collecting outs from
-    for left_out in range(len(naturals) + 1):
-        bound = min(SHOWN, len(naturals) - left_out + jokers)
+    wrap, rich_from, support = shape.wrap, filler.rich_from, filler.support
+    # The core sets worth collecting outs from (each with its level and its place in it).
+    found: list[tuple[tuple[Core, ...], int, int, _Level, int]] = []
+    total = len(naturals)
+    for left_out in range(total + 1):
+        bound = min(SHOWN, total - left_out + jokers)
         if bound < best or (bound == best and (not want_outs or best == SHOWN)):
             break
-        kept = len(naturals) - left_out
-        for cores in _core_sets(naturals, left_out, shape.wrap):
+        kept = total - left_out
+        level = _level(naturals, left_out, wrap)
+        sets = level.sets
+        if kept >= rich_from:
+            # ``_Filler.value`` when rich: ``bound`` if the set's sizes can make 10 cards (the floor,
+            # ``best`` or one more, is at most ``bound``: the walk goes on only then).
+            fits, fit = level.fits, level.fit
+            for index in range(len(sets)):
+                if not (fits[index] if fits[index] >= 0 else fit(index)):
+                    continue
+                if bound > best:
+                    best = bound
+                    found = []
+                if not want_outs:
+                    break  # the best this level can give
+                found.append((sets[index], kept, bound, level, index))
+            continue
+        for index, cores in enumerate(sets):
             floor = best if want_outs else best + 1
             value = filler.value(cores, kept, floor)
             if value < 0 or value < best:
@@ -1223,14 +1446,20 @@ def overlap(hand: Counts, unseen: Counts, shape: _Shape, want_outs: bool) -> tup
                 best = value
                 found = []
             if want_outs:
-                found.append((cores, kept, value))
+                found.append((cores, kept, value, level, index))
             elif best == bound:
                 break
     outs: set[int] = set()
     if want_outs and 0 <= best < SHOWN:
         outs |= color_outs.get(best, set())
-        for cores, kept, value in found:
-            if value == best and not filler.potential(cores, kept) <= outs:
+        for cores, kept, value, level, index in found:
+            if value != best:
+                continue
+            if kept >= rich_from:
+                # Its value, min(10, kept + jokers), is below 10: the hand's jokers leave places to
+                # draw, and what a rich set may draw is what it draws (``_Filler.collect``).
+                outs |= level.rich_cards(index) & support
+            elif not filler.potential(cores, kept) <= outs:
                 filler.collect(cores, kept, value, outs)
     return best, frozenset(outs)
 
@@ -1239,19 +1468,25 @@ def throw_overlaps(held: Counts, unseen: Counts, shape: _Shape) -> dict[int, tup
     """For each kind ``t`` of natural card among the 11 cards ``held``: ``overlap(held - t, unseen,
     shape, True)``, from one walk over the 11 cards (a core set of ``held - t`` is a core set of
     ``held`` that leaves ``t`` out, so each is judged once for every throw it serves)."""
-    naturals = tuple(i for i in range(JOKER_INDEX) for _ in range(held[i]))
+    naturals = _naturals(held)
     jokers = held[_JK]
     kinds = sorted(set(naturals))
     best: dict[int, int] = {}
     colors: dict[int, dict[int, set[int]]] = {}
     by_suit, suits = _by_suit(held), _Suits.of(unseen)
+    of_suit: dict[int, tuple[int, dict[int, set[int]]]] = {}  # the throws of one suit leave the same colors
     for t in kinds:
-        colors[t] = {}
-        by_suit[_SUIT[t]] -= 1
-        best[t] = _color_of(by_suit, suits, jokers, colors[t])
-        by_suit[_SUIT[t]] += 1
+        suit = _SUIT[t]
+        known = of_suit.get(suit)
+        if known is None:
+            by_suit[suit] -= 1
+            mine: dict[int, set[int]] = {}
+            known = of_suit[suit] = (_color_of(by_suit, suits, jokers, mine), mine)
+            by_suit[suit] += 1
+        best[t], colors[t] = known
     filler = _Filler(unseen, shape, jokers)
-    found: list[tuple[tuple[Core, ...], int, int, list[int]]] = []
+    wrap, rich_from, support = shape.wrap, filler.rich_from, filler.support
+    found: list[tuple[tuple[Core, ...], int, int, list[int], _Level, int]] = []
     total = len(naturals)
     for left_out in range(1, total + 1):
         bound = min(SHOWN, total - left_out + jokers)
@@ -1259,34 +1494,69 @@ def throw_overlaps(held: Counts, unseen: Counts, shape: _Shape) -> dict[int, tup
         if not open_kinds:
             break
         kept = total - left_out
-        for cores, left in zip(_core_sets(naturals, left_out, shape.wrap), _left_kinds(naturals, left_out, shape.wrap)):
+        level = _level(naturals, left_out, wrap)
+        sets = level.sets
+        rich = kept >= rich_from
+        groups = level.groups  # (its tables by group are made with it)
+        group_fits, group_fit = level.group_fits, level.group_fit
+        for group, (left, indices) in enumerate(groups):
             serves = [t for t in left if t in open_kinds]
             if not serves:
                 continue
-            value = filler.value(cores, kept, min(best[t] for t in serves))
-            if value < 0:
+            if rich:
+                # ``_Filler.value`` when rich: ``bound`` if the set's sizes can make 10 cards (the
+                # floor, the least best of the throws it serves, is at most ``bound``: they are
+                # open). The sets of a group serve the same throws: one entry stands for those
+                # that fit (its place: the group's).
+                if group_fits[group] if group_fits[group] >= 0 else group_fit(group):
+                    for t in serves:
+                        if best[t] < bound:
+                            best[t] = bound
+                    found.append((sets[indices[0]], kept, bound, serves, level, group))
                 continue
-            for t in serves:
-                best[t] = max(best[t], value)
-            found.append((cores, kept, value, serves))
-    # Each throw's outs, from the core sets of its best value that serve it, each adding only the
+            for index in indices:
+                cores = sets[index]
+                value = filler.value(cores, kept, min([best[t] for t in serves]))
+                if value < 0:
+                    continue
+                for t in serves:
+                    if best[t] < value:
+                        best[t] = value
+                found.append((cores, kept, value, serves, level, index))
+    # Each throw's outs, from the core sets of its best value that serve it (when rich, by group),
+    # each adding only the
     # cards not yet found (a core set that could draw nothing new is skipped; its bound on what it
-    # could draw is the same for every throw it serves).
-    serving: dict[int, list[tuple[tuple[Core, ...], int, int, frozenset[int]]]] = {t: [] for t in kinds}
-    for cores, kept, value, serves in found:
-        mine = [t for t in serves if value == best[t] < SHOWN]
-        if mine:
-            entry = (cores, kept, value, filler.potential(cores, kept))
-            for t in mine:
-                serving[t].append(entry)
+    # could draw, found when first asked for, is the same for every throw it serves), until every
+    # unseen kind is one. When rich, that bound is what the set draws (``_Filler.collect``): its
+    # value, min(10, kept + jokers), is below 10, so the hand's jokers leave places to draw.
+    serving: dict[int, list[int]] = {t: [] for t in kinds}  # places in ``found``
+    for place, (_, _, value, serves, _, _) in enumerate(found):
+        for t in serves:
+            if value == best[t] < SHOWN:
+                serving[t].append(place)
+    bounds: dict[int, frozenset[int]] = {}
+    everything = len(support)  # the outs are unseen kinds: all of them once this many
     out: dict[int, tuple[int, frozenset[int]]] = {}
     for t in kinds:
         outs: set[int] = set()
         if 0 <= best[t] < SHOWN:
             outs |= colors[t].get(best[t], set())
-            for cores, kept, value, potential in serving[t]:
+            for place in serving[t]:
+                if len(outs) >= everything:
+                    break
+                cores, kept, value, _, level, index = found[place]
+                potential = bounds.get(place)
+                if potential is None:
+                    if kept >= rich_from:
+                        potential = level.group_rich_cards(index) & support
+                    else:
+                        potential = filler.potential(cores, kept)
+                    bounds[place] = potential
                 if not potential <= outs:
-                    filler.collect(cores, kept, value, outs)
+                    if kept >= rich_from:
+                        outs |= potential
+                    else:
+                        filler.collect(cores, kept, value, outs)
         out[t] = (best[t], frozenset(outs))
     return out
 
@@ -1354,20 +1624,26 @@ def _measure(hand: Counts, unseen: Counts, rules: RuleSet) -> Progress:
     return _progress(hand, unseen, rules, best, outs)
 
 
-def _progress(hand: Counts, unseen: Counts, rules: RuleSet, best: int, outs: frozenset[int]) -> Progress:
-    """The progress of ``hand`` whose highest overlap is ``best``, drawing ``outs``."""
-    distance = UNREACHABLE if best < 0 else SHOWN - best
-    if distance in (0, UNREACHABLE):
-        outs = frozenset()
-    improving = sum([unseen[c] for c in outs])
-    total = sum(unseen)
+def _progress(
+    hand: Counts, unseen: Counts, rules: RuleSet, best: int, outs: frozenset[int], total: int | None = None
+) -> Progress:
+    """The progress of ``hand`` whose highest overlap is ``best``, drawing ``outs`` (``total``: the
+    unseen cards' count, when the caller has it)."""
+    if total is None:
+        total = sum(unseen)
     points = _points(hand, rules)
+    if 0 <= best < SHOWN:
+        distance = SHOWN - best
+        improving = sum([unseen[c] for c in outs])
+        kinds = tuple([CARD_BY_INDEX[c] for c in sorted(outs)])
+    else:  # it closes now, or never: nothing improves it
+        distance, improving, kinds = (0 if best >= SHOWN else UNREACHABLE), 0, ()
     return Progress(
         distance=distance,
         improving=improving,
         points=points,
         unseen=total,
-        outs=tuple(CARD_BY_INDEX[c] for c in sorted(outs)),
+        outs=kinds,
         value=hand_value(distance, improving, points, total, rules),
     )
 
@@ -1381,6 +1657,7 @@ def _points(hand: Counts, rules: RuleSet) -> int:
 def measure_throws(held: Counts, unseen: Counts, rules: RuleSet) -> dict[Card, Progress]:
     """The progress of the 10 cards left by each kind of card the 11 cards ``held`` may throw."""
     shared = throw_overlaps(held, unseen, _shape(rules))
+    total = sum(unseen)
     out: dict[Card, Progress] = {}
     for t in range(CARD_KINDS):
         if held[t]:
@@ -1389,7 +1666,7 @@ def measure_throws(held: Counts, unseen: Counts, rules: RuleSet) -> dict[Card, P
                 out[CARD_BY_INDEX[t]] = _measure(left, unseen, rules)
             else:
                 best, outs = shared[t]
-                out[CARD_BY_INDEX[t]] = _progress(left, unseen, rules, best, outs)
+                out[CARD_BY_INDEX[t]] = _progress(left, unseen, rules, best, outs, total)
     return out
 
 
@@ -1411,12 +1688,12 @@ def _as_counts(value: Iterable[Card] | Counts) -> Counts:
 def forget_measures() -> None:
     """Empty the caches of measures and of what depends on a hand (a benchmark times each deal cold)."""
     _measure.cache_clear()
-    _core_sets.cache_clear()
     _hand_cores.cache_clear()
     _rich_cards.cache_clear()
     _core_draws.cache_clear()
     _min_plus_of.cache_clear()
     _all_sizes.cache_clear()
     _sizes_fit.cache_clear()
-    _left_kinds.cache_clear()
+    _level.cache_clear()
+    _fillable_ways.cache_clear()
     _points.cache_clear()

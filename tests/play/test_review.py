@@ -170,6 +170,34 @@ def test_the_measure_matches_the_oracle(
         assert eleven == oracle_distance(targets, h + small_counts([drawn]), u - small_counts([drawn])), shown
 
 
+# Hands where a core's way could stand in for a group of the same size in a completion already
+# found (``_Filler.collect``'s witnesses) but does not fit with that completion's other groups: in
+# the first two its places ask for a card or a rank another group's places ask for (``_apart``
+# fails), in the third the jokers there are fall short of the groups' needs together. Without
+# either half of the shortcut's fit check, the measure counts one improving card too many (each
+# half was removed in turn and these cases failed: the first two without ``_apart``, the third
+# without the jokers' sum).
+STAND_INS = [
+    ("4H QH 3H AH 4H 2S KS KS 2S AH", "QH AS KH AS 2H"),
+    ("2H AS 4H 2H 4H KH 3H 2S 2S QH", "KS KS QH AH"),
+    ("3H KS QH 2H 2S 4H JK 4H AS 2S", "2H KH KH AS KS"),
+]
+
+
+@pytest.mark.parametrize(("hand", "unseen"), STAND_INS, ids=["shared-card", "shared-rank", "jokers-short"])
+def test_a_stand_in_counts_only_when_it_fits_with_the_other_groups(hand: str, unseen: str) -> None:
+    """The stand-in shortcut's fit check, against the oracle: each of these hands has a way of a
+    core that some found completion's group of the same size could be swapped for, and that
+    cannot be filled together with the other groups (their places ask for the same cards or
+    ranks, or the jokers fall short); its cards are not improving."""
+    limit, wrap = JokerLimit.UNLIMITED, False
+    held, pool = parse_cards(hand.split()), parse_cards(unseen.split())
+    targets = valid_targets(limit, wrap)
+    h, u = small_counts(list(held)), small_counts(list(pool))
+    got = measure(held, pool, rules_of(limit, wrap))
+    assert (got.distance, got.improving) == (oracle_distance(targets, h, u), oracle_improving(targets, h, u))
+
+
 def test_ten_minus_the_best_overlap_is_the_fewest_swaps() -> None:
     """Swaps enumerated one by one: the fewest that make a valid close is the measure's distance."""
     rules = rules_of(JokerLimit.UNLIMITED, False)
