@@ -50,7 +50,7 @@ from operator import itemgetter
 from typing import cast
 
 from referee.game.cards import CARD_BY_INDEX, CARD_KINDS, JOKER_INDEX, RANKS_PER_SUIT, Card
-from referee.game.linking import best_linking
+from referee.game.linking.search import best_points
 from referee.game.rules import Engine, JokerLimit, RuleSet
 
 SHOWN = 10  # the cards a close shows: every target holds this many
@@ -1650,8 +1650,9 @@ def _progress(
 
 @lru_cache(maxsize=1 << 15)
 def _points(hand: Counts, rules: RuleSet) -> int:
-    """What the best linking of ``hand`` leaves (a hand's throws are measured twice a turn)."""
-    return best_linking(cards_of(hand), search_rules(rules)).points
+    """What the best linking of ``hand`` leaves (a hand's throws are measured twice a turn): the
+    search engine's points, every engine's answer, without the linking's groups laid out."""
+    return best_points(tuple([i for i, n in enumerate(hand) for _ in range(n)]), rules)
 
 
 def measure_throws(held: Counts, unseen: Counts, rules: RuleSet) -> dict[Card, Progress]:

@@ -126,6 +126,16 @@ class SearchEngine:
         return linking_from_parts(cards, keys, rules)
 
 
+def best_points(indices: tuple[int, ...], rules: RuleSet) -> int:
+    """What the best linking of the hand of these card indices (ascending) leaves unlinked: the
+    ``points`` of ``best_linking``, without laying out its groups (a measure of many hands reads
+    only the points)."""
+    if indices and indices[-1] != JOKER_INDEX and not rules.wrap_runs:
+        components, points = components_no_wrap(indices)
+        return _joker_free_answer(components, points, False)[0]
+    return _solve_hand(indices, rules.linking_key())[0]
+
+
 @lru_cache(maxsize=1 << 14)
 def _solve_hand(indices: tuple[int, ...], rules_key: RulesKey) -> Answer:
     jokers = indices.count(JOKER_INDEX)
