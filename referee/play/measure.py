@@ -348,14 +348,13 @@ class _Level:
                     places[rest] = [index]
                 else:
                     mine.append(index)
+            kinds_of = _KINDS_LEFT
             groups = []
             for rest, indices in places.items():
-                kinds, bits = [], rest
-                while bits:  # a field's lowest set bit gives its card
-                    card = ((bits & -bits).bit_length() - 1) // _FIELD
-                    kinds.append(card)
-                    bits &= ~(_FIELD_MASK << (_FIELD * card))
-                groups.append((tuple(kinds), tuple(indices)))
+                kinds = kinds_of.get(rest)
+                if kinds is None:
+                    kinds = _kinds_left(rest)
+                groups.append((kinds, tuple(indices)))
             self._groups = tuple(groups)
             self.group_fits = [-1] * len(groups)
             self.group_cards = [None] * len(groups)
@@ -396,6 +395,25 @@ class _Level:
             cores = self.sets[index]
             known = self.cards[index] = _rich_cards(cores, _all_sizes(cores, self.wrap), self.wrap)
         return known
+
+
+_KINDS = range(CARD_KINDS)
+
+# The kinds of the cards a packed multiset holds (ascending): the same few cards left out recur
+# in every hand's levels, so each is decoded once.
+_KINDS_LEFT: dict[int, tuple[int, ...]] = {}
+
+
+def _kinds_left(rest: int) -> tuple[int, ...]:
+    kinds, bits = [], rest
+    while bits:  # a field's lowest set bit gives its card
+        card = ((bits & -bits).bit_length() - 1) // _FIELD
+        kinds.append(card)
+        bits &= ~(_FIELD_MASK << (_FIELD * card))
+    if len(_KINDS_LEFT) >= 1 << 16:  # bounded, as the caches are
+        _KINDS_LEFT.clear()
+    known = _KINDS_LEFT[rest] = tuple(kinds)
+    return known
 
 
 @lru_cache(maxsize=1 << 16)
@@ -1652,7 +1670,10 @@ def _progress(
 def _points(hand: Counts, rules: RuleSet) -> int:
     """What the best linking of ``hand`` leaves (a hand's throws are measured twice a turn): the
     search engine's points, every engine's answer, without the linking's groups laid out."""
-    return best_points(tuple([i for i, n in enumerate(hand) for _ in range(n)]), rules)
+    held = list(compress(_KINDS, hand))
+    if len(held) < SHOWN:  # copies of a card: each index as many times as it is held
+        held = [i for i in held for _ in range(hand[i])]
+    return best_points(tuple(held), rules)
 
 
 def measure_throws(held: Counts, unseen: Counts, rules: RuleSet) -> dict[Card, Progress]:
