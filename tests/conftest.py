@@ -163,6 +163,7 @@ TIERS: dict[str, tuple[str, ...]] = {
     "cluster": ("test_cluster", "test_fairplay_ray"),
     "tooling": (
         "test_bench_suite",
+        "test_compiled",
         "test_contract",
         "test_deploy",
         "test_deploy_batch",
