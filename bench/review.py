@@ -5,6 +5,7 @@ Run from the repository root::
     python -m bench.review                 # default run (about a minute on a quiet core)
     python -m bench.review --quick         # a short run
     python -m bench.review --baseline DIR  # this build and the checkout in DIR, back to back
+    python -m bench.review --python-baseline  # this build, its measure compiled and as Python
 
 The records come from ``referee.play.simulate`` with fixed seeds (four seats, the bots close; seeded
 shuffles), so two runs time the same deals. A review replays the record, then for every turn
@@ -15,7 +16,9 @@ hand (the ways to complete a core, the groups drawn whole) stay built, as in a r
 
 Each record is timed ``--repeat`` times, with the garbage collector off while timing; the median,
 the p90 and the minimum are over all timings, in CPU time of this process (the machine is shared).
-The target is a median under 50 ms per deal; a missed target is reported, not a failure.
+The target is a median under 50 ms per deal; a missed target is reported, not a failure. The
+measure is the compiled one where ``make compile`` has built it for these sources
+(``referee.play.compiled``); the report says which ran.
 
 With ``--baseline DIR`` (another checkout, e.g. a ``git worktree`` of an older commit) both builds
 are timed in child processes, each importing its own ``referee``, by turns: each pass over the
@@ -44,6 +47,7 @@ if __package__ in (None, ""):
 
 from bench.machine import load_average  # noqa: E402
 from referee.game.rules import Engine, RuleSet  # noqa: E402
+from referee.play import compiled  # noqa: E402
 from referee.play.record import Record  # noqa: E402
 from referee.play.review import forget_measures, review_deal  # noqa: E402
 from referee.play.simulate import simulate  # noqa: E402
@@ -60,6 +64,11 @@ from referee.game.rules import Engine, RuleSet
 from referee.play.review import forget_measures, review_deal
 from referee.play.simulate import simulate
 count, seed, players = (int(a) for a in sys.argv[1:4])
+try:  # a build with a compiled measure says whether it is the one imported
+    from referee.play import compiled, measure
+    print("# measure", "compiled" if all(compiled.active().values()) else "python")
+except ImportError:
+    print("# measure python")
 records = [simulate(seed + i, players, RuleSet(engine=Engine.SEARCH)) for i in range(count)]
 review_deal(records[0])
 gc.collect()
@@ -95,9 +104,10 @@ def timings(records: Sequence[Record], repeat: int) -> list[float]:
     return out
 
 
-def child_timings(root: Path, count: int) -> list[float]:
-    """One pass over the first ``count`` records, reviewed by the checkout at ``root``."""
-    env = {**os.environ, "PYTHONPATH": str(root)}
+def child_timings(root: Path, count: int, extra: dict[str, str] | None = None) -> tuple[str, list[float]]:
+    """One pass over the first ``count`` records, reviewed by the checkout at ``root`` (with the
+    environment ``extra``): whether its measure is compiled, and the timings."""
+    env = {**os.environ, "PYTHONPATH": str(root), **(extra or {})}
     out = subprocess.run(
         [sys.executable, "-c", CHILD, str(count), str(SEED), str(PLAYERS)],
         cwd=root,
@@ -105,20 +115,28 @@ def child_timings(root: Path, count: int) -> list[float]:
         check=True,
         capture_output=True,
         text=True,
-    ).stdout
-    return [float(line) for line in out.split()]
+    ).stdout.splitlines()
+    kind = next((line.split()[-1] for line in out if line.startswith("#")), "python")
+    return kind, [float(line) for line in out if line and not line.startswith("#")]
 
 
-def compare(baseline: Path, count: int, repeat: int) -> int:
-    """Both builds timed by turns, ``repeat`` passes each; the medians and their ratio."""
+def compare(baseline: Path | None, count: int, repeat: int) -> int:
+    """Both builds timed by turns, ``repeat`` passes each; the medians and their ratio. With no
+    baseline, this build's measure as Python is the baseline (``REMIGIO_COMPILED=0``)."""
     started = time.perf_counter()
-    builds = {"baseline": baseline.resolve(), "this build": ROOT}
+    builds: dict[str, tuple[Path, dict[str, str]]] = {
+        "baseline": (baseline.resolve(), {}) if baseline is not None else (ROOT, {"REMIGIO_COMPILED": "0"}),
+        "this build": (ROOT, {}),
+    }
     values: dict[str, list[float]] = {name: [] for name in builds}
+    kinds: dict[str, str] = {}
     for _ in range(repeat):
-        for name, root in builds.items():
-            values[name] += child_timings(root, count)
+        for name, (root, extra) in builds.items():
+            kinds[name], got = child_timings(root, count, extra)
+            values[name] += got
     print(f"review benchmark, two builds: {count} four-seat deals, {repeat} passes each by turns, seed {SEED}")
-    print(f"baseline: {baseline}")
+    print(f"baseline: {baseline or 'this build, REMIGIO_COMPILED=0'}")
+    print(f"measure: baseline {kinds['baseline']}, this build {kinds['this build']}")
     print(
         f"python {platform.python_version()} ({platform.python_implementation()}), "
         f"cpu count {os.cpu_count()}, {platform.machine()} {platform.system()}"
@@ -142,6 +160,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--repeat", type=int, default=3, help="timings of each record (default 3)")
     parser.add_argument("--quick", action="store_true", help="10 records, 1 timing each")
     parser.add_argument("--baseline", type=Path, help="a checkout of another build, timed by turns with this one")
+    parser.add_argument(
+        "--python-baseline",
+        action="store_true",
+        help="this build with its measure as Python (REMIGIO_COMPILED=0), timed by turns with this one",
+    )
     args = parser.parse_args(argv)
     if args.baseline is not None and not (args.baseline / "referee" / "play" / "review.py").is_file():
         parser.error(f"--baseline: no referee checkout with a review in {args.baseline}")
@@ -151,7 +174,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     count, repeat = (10, 1) if args.quick else (args.count, args.repeat)
-    if args.baseline is not None:
+    if args.baseline is not None or args.python_baseline:
         return compare(args.baseline, count, repeat)
     rules = RuleSet(engine=Engine.SEARCH)
     started = time.perf_counter()
@@ -168,6 +191,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"cpu count {os.cpu_count()}, {platform.machine()} {platform.system()}"
     )
     print(f"turns per deal: median {statistics.median(turns):.0f}, min {min(turns)}, max {max(turns)}")
+    print(f"measure: {'compiled' if all(compiled.active().values()) else 'python'} (make compile)")
     print()
     print(f"{'CPU ms':<28} {'median':>9} {'p90':>9} {'min':>9}")
     print(f"{'per deal':<28} {median:9.1f} {percentile(values, 90) * 1e3:9.1f} {min(values) * 1e3:9.1f}  {verdict}")
