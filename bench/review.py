@@ -18,7 +18,7 @@ Each record is timed ``--repeat`` times, with the garbage collector off while ti
 the p90 and the minimum are over all timings, in CPU time of this process (the machine is shared).
 The target is a median under 50 ms per deal; a missed target is reported, not a failure. The
 measure is the compiled one where ``make compile`` has built it for these sources
-(``referee.play.compiled``); the report says which ran.
+(``referee.game.compiled``); the report says which ran.
 
 With ``--baseline DIR`` (another checkout, e.g. a ``git worktree`` of an older commit) both builds
 are timed in child processes, each importing its own ``referee``, by turns: each pass over the
@@ -46,8 +46,8 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.machine import load_average  # noqa: E402
+from referee.game import compiled  # noqa: E402
 from referee.game.rules import Engine, RuleSet  # noqa: E402
-from referee.play import compiled  # noqa: E402
 from referee.play.record import Record  # noqa: E402
 from referee.play.review import forget_measures, review_deal  # noqa: E402
 from referee.play.simulate import simulate  # noqa: E402
@@ -65,8 +65,9 @@ from referee.play.review import forget_measures, review_deal
 from referee.play.simulate import simulate
 count, seed, players = (int(a) for a in sys.argv[1:4])
 try:  # a build with a compiled measure says whether it is the one imported
-    from referee.play import compiled, measure
-    print("# measure", "compiled" if all(compiled.active().values()) else "python")
+    from referee.game import compiled
+    import referee.play.measure
+    print("# measure", "compiled" if compiled.active().get("referee.play.measure") else "python")
 except ImportError:
     print("# measure python")
 records = [simulate(seed + i, players, RuleSet(engine=Engine.SEARCH)) for i in range(count)]
@@ -191,7 +192,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"cpu count {os.cpu_count()}, {platform.machine()} {platform.system()}"
     )
     print(f"turns per deal: median {statistics.median(turns):.0f}, min {min(turns)}, max {max(turns)}")
-    print(f"measure: {'compiled' if all(compiled.active().values()) else 'python'} (make compile)")
+    print(f"measure: {'compiled' if compiled.active().get('referee.play.measure') else 'python'} (make compile)")
     print()
     print(f"{'CPU ms':<28} {'median':>9} {'p90':>9} {'min':>9}")
     print(f"{'per deal':<28} {median:9.1f} {percentile(values, 90) * 1e3:9.1f} {min(values) * 1e3:9.1f}  {verdict}")

@@ -2,7 +2,7 @@
 commitments, replay, the simulator's bots, and the review of each turn. Imports ``referee.game``
 and nothing else of the project."""
 
-from referee.play.compiled import extend
+from referee.game.compiled import extend
 
-# The review's measure compiled for these sources, where it has been built (``referee.play.compiled``).
-__path__ = extend(__path__)
+# This package's compiled modules, where built for these sources (``referee.game.compiled``).
+__path__ = extend(__path__, __name__)

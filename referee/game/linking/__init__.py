@@ -8,6 +8,11 @@ indices and listed in that order, come first lexicographically (see ``Linking.ra
 
 from __future__ import annotations
 
+from referee.game.compiled import extend
+
+# This package's compiled modules, where built for these sources (``referee.game.compiled``).
+__path__ = extend(__path__, __name__)
+
 from referee.game.linking.base import Linking, LinkingEngine, linking_from_parts
 from referee.game.linking.budget import check_time_left, time_budget
 from referee.game.linking.dispatch import (
