@@ -71,7 +71,7 @@ from referee.game.cards import (
     suit_of,
 )
 from referee.game.groups import MAX_RUN, MIN_GROUP
-from referee.game.linking.base import Linking, linking_from_parts
+from referee.game.linking.base import Linking, linking_from_keys
 from referee.game.rules import Engine, JokerLimit, RuleSet
 
 _BITS = 5  # per kind of card: four bits of count (up to 15) and a guard bit
@@ -120,10 +120,11 @@ class SearchEngine:
             # No joker, no wrapping (most hands of a deal): split on bits, which costs less than
             # looking the whole hand up; each component's answer is cached.
             components, points = components_no_wrap(indices)
-            _, keys = _joker_free_answer(components, points, False)
+            points, keys = _joker_free_answer(components, points, False)
         else:
-            _, keys = _solve_hand(indices, rules.linking_key())
-        return linking_from_parts(cards, keys, rules)
+            points, keys = _solve_hand(indices, rules.linking_key())
+        # An answer's keys are sorted, in canonical order, and its points those of the cards left.
+        return linking_from_keys(cards, keys, points, rules)
 
 
 def best_points(indices: tuple[int, ...], rules: RuleSet) -> int:
