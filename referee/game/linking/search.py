@@ -691,12 +691,24 @@ def _plain_run_options(cards: list[int], first_field: int, options: list[list[Op
 
 def _one_joker_run_options(cards: list[int], first_field: int, options: list[list[Option]], junit: int) -> None:
     """``_run_options`` with one joker and no wrapping, from ``_ONE_JOKER_RUNS``."""
+    shift = _BITS * first_field
+    for at, key, rel, joker in _suit_one_joker_runs(tuple(cards)):
+        options[first_field + at].append((key, (rel << shift) + joker * junit))
+
+
+@lru_cache(maxsize=1 << 12)
+def _suit_one_joker_runs(cards: tuple[int, ...]) -> tuple[tuple[int, Key, int, int], ...]:
+    """The runs of one joker and some of ``cards`` (a suit's distinct naturals held, ascending,
+    two or more), from ``_ONE_JOKER_RUNS``: as (the place in ``cards`` of its lowest card, its key,
+    its packed counts counted from the field of ``cards[0]`` without the joker, its jokers). A suit's
+    holding recurs across hands, which differ."""
     base = index_of(ACE, suit_of(cards[0]))
     mask = 0
     for i in cards:
         mask |= 1 << (i - base)
     if mask & 1:
         mask |= 1 << RANKS_PER_SUIT  # the ace above the king too
+    found = []
     for a, i in enumerate(cards):
         window = mask >> (i - base) & _SUIT_BITS
         # The bit above the king always: past the last rank a run from here may reach.
@@ -705,11 +717,10 @@ def _one_joker_run_options(cards: list[int], first_field: int, options: list[lis
         window &= (zeros & -zeros) - 1  # the ranks below the second one missing
         if window == 1:
             continue
-        f = first_field + a
-        shift = _BITS * f
-        listed = options[f]
+        shift = _BITS * a
         for key, rel, j, high in _ONE_JOKER_RUNS[i][window]:
             if high:  # listed by the ace, its lowest card
-                options[first_field].append((key, (rel << shift) + _UNIT[first_field] + j * junit))
+                found.append((0, key, (rel << shift) + _UNIT[0], j))
             else:
-                listed.append((key, (rel << shift) + j * junit))
+                found.append((a, key, rel << shift, j))
+    return tuple(found)
