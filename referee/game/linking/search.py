@@ -700,8 +700,9 @@ def _one_joker_run_options(cards: list[int], first_field: int, options: list[lis
 def _suit_one_joker_runs(cards: tuple[int, ...]) -> tuple[tuple[int, Key, int, int], ...]:
     """The runs of one joker and some of ``cards`` (a suit's distinct naturals held, ascending,
     two or more), from ``_ONE_JOKER_RUNS``: as (the place in ``cards`` of its lowest card, its key,
-    its packed counts counted from the field of ``cards[0]`` without the joker, its jokers). A suit's
-    holding recurs across hands, which differ."""
+    its packed counts counted from the field of ``cards[0]`` without the joker, its jokers), in key
+    order by place, so that a hand's lists of groups are mostly in order before they are sorted. A
+    suit's holding recurs across hands, which differ."""
     base = index_of(ACE, suit_of(cards[0]))
     mask = 0
     for i in cards:
@@ -723,4 +724,5 @@ def _suit_one_joker_runs(cards: tuple[int, ...]) -> tuple[tuple[int, Key, int, i
                 found.append((0, key, (rel << shift) + _UNIT[0], j))
             else:
                 found.append((a, key, rel << shift, j))
+    found.sort()
     return tuple(found)
