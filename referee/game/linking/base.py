@@ -76,6 +76,25 @@ def linking_from_parts(cards: Sequence[Card], parts: Iterable[Sequence[int]], ru
     return Linking(groups, unlinked, sum([points[card.index] for card in unlinked]))
 
 
+def linking_from_keys(cards: Sequence[Card], keys: Sequence[tuple[int, ...]], points: int, rules: RuleSet) -> Linking:
+    """``linking_from_parts`` for an engine that gives its groups' keys sorted and in canonical
+    order, and the points it leaves: the search engine's answer, laid out without sorting it again
+    or adding up the points."""
+    if not keys:
+        return Linking((), tuple(cards), points)
+    taken = keys[0] if len(keys) == 1 else sorted([i for key in keys for i in key])
+    left: list[Card] = []
+    k, end = 0, len(taken)
+    for card in cards:
+        if k < end and card.index == taken[k]:
+            k += 1
+        else:
+            left.append(card)
+    if k < end:
+        left = _left_over(cards, taken)
+    return Linking(tuple([_laid_out(key, rules) for key in keys]), tuple(left), points)
+
+
 def _left_over(cards: Sequence[Card], taken: Iterable[int]) -> list[Card]:
     """``cards`` less the indices ``taken`` (one card each), in any order."""
     used: dict[int, int] = {}

@@ -71,7 +71,7 @@ from referee.game.cards import (
     suit_of,
 )
 from referee.game.groups import MAX_RUN, MIN_GROUP
-from referee.game.linking.base import Linking, linking_from_parts
+from referee.game.linking.base import Linking, linking_from_keys
 from referee.game.rules import Engine, JokerLimit, RuleSet
 
 _BITS = 5  # per kind of card: four bits of count (up to 15) and a guard bit
@@ -120,10 +120,11 @@ class SearchEngine:
             # No joker, no wrapping (most hands of a deal): split on bits, which costs less than
             # looking the whole hand up; each component's answer is cached.
             components, points = components_no_wrap(indices)
-            _, keys = _joker_free_answer(components, points, False)
+            points, keys = _joker_free_answer(components, points, False)
         else:
-            _, keys = _solve_hand(indices, rules.linking_key())
-        return linking_from_parts(cards, keys, rules)
+            points, keys = _solve_hand(indices, rules.linking_key())
+        # An answer's keys are sorted, in canonical order, and its points those of the cards left.
+        return linking_from_keys(cards, keys, points, rules)
 
 
 def best_points(indices: tuple[int, ...], rules: RuleSet) -> int:
@@ -453,15 +454,24 @@ class _Solver:
                 return floor
         f = ((nat & -nat).bit_length() - 1) // _BITS
         guard = self.guard
+        natmask = self.natmask
         best = _INF
         move: Option | None = None
         bound = beta
         failed = _INF  # the least lower bound among moves that could not reach ``bound``
+        # A move that leaves no natural, or no room under the bound, is valued here as ``_cost``
+        # would value it, without the call.
         for option in self.options[f]:
             packed = option[1]
             if ((state | guard) - packed) & guard != guard:
                 continue
-            value = 1 + self._cost(state - packed, bound - 1)
+            rest = state - packed
+            if not rest & natmask:
+                value = 1 + self.leftover[rest >> self.jshift]
+            elif bound < 2:
+                value = 2
+            else:
+                value = 1 + self._cost(rest, bound - 1)
             if value <= bound:
                 best, move, bound = value, option, value - 1
                 if bound < 1:
@@ -471,7 +481,13 @@ class _Solver:
         if bound >= 0:
             cost = self.points[f]
             if cost <= bound:
-                value = cost + self._cost(state - self.unit[f], bound - cost)
+                rest = state - self.unit[f]
+                if not rest & natmask:
+                    value = cost + self.leftover[rest >> self.jshift]
+                elif bound - cost < 1:
+                    value = cost + 1
+                else:
+                    value = cost + self._cost(rest, bound - cost)
                 if value <= bound:
                     best, move = value, None
                 elif value < failed:
@@ -513,8 +529,33 @@ def _options(kinds: list[int], copies: list[int], jokers: int, wrap: bool, limit
             fields.append(f)
             held[rank] += copies[f]
     for rank, fields in by_rank.items():
-        if held[rank] + jokers >= MIN_GROUP:
+        n = held[rank]
+        if n + jokers < MIN_GROUP:
+            continue
+        if n > 2:
             _same_rank_options(fields, kinds, copies, cap, options, junit)
+            continue
+        # One or two naturals of the rank (most ranks a hand with jokers holds): what
+        # ``_same_rank_options`` lists, written out: each natural with two jokers or more, the two
+        # with one joker or more.
+        f = fields[0]
+        i, unit = kinds[f], _UNIT[f]
+        singles = [(f, i, unit)]
+        if n == 2:
+            if len(fields) == 2:
+                g = fields[1]
+                other, other_unit = kinds[g], _UNIT[g]
+                singles.append((g, other, other_unit))
+            else:
+                other, other_unit = i, unit
+            pair, packed, listed = (i, other), unit + other_unit, options[f]
+            for j in range(1, cap[2] + 1):
+                listed.append((pair + _JOKER_TAILS[j], packed + j * junit))
+        if cap[1] >= 2:
+            for g, i, unit in singles:
+                listed = options[g]
+                for j in range(2, cap[1] + 1):
+                    listed.append(((i,) + _JOKER_TAILS[j], unit + j * junit))
     # Runs: a suit's kinds are consecutive fields.
     first = 0
     for past_suit in _SUIT_ENDS:
@@ -522,6 +563,8 @@ def _options(kinds: list[int], copies: list[int], jokers: int, wrap: bool, limit
         if end - first >= 2 and end - first + jokers >= MIN_GROUP:
             if jokers == 1 and not wrap:
                 _one_joker_run_options(kinds[first:end], first, options, junit)
+            elif not jokers and not wrap:
+                _plain_run_options(kinds[first:end], first, options)
             else:
                 _run_options(kinds[first:end], first, jokers, wrap, cap, options, junit)
         first = end
@@ -614,14 +657,59 @@ def _run_options(
                         listed.append((now + _JOKER_TAILS[j], more + j * junit))
 
 
+def _plain_run_options(cards: list[int], first_field: int, options: list[list[Option]]) -> None:
+    """``_run_options`` without jokers or wrapping (the joker-free components of a hand): from each
+    held rank, the stretches of three or more consecutive ranks held on from it, the ace also above
+    the king; the same groups in the same lists."""
+    held = len(cards)
+    units = list(_UNIT[first_field : first_field + held])
+    base = index_of(ACE, _SUIT[cards[0]])
+    scale = [i - base for i in cards]
+    if scale[0] == 0:  # the ace again above the king: its field is the suit's first
+        scale.append(RANKS_PER_SUIT)
+        cards = cards + cards[:1]
+        units.append(units[0])
+    for a in range(held):
+        first = scale[a]
+        end = min(len(scale), a + held)  # a run holds a rank once
+        if a + 2 >= end or scale[a + 1] != first + 1:
+            continue
+        key: Key = (cards[a], cards[a + 1])
+        packed = units[a] + units[a + 1]
+        listed = options[first_field + a]
+        for b in range(a + 2, end):
+            rank = scale[b]
+            if rank != scale[b - 1] + 1 or rank - first >= MAX_RUN:
+                break
+            key += (cards[b],)
+            packed += units[b]
+            if b < held:
+                listed.append((key, packed))
+            else:  # past the king: not in index order
+                options[first_field].append((tuple(sorted(key)), packed))
+
+
 def _one_joker_run_options(cards: list[int], first_field: int, options: list[list[Option]], junit: int) -> None:
     """``_run_options`` with one joker and no wrapping, from ``_ONE_JOKER_RUNS``."""
+    shift = _BITS * first_field
+    for at, key, rel, joker in _suit_one_joker_runs(tuple(cards)):
+        options[first_field + at].append((key, (rel << shift) + joker * junit))
+
+
+@lru_cache(maxsize=1 << 12)
+def _suit_one_joker_runs(cards: tuple[int, ...]) -> tuple[tuple[int, Key, int, int], ...]:
+    """The runs of one joker and some of ``cards`` (a suit's distinct naturals held, ascending,
+    two or more), from ``_ONE_JOKER_RUNS``: as (the place in ``cards`` of its lowest card, its key,
+    its packed counts counted from the field of ``cards[0]`` without the joker, its jokers), in key
+    order by place, so that a hand's lists of groups are mostly in order before they are sorted. A
+    suit's holding recurs across hands, which differ."""
     base = index_of(ACE, suit_of(cards[0]))
     mask = 0
     for i in cards:
         mask |= 1 << (i - base)
     if mask & 1:
         mask |= 1 << RANKS_PER_SUIT  # the ace above the king too
+    found = []
     for a, i in enumerate(cards):
         window = mask >> (i - base) & _SUIT_BITS
         # The bit above the king always: past the last rank a run from here may reach.
@@ -630,11 +718,11 @@ def _one_joker_run_options(cards: list[int], first_field: int, options: list[lis
         window &= (zeros & -zeros) - 1  # the ranks below the second one missing
         if window == 1:
             continue
-        f = first_field + a
-        shift = _BITS * f
-        listed = options[f]
+        shift = _BITS * a
         for key, rel, j, high in _ONE_JOKER_RUNS[i][window]:
             if high:  # listed by the ace, its lowest card
-                options[first_field].append((key, (rel << shift) + _UNIT[first_field] + j * junit))
+                found.append((0, key, (rel << shift) + _UNIT[0], j))
             else:
-                listed.append((key, (rel << shift) + j * junit))
+                found.append((a, key, rel << shift, j))
+    found.sort()
+    return tuple(found)
