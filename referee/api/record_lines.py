@@ -431,8 +431,9 @@ def decoded(text: str) -> Any:
     reads every line's id). Raises ValueError when the text is not JSON, as ``json.loads`` does."""
     split = _split_turns(text)
     if split is not None:
+        known = _KNOWN_TURNS.get  # most turns are known: a lookup each, no call on the way
         try:
-            whole = all(_known_turn(piece, i) is not None for i, piece in enumerate(split[1]))
+            whole = all(known(piece) or _known_turn(piece, i) for i, piece in enumerate(split[1]))
         except RefereeError:
             whole = False
         if whole:
