@@ -26,22 +26,22 @@ import json
 from collections.abc import Callable, Sequence
 from json.encoder import encode_basestring as _quote
 from operator import attrgetter
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.api import convert, handlers, jsonmsg, records
 from referee.api.disputes import outcome_of
 from referee.game.cards import CARD_BY_INDEX, Card, known_card
-from referee.game.claims import ClaimVerdict, Verdict, judge_deal_claims
+from referee.game.claims import ClaimVerdict, DealClaims, PlayerClaim, Verdict, judge_deal_claims
 from referee.game.closing import Close
 from referee.game.deal import PlayerHand
 from referee.game.errors import RefereeError
 from referee.game.groups import Group, GroupKind
-from referee.game.limits import PILE_CARDS
+from referee.game.limits import CASE_ID, CLAIMED_PLAYERS, PILE_CARDS
 from referee.game.linking import Linking
-from referee.game.rules import CloseKind
+from referee.game.rules import CloseKind, RuleSet
 from referee.game.scoring import DealResult, PlayerResult, score_replayed
-from referee.play.record import Turn
+from referee.play.record import Record, Turn
 from referee.play.replay import Replay, Violation, ViolationCode, replay
 from referee.play.shuffle import ShuffleProof
 
@@ -301,6 +301,30 @@ _DRAWS = {name: records.draw_source(number) for name, number in pb.DrawSource.it
 def read_record_case(text: str) -> tuple[pb.CheckDisputesRequest, tuple[Turn, ...]] | None:
     """A record case line as its message less the record's turns, and those turns as the domain's;
     None when this lane does not take the line (it is then the message way's to read)."""
+    read = _read(text, None)
+    assert not isinstance(read, PlainCase)
+    return read
+
+
+class PlainCase(NamedTuple):
+    """A record case read straight into the domain's values (``read_record_line``): its id ("" when
+    none is given), rules (the engine completed), record and claims."""
+
+    id: str
+    rules: RuleSet
+    record: Record
+    claims: DealClaims
+
+
+def read_record_line(text: str, engine: int = 0) -> PlainCase | tuple[pb.CheckDisputesRequest, tuple[Turn, ...]] | None:
+    """A record case line read straight into the domain's values when it has the plain shape (every
+    field by its own name, of its own JSON type, no claimed groups, an id within its limit), the
+    rules' engine ``engine`` (an Engine number) when they name none; else as ``read_record_case``
+    reads it (None: the message way's to read)."""
+    return _read(text, engine)
+
+
+def _read(text: str, engine: int | None) -> PlainCase | tuple[pb.CheckDisputesRequest, tuple[Turn, ...]] | None:
     if '"record":{' not in text or not jsonmsg.keys_countable(text):
         return None
     split = _split_turns(text)
@@ -332,11 +356,8 @@ def read_record_case(text: str) -> tuple[pb.CheckDisputesRequest, tuple[Turn, ..
         return None
     if split is not None and ("turns" not in record or turns):
         return None  # not the record's turns that were cut out: read the line the message way
-    # The case without the record's turns, filled as the message way fills it.
-    case = pb.CheckDisputesRequest()
-    shorter = {**data, "record": {**request, "record": {k: v for k, v in record.items() if k != "turns"}}}
     try:
-        keys = jsonmsg.fill(case, shorter) + ("turns" in record)
+        keys = 0
         read: list[Turn] = []
         if split is not None:
             for piece in split[1]:
@@ -356,8 +377,16 @@ def read_record_case(text: str) -> tuple[pb.CheckDisputesRequest, tuple[Turn, ..
                 if found.restock is not None:
                     keys += len(turn["restock"])
                 read.append(found)
-    except (jsonmsg.Unsupported, RefereeError):
-        return None
+        if engine is not None:
+            plain = _plain(text, data, request, record, tuple(read), keys, engine)
+            if plain is not None:
+                return plain
+        # The case without the record's turns, filled as the message way fills it.
+        case = pb.CheckDisputesRequest()
+        shorter = {**data, "record": {**request, "record": {k: v for k, v in record.items() if k != "turns"}}}
+        keys += jsonmsg.fill(case, shorter) + ("turns" in record)
+    except (jsonmsg.Unsupported, RefereeError, UnicodeEncodeError):
+        return None  # a string that is not UTF-8 (a lone surrogate escaped) too: the message way's
     # Every key read once: json.loads keeps the last of a key given twice (see jsonmsg.parse).
     if text.count('":') != keys:
         return None
@@ -402,8 +431,9 @@ def decoded(text: str) -> Any:
     reads every line's id). Raises ValueError when the text is not JSON, as ``json.loads`` does."""
     split = _split_turns(text)
     if split is not None:
+        known = _KNOWN_TURNS.get  # most turns are known: a lookup each, no call on the way
         try:
-            whole = all(_known_turn(piece, i) is not None for i, piece in enumerate(split[1]))
+            whole = all(known(piece) or _known_turn(piece, i) for i, piece in enumerate(split[1]))
         except RefereeError:
             whole = False
         if whole:
@@ -475,6 +505,193 @@ def _turn(turn: dict[str, Any], i: int) -> Turn | None:
     return Turn(draw, discard, close, seat, drawn, restock)
 
 
+# A record case of the plain shape read straight into the domain's values, with no message on the
+# way: what ``jsonmsg.fill`` and the messages' readers (``records.record_from_proto``,
+# ``convert.deal_claims_from_proto``) give for it, by the same checks (``records.record_of``). It
+# takes each field by its proto name only, each value of its own JSON type (an int32 in range, a
+# string that is UTF-8, a nonce as its decimal digits), and no claimed groups: anything
+# else is read the message way. The rule options, the same few objects from case to case, are
+# read by a message once per worker and remembered by their JSON value.
+_REQUEST_KEYS = frozenset(("record", "rules", "claims", "notation"))
+_RECORD_KEYS = frozenset(("seats", "dealer", "deck", "shuffle", "turns", "eliminated"))
+_SEAT_KEYS = frozenset(("name", "score"))
+_SHUFFLE_FIELDS = ("algorithm", "server_seed", "server_seed_hash", "client_seed")
+_SHUFFLE_KEYS = frozenset((*_SHUFFLE_FIELDS, "nonce"))
+_CLAIMS_KEYS = frozenset(("players", "multiplier", "close_kind"))
+_CLOSE_KIND_NUMBERS = dict(pb.CloseKind.items())
+_CLAIM_KEYS = frozenset(("player", "points", "score_change", "new_score", "groups"))
+_PILE_KEYS = frozenset(("cards",))
+_INT32 = range(-(2**31), 2**31)
+_UINT64 = range(2**64)
+_RULES: dict[tuple[Any, int], tuple[RuleSet, int]] = {}
+_RULES_MOST = 256
+
+
+def _plain(
+    text: str,
+    data: dict[str, Any],
+    request: dict[str, Any],
+    record: dict[str, Any],
+    turns: tuple[Turn, ...],
+    keys: int,
+    engine: int,
+) -> PlainCase | None:
+    """The plain case of a decoded line whose turns are read (``turns``, holding ``keys`` keys);
+    None when the line is not of the plain shape, or is one the message way would refuse."""
+    case_id = data.get("id", "")
+    if not _is_text(case_id) or len(case_id) > CASE_ID.most:
+        return None
+    if not request.keys() <= _REQUEST_KEYS or not record.keys() <= _RECORD_KEYS:
+        return None
+    if request.get("notation", "") != "":
+        return None  # the notation is the message way's (an empty one is no notation)
+    keys += len(data) + len(request) + len(record)
+    try:
+        found = _rules(request.get("rules", _NONE), engine)
+        if found is None:
+            return None
+        rules, rule_keys = found
+        keys += rule_keys
+        seats = []
+        for seat in _plain_list(record.get("seats", [])):
+            if type(seat) is not dict or not seat.keys() <= _SEAT_KEYS:
+                return None
+            keys += len(seat)
+            name = seat.get("name", "")
+            score = seat.get("score")
+            if not _is_text(name) or not (score is None and "score" not in seat or _is_int32(score)):
+                return None
+            seats.append((name, score))
+        dealer = record.get("dealer", 0)
+        eliminated = _plain_list(record.get("eliminated", []))
+        if not _is_int32(dealer) or not all(map(_is_text, eliminated)):
+            return None
+        deck = shuffle = None
+        if "deck" in record:
+            pile = record["deck"]
+            if "shuffle" in record or type(pile) is not dict or not pile.keys() <= _PILE_KEYS:
+                return None
+            keys += len(pile)
+            deck = _plain_list(pile.get("cards", []))
+            if not all(map(_is_text, deck)):
+                return None
+        elif "shuffle" in record:
+            given = record["shuffle"]
+            if type(given) is not dict or not given.keys() <= _SHUFFLE_KEYS:
+                return None
+            keys += len(given)
+            fields = [given.get(name, "") for name in _SHUFFLE_FIELDS]
+            nonce = given.get("nonce", 0)
+            if type(nonce) is str and nonce.isascii() and nonce.isdigit() and len(nonce) <= 20:
+                nonce = int(nonce)
+            if not all(map(_is_text, fields)) or type(nonce) is not int or nonce not in _UINT64:
+                return None
+            shuffle = (fields[0], fields[1], fields[2], fields[3], nonce)
+        claims_given = request.get("claims", _NONE)
+        if type(claims_given) is not dict or not claims_given.keys() <= _CLAIMS_KEYS:
+            return None
+        keys += len(claims_given)
+        players = []
+        for claim in _plain_list(claims_given.get("players", [])):
+            if type(claim) is not dict or not claim.keys() <= _CLAIM_KEYS or claim.get("groups", []) != []:
+                return None  # a claim's groups, when given, are the message way's to read
+            keys += len(claim)
+            player = claim.get("player", 0)
+            points, change, new_score = claim.get("points"), claim.get("score_change"), claim.get("new_score")
+            if not (
+                _is_int32(player)
+                and (points is None and "points" not in claim or _is_int32(points))
+                and (change is None and "score_change" not in claim or _is_int32(change))
+                and (new_score is None and "new_score" not in claim or _is_int32(new_score))
+            ):
+                return None
+            players.append(PlayerClaim(player=player, points=points, score_change=change, new_score=new_score))
+        multiplier = claims_given.get("multiplier")
+        if not (multiplier is None and "multiplier" not in claims_given or _is_int32(multiplier)):
+            return None
+        kind = None
+        if "close_kind" in claims_given:  # by its name or its number, as the filler reads an enum
+            number = claims_given["close_kind"]
+            if type(number) is str:
+                number = _CLOSE_KIND_NUMBERS.get(number)
+            if not _is_int32(number):
+                return None
+            kind = convert.close_kind_from_proto(number, "close_kind")
+        # Every key read once: json.loads keeps the last of a key given twice (see jsonmsg.parse).
+        if text.count('":') != keys:
+            return None
+        CLAIMED_PLAYERS.check_count(players, "players")
+        no_close = "close_kind" in claims_given and kind is None  # the claim that the close is not valid
+        claims = DealClaims(players=tuple(players), close_kind=kind, multiplier=multiplier, no_close=no_close)
+        read = records.record_of(seats, dealer, deck, shuffle, turns, eliminated, rules)
+    except (RefereeError, _NotPlain):
+        return None  # the message way reads it, and names any error
+    return PlainCase(case_id, rules, read, claims)
+
+
+_NONE: dict[str, Any] = {}  # a message not given reads as an empty one
+
+
+def _plain_list(value: Any) -> list[Any]:
+    if type(value) is not list:
+        raise _NotPlain
+    return value
+
+
+class _NotPlain(Exception):
+    """A value of another shape than the plain case's (the line is read the message way)."""
+
+
+def _is_text(value: Any) -> bool:
+    # A string that is UTF-8 sets a string field as it is; one that is not (a lone surrogate
+    # escaped in the JSON) is the message way's to judge.
+    if type(value) is not str:
+        return False
+    if value.isascii():
+        return True
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _is_int32(value: Any) -> bool:
+    return type(value) is int and value in _INT32
+
+
+def _rules(given: Any, engine: int) -> tuple[RuleSet, int] | None:
+    """The rule set of a rule options' JSON object, its engine ``engine`` when it names none, and
+    the count of its keys; None when the message way would not take it."""
+    if type(given) is not dict:
+        return None
+    key = (_frozen(given), engine)
+    found = _RULES.get(key)
+    if found is None:
+        options = pb.RuleOptions()
+        try:
+            keys = jsonmsg.fill(options, given)
+        except jsonmsg.Unsupported:
+            return None
+        if engine and not options.engine:
+            options.engine = engine
+        found = (convert.rules_from_proto(options), keys)
+        if len(_RULES) >= _RULES_MOST:
+            _RULES.clear()
+        _RULES[key] = found
+    return found
+
+
+def _frozen(value: Any) -> Any:
+    """A JSON value as a key: equal exactly for the same JSON value (1, 1.0 and true apart)."""
+    kind = type(value)
+    if kind is dict:
+        return (dict, tuple([(name, _frozen(item)) for name, item in value.items()]))
+    if kind is list:
+        return (list, tuple(map(_frozen, value)))
+    return (kind, value)
+
+
 # Judging -------------------------------------------------------------------------------------
 
 
@@ -487,6 +704,19 @@ def judge_record(case: pb.CheckDisputesRequest, turns: tuple[Turn, ...]) -> str 
         rules = convert.rules_from_proto(request.rules)
         record = records.record_from_proto(request.record, rules, turns=turns)
         claims = convert.deal_claims_from_proto(request.claims)
+    except RefereeError:
+        return None
+    return _judged(case.id, rules, record, claims)
+
+
+def judge_plain(case: PlainCase, number: int) -> str | None:
+    """The verdict line on a plain record case read by ``read_record_line``, line ``number`` of its
+    input (its id ``line:N`` when it gives none), as ``judge_record`` gives it."""
+    return _judged(case.id or f"line:{number}", case.rules, case.record, case.claims)
+
+
+def _judged(case_id: str, rules: RuleSet, record: Record, claims: DealClaims) -> str | None:
+    try:
         records.check_claimed_players(claims, len(record.seats))
         played = replay(record, handlers.committed_shuffles_required())
         result = None
@@ -505,7 +735,7 @@ def judge_record(case: pb.CheckDisputesRequest, turns: tuple[Turn, ...]) -> str 
         outcome = pb.DISPUTE_OUTCOME_ILLEGAL
     return _object(
         (
-            ('"id":', _quote(case.id), bool(case.id)),
+            ('"id":', _quote(case_id), bool(case_id)),
             ('"outcome":', _OUTCOMES[outcome], _SET),
             ('"claims":', text, bool(verdicts)),
             ('"record":', _replay(played, result, text, bool(verdicts)), _SET),
@@ -513,4 +743,4 @@ def judge_record(case: pb.CheckDisputesRequest, turns: tuple[Turn, ...]) -> str 
     )
 
 
-__all__ = ["decoded", "judge_record", "read_record_case"]
+__all__ = ["PlainCase", "decoded", "judge_plain", "judge_record", "read_record_case", "read_record_line"]

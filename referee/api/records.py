@@ -15,7 +15,7 @@ reading the notation).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
@@ -57,51 +57,91 @@ def record_from_proto(record: pb.DealRecord, rules: RuleSet, turns: tuple[Turn, 
     Only the message's own shape is checked here (limits, card codes, enum numbers, the shuffle's
     fields); what no deal could leave is ``check_record``'s to find, run by the replay.
     """
-    PLAYERS.check_count(record.seats, "seats")
-    TURNS.check_count(record.turns if turns is None else turns, "turns")
-    ELIMINATED.check_count(record.eliminated, "eliminated")
-    for i, name in enumerate(record.eliminated):
-        NAME.check_length(name, f"eliminated[{i}]")
-    seats = []
-    for i, seat in enumerate(record.seats):
-        NAME.check_length(seat.name, f"seats[{i}].name")
-        score = None
-        if seat.HasField("score"):
-            score = seat.score
-            # As a deal's players: the rule options bound every score parameter the same way.
-            if abs(score) > MAX_SCORE:
-                raise InvalidRecordError(f"seats[{i}].score", score, "a score must be at most 10^9 in size")
-        seats.append(Seat(seat.name or f"player{i + 1}", score))
     order = record.WhichOneof("order")
-    deck = shuffle = None
-    if order == "deck":
-        deck = cards_from_proto(record.deck.cards, "deck.cards", PILE_CARDS)
-    elif order == "shuffle":
+    shuffle = record.shuffle
+    return record_of(
+        [(seat.name, seat.score if seat.HasField("score") else None) for seat in record.seats],
+        record.dealer,
+        record.deck.cards if order == "deck" else None,
+        (shuffle.algorithm, shuffle.server_seed, shuffle.server_seed_hash, shuffle.client_seed, shuffle.nonce)
+        if order == "shuffle"
+        else None,
+        turns,
+        record.eliminated,
+        rules,
+        record.turns,
+    )
+
+
+ShuffleFields = tuple[str, str, str, str, int]  # algorithm, server_seed, server_seed_hash, client_seed, nonce
+
+
+def record_of(
+    seats: Sequence[tuple[str, int | None]],
+    dealer: int,
+    deck: Sequence[str] | None,
+    shuffle: ShuffleFields | None,
+    turns: tuple[Turn, ...] | None,
+    eliminated: Sequence[str],
+    rules: RuleSet,
+    message_turns: Sequence[pb.Turn] = (),
+) -> Record:
+    """The record of a DealRecord's values (``record_from_proto``'s, or the batch's record lane's,
+    read from the JSON without a message): each seat's name and score (None: not given), the
+    dealer, the deck's card codes or the shuffle's fields (None: not given), the turns read, the
+    names out of the match. ``turns`` None: the record's turns are ``message_turns``, read last."""
+    PLAYERS.check_count(seats, "seats")
+    TURNS.check_count(message_turns if turns is None else turns, "turns")
+    ELIMINATED.check_count(eliminated, "eliminated")
+    for i, name in enumerate(eliminated):
+        NAME.check_length(name, f"eliminated[{i}]")
+    read = []
+    for i, (name, score) in enumerate(seats):
+        NAME.check_length(name, f"seats[{i}].name")
+        # As a deal's players: the rule options bound every score parameter the same way.
+        if score is not None and abs(score) > MAX_SCORE:
+            raise InvalidRecordError(f"seats[{i}].score", score, "a score must be at most 10^9 in size")
+        read.append(Seat(name or f"player{i + 1}", score))
+    if deck is not None:
+        order, seeded = cards_from_proto(deck, "deck.cards", PILE_CARDS), None
+    elif shuffle is not None:
         with rooted_at("shuffle"):
-            shuffle = shuffle_from_proto(record.shuffle)
+            order, seeded = None, shuffle_of(*shuffle)
     else:
         raise InvalidRecordError("deck", None, "a record gives the deck (top first) or a shuffle")
     return Record(
-        seats=tuple(seats),
-        dealer=record.dealer,
-        deck=deck,
-        shuffle=shuffle,
-        turns=tuple(_turn_from_proto(turn, i) for i, turn in enumerate(record.turns)) if turns is None else turns,
-        eliminated=tuple(record.eliminated),
+        seats=tuple(read),
+        dealer=dealer,
+        deck=order,
+        shuffle=seeded,
+        turns=tuple(_turn_from_proto(turn, i) for i, turn in enumerate(message_turns)) if turns is None else turns,
+        eliminated=tuple(eliminated),
         rules=rules,
     )
 
 
 def shuffle_from_proto(shuffle: pb.Shuffle) -> Shuffle:
     """The seeded shuffle of a Shuffle message; an empty ``server_seed_hash`` is none committed."""
-    for name in ("algorithm", "server_seed", "server_seed_hash", "client_seed"):
-        SHUFFLE_TEXT.check_length(getattr(shuffle, name), name)
+    return shuffle_of(
+        shuffle.algorithm, shuffle.server_seed, shuffle.server_seed_hash, shuffle.client_seed, shuffle.nonce
+    )
+
+
+def shuffle_of(algorithm: str, server_seed: str, server_seed_hash: str, client_seed: str, nonce: int) -> Shuffle:
+    """The seeded shuffle of a Shuffle message's fields; an empty ``server_seed_hash`` is none committed."""
+    for name, text in (
+        ("algorithm", algorithm),
+        ("server_seed", server_seed),
+        ("server_seed_hash", server_seed_hash),
+        ("client_seed", client_seed),
+    ):
+        SHUFFLE_TEXT.check_length(text, name)
     return Shuffle(
-        server_seed=shuffle.server_seed,
-        client_seed=shuffle.client_seed,
-        nonce=shuffle.nonce,
-        server_seed_hash=shuffle.server_seed_hash or None,
-        algorithm=shuffle.algorithm,
+        server_seed=server_seed,
+        client_seed=client_seed,
+        nonce=nonce,
+        server_seed_hash=server_seed_hash or None,
+        algorithm=algorithm,
     )
 
 

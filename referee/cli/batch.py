@@ -418,9 +418,14 @@ def judge_line(line: Line, engine: str | None = None) -> str:
     from referee.api import record_lines
     from referee.api.disputes import judge_case
 
-    # A deal record goes the fast lane when it can; whatever that lane does not take, the message way.
-    lane = record_lines.read_record_case(line.text)
-    if lane is not None:
+    # A deal record goes the fast lane when it can (straight into the domain's values when it has
+    # the plain shape); whatever that lane does not take, the message way.
+    lane = record_lines.read_record_line(line.text, _engine_number(engine) if engine else 0)
+    if isinstance(lane, record_lines.PlainCase):
+        verdict = record_lines.judge_plain(lane, line.number)
+        if verdict is not None:
+            return verdict
+    elif lane is not None:
         case, turns = lane
         completed = _completed(case, line, engine)
         if isinstance(completed, str):

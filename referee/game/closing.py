@@ -110,6 +110,13 @@ def check_close(shown: Sequence[Card], discard: Card, rules: RuleSet, field: str
     return _judge(sort_cards(shown), discard, rules)
 
 
+def check_dealt_close(shown: tuple[Card, ...], discard: Card, rules: RuleSet) -> Close:
+    """``check_close`` of a close a replayed deal makes: its 10 shown cards already in canonical
+    order and, with the discard, within the deck's copies (a deal dealt from the deck leaves no
+    other), so neither is checked or sorted again."""
+    return _judge(shown, discard, rules)
+
+
 # A replayed deal's close is judged by the replay and again when its end state is scored (the
 # same code path as ScoreDeal): a verdict is a value of its cards and rules, so the second is a
 # lookup. Bounded like the linking cache; a call that runs out of time caches nothing.

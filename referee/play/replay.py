@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from itertools import chain, compress, repeat
 
 from referee.game.cards import CARD_BY_INDEX, CARD_KINDS, Card, format_cards, sort_cards
-from referee.game.closing import Close, check_close
+from referee.game.closing import Close, check_dealt_close
 from referee.game.deal import HAND, Deal, PlayerHand
 from referee.game.rules import DiscardTaken
 from referee.play.record import DrawSource, Record, Turn, check_record
@@ -270,7 +270,8 @@ class _Table:
         held = self.hands[self.to_play][:]
         held[card.index] += 1
         held[thrown.index] -= 1
-        return check_close(_cards_of(held), thrown, self.record.rules)
+        # The hand's counts give the shown cards in canonical order, each within the deck's copies.
+        return check_dealt_close(_cards_of(held), thrown, self.record.rules)
 
     # The answer and the messages -----------------------------------------------------------------
 

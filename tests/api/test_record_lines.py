@@ -22,7 +22,7 @@ from played import Played, corpus
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.api import handlers, jsonmsg, records
 from referee.api.disputes import judge_case
-from referee.api.record_lines import decoded, judge_record, read_record_case
+from referee.api.record_lines import PlainCase, decoded, judge_record, read_record_case, read_record_line
 from referee.cli.batch import Line, judge_line, parse_case, verdict_json
 from referee.game.cards import JOKER, NATURALS
 from referee.play.record import Record
@@ -103,6 +103,9 @@ def test_every_record_of_the_corpus_gets_the_message_ways_verdict() -> None:
         lane = _lane(line)
         assert lane is not None, played.index  # the lane takes every plain record
         assert lane == _message_way(line), played.index
+        # Read straight into the domain's values, with no message: the same bytes.
+        assert isinstance(read_record_line(line.text), PlainCase), played.index
+        assert judge_line(line) == lane, played.index
         outcomes.add(json.loads(lane)["outcome"])
     assert outcomes >= {"DISPUTE_OUTCOME_CONFIRMED", "DISPUTE_OUTCOME_WRONG", "DISPUTE_OUTCOME_NO_CLAIM"}
 
@@ -205,6 +208,99 @@ def test_lines_the_lane_cannot_take_get_the_message_ways_verdict() -> None:
         assert judge_line(line) == _message_way(line), variant[:300]
         checked += 1
     assert checked > 30
+
+
+def _rest_spellings(text: str) -> list[str]:
+    """Lines of the same case with the fields besides the turns spelt in ways the lane reading
+    straight into the domain's values leaves to the message way, or must read exactly as it does."""
+    variants = []
+
+    def variant(change: Callable[[dict[str, Any], dict[str, Any]], object]) -> None:
+        copy = json.loads(text)
+        change(copy["record"], copy["record"]["record"])
+        variants.append(json.dumps(copy, ensure_ascii=False, separators=(",", ":")))
+
+    variant(lambda request, record: record["seats"][0].update(score=None))
+    variant(lambda request, record: record["seats"][0].update(score="5"))
+    variant(lambda request, record: record["seats"][0].update(score=2**31))
+    variant(lambda request, record: record["seats"][0].update(score=10**9 + 1))
+    variant(lambda request, record: record["seats"][0].update(score=1.0))
+    variant(lambda request, record: record["seats"][0].pop("score", None))
+    variant(lambda request, record: record["seats"][1].update(name=""))
+    variant(lambda request, record: record["seats"][1].update(name="José"))
+    variant(lambda request, record: record["seats"][1].update(name="x" * 200))
+    variant(lambda request, record: record["seats"][1].update(name=record["seats"][0]["name"]))
+    variant(lambda request, record: record["seats"][1].update(Name="x"))
+    variant(lambda request, record: record["seats"].append("x"))
+    variant(lambda request, record: record.update(seats={}))
+    variant(lambda request, record: record.update(seats=record["seats"][:1]))
+    variant(lambda request, record: record.update(dealer="1"))
+    variant(lambda request, record: record.update(dealer=-1))
+    variant(lambda request, record: record.update(dealer=None))
+    variant(lambda request, record: record.update(eliminated=["zoe"]))
+    variant(lambda request, record: record.update(eliminated=[record["seats"][0]["name"]]))
+    variant(lambda request, record: record.update(eliminated=[1]))
+    variant(lambda request, record: record.update(eliminated="zoe"))
+    variant(lambda request, record: record.update(deck={"cards": ["AS", "2S"]}))
+    variant(lambda request, record: record.update(deck={}))
+    variant(lambda request, record: record.update(shuffle={}))
+    variant(lambda request, record: record.update(shuffle=None))
+    variant(lambda request, record: record.update(shuffle={"serverSeed": "00"}))
+    variant(lambda request, record: record.update(shuffle={"server_seed": "00", "nonce": 7}))
+    variant(lambda request, record: record.update(shuffle={"server_seed": "00", "nonce": "007"}))
+    variant(lambda request, record: record.update(shuffle={"server_seed": "00", "nonce": "-1"}))
+    variant(lambda request, record: record.update(shuffle={"server_seed": "00", "nonce": str(2**64)}))
+    variant(lambda request, record: record.update(shuffle={"server_seed": "zz", "client_seed": "ñandú"}))
+    variant(lambda request, record: record.update(shuffle={"server_seed": "00", "algorithm": "other"}))
+    variant(lambda request, record: record.update(shuffle={"server_seed": "00", "server_seed_hash": "ab"}))
+    variant(lambda request, record: request.update(notation=""))
+    variant(lambda request, record: request.update(notation=None))
+    variant(lambda request, record: request.update(stop_after_turn=3))
+    variant(lambda request, record: request.update(rules={}))
+    variant(lambda request, record: request.pop("rules", None))
+    variant(lambda request, record: request.update(rules={"decks": 2, "joker_points": 0}))
+    variant(lambda request, record: request.update(rules={"jokerPoints": 0}))
+    variant(lambda request, record: request.update(rules={"decks": 2.0}))
+    variant(lambda request, record: request.update(rules={"decks": True}))
+    variant(lambda request, record: request.update(rules={"decks": 9}))
+    variant(lambda request, record: request.update(rules={"engine": "ENGINE_CPSAT"}))
+    variant(lambda request, record: request.update(rules={"scoring": {"mode": "SCORING_MODE_POOL"}}))
+    variant(
+        lambda request, record: request.update(rules={"multipliers": [{"kind": "CLOSE_KIND_COLOR", "multiplier": 5}]})
+    )
+    variant(lambda request, record: request.update(rules=[]))
+    variant(lambda request, record: request.pop("claims", None))
+    variant(lambda request, record: request.update(claims={}))
+    variant(lambda request, record: request.update(claims=None))
+    variant(lambda request, record: request.update(claims={"multiplier": 0}))
+    variant(lambda request, record: request.update(claims={"multiplier": None}))
+    variant(lambda request, record: request.update(claims={"multiplier": "2"}))
+    variant(lambda request, record: request.update(claims={"close_kind": "CLOSE_KIND_COLOR"}))
+    variant(lambda request, record: request.update(claims={"players": [{"player": 9, "points": 1}]}))
+    variant(lambda request, record: request.update(claims={"players": [{"points": 0, "new_score": 3}]}))
+    variant(lambda request, record: request.update(claims={"players": [{"player": 1, "points": None}]}))
+    variant(lambda request, record: request.update(claims={"players": [{"player": 1, "groups": []}]}))
+    variant(lambda request, record: request.update(claims={"players": [{"player": 1, "groups": [{"cards": ["AS"]}]}]}))
+    variant(lambda request, record: request.update(claims={"players": [{"player": 1, "scoreChange": 3}]}))
+    variant(lambda request, record: request.update(claims={"players": [{"player": 1}] * 40}))
+    variant(lambda request, record: request.update(claims={"players": {}}))
+    # A lone surrogate escaped in the JSON: a string no message holds (no UTF-8 file holds it raw).
+    variants.append(text.replace('"name":"', '"name":"\\ud800', 1))
+    return variants
+
+
+def test_the_rest_of_a_record_case_spelt_otherwise_gets_the_message_ways_verdict() -> None:
+    seeded = next(p for p in corpus() if len(p.record.turns) > 4 and p.record.shuffle is not None)
+    dealt = next(p for p in corpus() if len(p.record.turns) > 4 and p.record.deck is not None)
+    plain = 0
+    for played in (seeded, dealt):
+        text = _line(played.record, None, "rest")
+        for number, variant in enumerate(_rest_spellings(text), start=1):
+            line = Line(number, variant)
+            for engine in (None, "search"):
+                assert judge_line(line, engine) == _message_way(line, engine), variant[:300]
+            plain += isinstance(read_record_line(variant), PlainCase)
+    assert plain > 30  # most of them read straight into the domain's values
 
 
 def test_a_line_with_its_turns_cut_out_decodes_as_json_reads_it() -> None:
