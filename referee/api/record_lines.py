@@ -26,7 +26,7 @@ import json
 from collections.abc import Callable, Sequence
 from json.encoder import encode_basestring as _quote
 from operator import attrgetter
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar, cast
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee.api import convert, handlers, jsonmsg, records
@@ -674,7 +674,8 @@ def _rules(given: Any, engine: int) -> tuple[RuleSet, int] | None:
         except jsonmsg.Unsupported:
             return None
         if engine and not options.engine:
-            options.engine = engine
+            # The enum's number, which is what the field holds at run time (the stub names the enum).
+            cast(Any, options).engine = engine
         found = (convert.rules_from_proto(options), keys)
         if len(_RULES) >= _RULES_MOST:
             _RULES.clear()
