@@ -99,6 +99,8 @@ call_observers: list[Callable[[CallEnd], None]] = []
 
 
 _LINE = "%s %s %.2fms request_id=%s%s%s"
+# A status code's name, read twice a call: an enum's ``name`` is a property (0.25 µs a read).
+_CODE_NAMES = {code: code.name for code in grpc.StatusCode}
 
 
 def _log_call(call: CallEnd) -> None:
@@ -114,7 +116,7 @@ def _log_call(call: CallEnd) -> None:
             return
         more = f" ({held_back} refusal lines left out before this one)" if held_back else ""
     duration_ms = round(call.seconds * 1000, 2)
-    code = call.code.name
+    code = _CODE_NAMES[call.code]
     # The JSON line's method is the method alone, a stream's case count in a field of its own.
     fields: dict[str, object] = {
         "method": call.method,
@@ -142,7 +144,7 @@ def _log_call(call: CallEnd) -> None:
 
 
 def _count_call(call: CallEnd) -> None:
-    metrics.call_ended(_METHOD_PREFIX + call.method, call.code.name, call.seconds)
+    metrics.call_ended(_METHOD_PREFIX + call.method, _CODE_NAMES[call.code], call.seconds)
 
 
 call_observers.extend((_log_call, _count_call))
