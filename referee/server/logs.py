@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 import sys
 import threading
 import time
@@ -37,6 +38,10 @@ class JsonLinesFormatter(logging.Formatter):
         return json_line(record.created, record.levelname, record.name, record.getMessage(), fields)
 
 
+# The lines' texts between time and message kept at most (one per logger and level in practice).
+_MIDDLES = 64
+
+
 class TextFormatter(logging.Formatter):
     """``logging.Formatter``'s lines, its time of day formatted once a second: the server writes a
     line per call, thousands a second, and ``time.strftime`` was a tenth of a cheap call's cost."""
@@ -45,6 +50,15 @@ class TextFormatter(logging.Formatter):
         super().__init__(fmt)
         self._second = -1
         self._stamp = ""
+        # A format that begins with the time and ends with the message, with only the level, the
+        # process and the logger's name between (``TEXT_FORMAT``): the text between is the same on
+        # every line of a logger, made once (``line``) rather than formatted from a dictionary.
+        head, tail = "%(asctime)s", "%(message)s"
+        middle = fmt[len(head) : -len(tail)] if fmt.startswith(head) and fmt.endswith(tail) else None
+        if middle is not None and not set(re.findall(r"%\((\w+)\)", middle)) <= {"levelname", "process", "name"}:
+            middle = None
+        self._middle = middle
+        self._middles: dict[tuple[str, str, int], str] = {}
 
     def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802 (logging's name)
         """The record's local time as ``logging.Formatter`` writes it (``2026-12-04 05:30:41,123``)."""
@@ -62,6 +76,14 @@ class TextFormatter(logging.Formatter):
             self._stamp = time.strftime(self.default_time_format, self.converter(created))
             self._second = second
         asctime = f"{self._stamp},{int((created - second) * 1000):03d}"
+        if self._middle is not None:
+            middle = self._middles.get((levelname, name, _pid))
+            if middle is None:
+                if len(self._middles) >= _MIDDLES:
+                    self._middles.clear()
+                middle = self._middle % {"levelname": levelname, "process": _pid, "name": name}
+                self._middles[(levelname, name, _pid)] = middle
+            return f"{asctime}{middle}{message}"
         values = {"asctime": asctime, "levelname": levelname, "process": _pid, "name": name, "message": message}
         return self._fmt % values  # type: ignore[operator]
 
@@ -116,8 +138,12 @@ def write_direct(logger: logging.Logger, message: str, fields: dict[str, object]
     try:
         handler.acquire()
         try:
-            handler.stream.write(text + handler.terminator)
-            handler.flush()
+            stream = handler.stream
+            stream.write(text + handler.terminator)
+            # A line-buffered stream (stderr is one) has passed the line on at its newline: its
+            # flush would find nothing to write.
+            if not (getattr(stream, "line_buffering", False) and "\n" in handler.terminator):
+                handler.flush()
         finally:
             handler.release()
     except Exception:  # the record's way reports it (``Handler.handleError``)

@@ -158,15 +158,31 @@ _state: tuple[int, str, _Instruments] | None = None
 _lock = threading.Lock()
 
 
+# ``os.environ.get`` encodes the name, and when the variable is unset (metrics off) raises and
+# catches a KeyError: 1.4 µs, asked three times a cached call. The mapping's own dictionary of
+# encoded names and values (CPython's ``os._Environ``, which every change to ``os.environ`` goes
+# through) answers the same in a twentieth of that; ``os.environ.get`` where there is none.
+_environ_data: dict[Any, Any] | None = getattr(os.environ, "_data", None)
+_directory_key = os.environ.encodekey(DIRECTORY_ENV) if _environ_data is not None else None
+
+
+def _directory() -> str | None:
+    """The metrics directory in this process's environment (None or "" when metrics are off)."""
+    if _environ_data is None:
+        return os.environ.get(DIRECTORY_ENV)
+    value = _environ_data.get(_directory_key)
+    return None if value is None else os.environ.decodevalue(value)
+
+
 def enabled() -> bool:
     """Whether this process records metrics (``enable`` ran here or in an ancestor)."""
-    return bool(os.environ.get(DIRECTORY_ENV))
+    return bool(_directory())
 
 
 def _instruments() -> _Instruments | None:
     """This process's metrics, or None when metrics are off."""
     global _state
-    directory = os.environ.get(DIRECTORY_ENV)
+    directory = _directory()
     if not directory:
         return None
     state = _state

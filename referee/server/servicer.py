@@ -37,6 +37,7 @@ import time
 from collections import Counter, OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import grpc
 import grpc.aio
@@ -72,9 +73,11 @@ _METHOD_PREFIX = pb.DESCRIPTOR.services_by_name["RefereeService"].full_name + "/
 _CLIENT_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
 
 
-@dataclass(frozen=True, slots=True)
-class CallEnd:
-    """One finished call as the client saw it: what ``call_observers`` receive."""
+class CallEnd(NamedTuple):
+    """One finished call as the client saw it: what ``call_observers`` receive.
+
+    A named tuple, made at every call's end: a frozen dataclass's fields are set one by one
+    through ``object.__setattr__`` (2.1 µs against 0.8)."""
 
     method: str
     code: grpc.StatusCode
@@ -96,6 +99,8 @@ call_observers: list[Callable[[CallEnd], None]] = []
 
 
 _LINE = "%s %s %.2fms request_id=%s%s%s"
+# A status code's name, read twice a call: an enum's ``name`` is a property (0.25 µs a read).
+_CODE_NAMES = {code: code.name for code in grpc.StatusCode}
 
 
 def _log_call(call: CallEnd) -> None:
@@ -111,7 +116,7 @@ def _log_call(call: CallEnd) -> None:
             return
         more = f" ({held_back} refusal lines left out before this one)" if held_back else ""
     duration_ms = round(call.seconds * 1000, 2)
-    code = call.code.name
+    code = _CODE_NAMES[call.code]
     # The JSON line's method is the method alone, a stream's case count in a field of its own.
     fields: dict[str, object] = {
         "method": call.method,
@@ -139,7 +144,7 @@ def _log_call(call: CallEnd) -> None:
 
 
 def _count_call(call: CallEnd) -> None:
-    metrics.call_ended(_METHOD_PREFIX + call.method, call.code.name, call.seconds)
+    metrics.call_ended(_METHOD_PREFIX + call.method, _CODE_NAMES[call.code], call.seconds)
 
 
 call_observers.extend((_log_call, _count_call))

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import ipaddress
 import logging
 import os
@@ -78,6 +79,9 @@ def peer_key(address: str) -> str:
         return address
 
 
+# Read on every call: a connection's calls share their peer string, so it is parsed once per
+# connection while the connection is among the most recent few thousand.
+@functools.lru_cache(maxsize=4096)
 def call_key(peer: str) -> tuple[str, int] | None:
     """(address, port) of a gRPC peer string (``ipv4:1.2.3.4:5``, ``ipv6:[::1]:5``), else None."""
     kind, _, rest = peer.partition(":")

@@ -363,3 +363,33 @@ def test_a_call_line_written_straight_to_the_handler_is_the_line_its_record_make
     timeless = [re.sub(r"\d\d:\d\d:\d\d[,.]\d{3}", "TIME", line) for line in lines]
     assert timeless[0::2] == timeless[1::2]
     assert f"pid={os.getpid()}" in lines[0] or json.loads(lines[0])["pid"] == os.getpid()
+
+
+@pytest.mark.parametrize(
+    "fmt",
+    [
+        "%(asctime)s %(levelname)s pid=%(process)d %(name)s: %(message)s",  # logs.TEXT_FORMAT
+        "%(asctime)s%(message)s",
+        "%(asctime)s [%(levelname)-8s] 100%% %(name)s | %(message)s",
+        "%(asctime)s %(threadName)s %(message)s",  # not made once: a key ``line`` does not fill
+        "%(levelname)s %(asctime)s %(message)s",
+    ],
+)
+def test_a_text_line_made_without_a_record_is_the_line_its_record_makes(fmt: str) -> None:
+    # ``TextFormatter.line`` makes the text between the time and the message once per logger
+    # and level when the format allows it; every line must still be the record's.
+    import logging
+
+    from referee.server import logs
+
+    formatter = logs.TextFormatter(fmt)
+    for created in (1_780_000_000.0, 1_780_000_000.123, 1_780_000_001.999):
+        for level, name in ((logging.INFO, "referee.service"), (logging.WARNING, "referee.other")):
+            record = logging.LogRecord(name, level, "", 0, "a 100% message", None, None)
+            record.created, record.msecs = created, (created - int(created)) * 1000
+            record.threadName = "MainThread"
+            if "threadName" in fmt:
+                continue  # a key the line does not know: only the record's way writes it
+            line = formatter.line(created, logging.getLevelName(level), name, "a 100% message")
+            assert line == formatter.format(record)
+    assert (formatter._middle is None) == ("threadName" in fmt or not fmt.startswith("%(asctime)s"))
