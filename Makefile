@@ -109,7 +109,10 @@ PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -ra
 # that wait on server processes wait beside them (a process or hostile module stays on one worker,
 # so its servers start once). Then the tests that bound a latency or a rate (marked alone), one at
 # a time, so their bounds measure the server, not a neighbour test.
-test: $(VENV_STAMP) $(TOOLS_STAMP) browser compile ## run every tier of the tests (slow ones deselected)
+# The tools (npm), the browser (apt) and the compiled modules (one core of mypyc and gcc) are made
+# side by side: two wait on the network while the third computes.
+test: $(VENV_STAMP) ## run every tier of the tests (slow ones deselected)
+	$(MAKE) --jobs=3 --no-print-directory $(TOOLS_STAMP) browser compile
 	$(PYTEST) -n 3 --dist loadgroup -m 'not alone and not slow' $(PYTEST_ARGS)
 	$(PYTEST) -m 'alone and not slow' $(PYTEST_ARGS)
 
