@@ -60,18 +60,7 @@ def linking_from_parts(cards: Sequence[Card], parts: Iterable[Sequence[int]], ru
     if not keys:  # most hands of a deal: nothing links
         unlinked = tuple(cards)
         return Linking((), unlinked, sum([points[card.index] for card in unlinked]))
-    # The cards the groups take, in index order, walked alongside the cards in theirs.
-    taken = sorted([i for key in keys for i in key])
-    left: list[Card] = []
-    k, end = 0, len(taken)
-    for card in cards:
-        if k < end and card.index == taken[k]:
-            k += 1
-        else:
-            left.append(card)
-    if k < end:
-        left = _left_over(cards, taken)  # cards out of order, or one the hand does not hold
-    unlinked = tuple(left)
+    unlinked = _unlinked(cards, sorted([i for key in keys for i in key]))
     groups = tuple([_laid_out(key, rules) for key in keys])
     return Linking(groups, unlinked, sum([points[card.index] for card in unlinked]))
 
@@ -83,6 +72,12 @@ def linking_from_keys(cards: Sequence[Card], keys: Sequence[tuple[int, ...]], po
     if not keys:
         return Linking((), tuple(cards), points)
     taken = keys[0] if len(keys) == 1 else sorted([i for key in keys for i in key])
+    return Linking(tuple([_laid_out(key, rules) for key in keys]), _unlinked(cards, taken), points)
+
+
+def _unlinked(cards: Sequence[Card], taken: Sequence[int]) -> tuple[Card, ...]:
+    """``cards`` less the indices ``taken`` (ascending): the cards the groups take, in index order,
+    walked alongside the cards in theirs."""
     left: list[Card] = []
     k, end = 0, len(taken)
     for card in cards:
@@ -91,8 +86,8 @@ def linking_from_keys(cards: Sequence[Card], keys: Sequence[tuple[int, ...]], po
         else:
             left.append(card)
     if k < end:
-        left = _left_over(cards, taken)
-    return Linking(tuple([_laid_out(key, rules) for key in keys]), tuple(left), points)
+        left = _left_over(cards, taken)  # cards out of order, or one the hand does not hold
+    return tuple(left)
 
 
 def _left_over(cards: Sequence[Card], taken: Iterable[int]) -> list[Card]:
