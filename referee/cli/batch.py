@@ -125,8 +125,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="jsonl",
         help="the verdicts as JSON lines (default) or, with --ray, as Parquet: a directory of files, a column per field",
     )
-    from referee.client import KEEPALIVE_SECONDS, KEEPALIVE_TIMEOUT_SECONDS
-    from referee.client import add_arguments as add_connection_arguments
+    from referee.connection import KEEPALIVE_SECONDS, KEEPALIVE_TIMEOUT_SECONDS
+    from referee.connection import add_arguments as add_connection_arguments
 
     add_connection_arguments(parser)
     group = parser.add_argument_group("lost connections (docs/operations.md, Keepalive)")
@@ -175,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
     # Before the local workers are forked: they inherit it.
     handlers.require_committed_shuffles(args.require_committed_shuffle)
     if args.target:
-        from referee.client import access_from
+        from referee.connection import access_from
 
         try:
             access_from(args)  # a missing file or a half pair is bad usage, found before any work

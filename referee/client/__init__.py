@@ -16,7 +16,6 @@ server's ``google.rpc.RetryInfo`` names.
 from __future__ import annotations
 
 import json
-import os
 import random
 import socket
 import ssl
@@ -32,6 +31,14 @@ from grpc_status import rpc_status
 
 from referee._gen.remigio.referee.v1 import referee_pb2 as pb
 from referee._gen.remigio.referee.v1 import referee_pb2_grpc
+from referee.connection import (
+    KEEPALIVE_SECONDS,
+    KEEPALIVE_TIMEOUT_SECONDS,
+    Pem,
+    access_from,
+    add_arguments,
+    read_pem,
+)
 
 SERVICE = pb.DESCRIPTOR.services_by_name["RefereeService"].full_name
 DEFAULT_TIMEOUT = 30.0
@@ -58,14 +65,6 @@ SERVICE_CONFIG = json.dumps(
 )
 # CheckDisputes: pauses between streams sent again when the server gave no RetryInfo (seconds).
 PAUSE_FIRST, PAUSE_MAX = 0.02, 1.0
-# Keepalive (docs/operations.md, "Keepalive"): while calls are in flight the client pings each
-# connection after this long without data, and a ping not answered within the timeout ends the
-# connection, its calls UNAVAILABLE. A link cut without a reset or a stopped server is so found
-# within 25 s, before the default 30 s deadline ends a call, leaving it time for a retry on
-# another replica. 15 s is above the server's --min-client-ping-interval (10 s), which sends
-# GOAWAY to clients pinging more often.
-KEEPALIVE_SECONDS = 15.0
-KEEPALIVE_TIMEOUT_SECONDS = 10.0
 # A CheckDisputes stream whose connection was lost (UNAVAILABLE) is sent again, with the cases it
 # did not answer, for this long without a verdict before the error stands (seconds): round-robin
 # sends it to a replica that still answers, or waits for one to come back.
@@ -73,8 +72,6 @@ RECONNECT_SECONDS = 30.0
 # gRPC asks DNS again for a ``dns:///`` name when a connection ends, but by default not within
 # 30 s of the last time: a replica restarted at a new address would wait that long to be found.
 DNS_MIN_SECONDS_BETWEEN_RESOLUTIONS = 5.0
-
-Pem = str | os.PathLike[str] | bytes
 
 
 def retry_delay(error: grpc.RpcError) -> float | None:
@@ -88,17 +85,6 @@ def retry_delay(error: grpc.RpcError) -> float | None:
         if detail.Unpack(info):
             return info.retry_delay.ToNanoseconds() / 1e9
     return None
-
-
-def _pem(value: Pem | None, what: str) -> bytes | None:
-    """PEM bytes as given, or read from the file named."""
-    if value is None or isinstance(value, bytes):
-        return value
-    try:
-        with open(value, "rb") as handle:
-            return handle.read()
-    except OSError as error:
-        raise ValueError(f"{what}: cannot read {os.fspath(value)!r}: {error.strerror or error}") from None
 
 
 def _ms(seconds: float) -> int:
@@ -174,9 +160,9 @@ class Referee:
             channel_options.append(("grpc.ssl_target_name_override", server_name))
         if tls or tls_ca is not None or tls_cert is not None:
             credentials = grpc.ssl_channel_credentials(
-                root_certificates=_pem(tls_ca, "tls_ca"),
-                private_key=_pem(tls_key, "tls_key"),
-                certificate_chain=_pem(tls_cert, "tls_cert"),
+                root_certificates=read_pem(tls_ca, "tls_ca"),
+                private_key=read_pem(tls_key, "tls_key"),
+                certificate_chain=read_pem(tls_cert, "tls_cert"),
             )
             self.channel = grpc.secure_channel(target, credentials, options=channel_options)
         else:
@@ -406,48 +392,6 @@ class _Feed:
         """Whether every case was sent and answered."""
         with self._lock:
             return self._exhausted and not self._unanswered
-
-
-# Command lines ----------------------------------------------------------------------------
-
-
-def add_arguments(parser: Any) -> None:
-    """The connection options of a command that calls a server: TLS, mutual TLS and the API key."""
-    group = parser.add_argument_group("connection (TLS and API key)")
-    group.add_argument(
-        "--tls-ca", metavar="FILE", help="PEM of the CA that signed the server's certificate; turns TLS on"
-    )
-    group.add_argument("--tls", action="store_true", help="TLS with the system's CAs (no --tls-ca)")
-    group.add_argument("--tls-cert", metavar="FILE", help="this client's certificate (PEM), for mutual TLS")
-    group.add_argument("--tls-key", metavar="FILE", help="this client's private key (PEM), for mutual TLS")
-    group.add_argument(
-        "--api-key-file", metavar="FILE", help="a file holding the API key (env REMIGIO_API_KEY: the key itself)"
-    )
-
-
-def access_from(args: Any) -> dict[str, Any]:
-    """The ``Referee`` keywords of the options of ``add_arguments`` (ValueError naming the option at fault)."""
-    if (args.tls_cert is None) != (args.tls_key is None):
-        raise ValueError("--tls-cert and --tls-key go together (the client's certificate and its private key)")
-    if args.api_key_file:
-        try:
-            with open(args.api_key_file, encoding="utf-8") as handle:
-                api_key: str | None = handle.read().strip()
-        except (OSError, UnicodeDecodeError) as error:
-            reason = getattr(error, "strerror", None) or "not UTF-8 text"
-            raise ValueError(f"--api-key-file {args.api_key_file!r}: {reason}") from None
-    else:
-        api_key = os.environ.get("REMIGIO_API_KEY", "").strip() or None
-    if api_key is not None and (not api_key.isascii() or not api_key.isprintable() or " " in api_key):
-        where = f"--api-key-file {args.api_key_file!r}" if args.api_key_file else "REMIGIO_API_KEY"
-        raise ValueError(f"{where}: a key is printable ASCII without spaces (as `remigio-referee keygen` prints it)")
-    return {
-        "api_key": api_key,
-        "tls_ca": _pem(args.tls_ca, "--tls-ca"),
-        "tls_cert": _pem(args.tls_cert, "--tls-cert"),
-        "tls_key": _pem(args.tls_key, "--tls-key"),
-        "tls": bool(args.tls),
-    }
 
 
 # The first bytes an HTTP/2 client sends: the preface and an empty SETTINGS frame.

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import enum
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -10,10 +9,11 @@ from functools import lru_cache
 from operator import attrgetter
 
 from referee.game.errors import InvalidCardError
+from referee.game.kinds import Kind
 from referee.game.limits import CARD_CODE
 
 
-class Suit(enum.Enum):
+class Suit(Kind):
     """The four suits, in the referee's canonical order."""
 
     CLUBS = "C"

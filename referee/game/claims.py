@@ -11,12 +11,13 @@ from referee.game.cards import Card, format_cards
 from referee.game.closing import Close
 from referee.game.errors import InvalidDealError
 from referee.game.groups import NotAGroup, judge_group
+from referee.game.kinds import Kind
 from referee.game.linking import Linking, check_time_left
 from referee.game.rules import CloseKind, RuleSet
 from referee.game.scoring import DealResult
 
 
-class Verdict(enum.Enum):
+class Verdict(Kind):
     """The answer to one claim."""
 
     CONFIRMED = "CONFIRMED"

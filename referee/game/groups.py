@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -20,6 +19,7 @@ from referee.game.cards import (
     sort_cards,
     suit_of,
 )
+from referee.game.kinds import Kind
 from referee.game.rules import RuleSet
 
 MIN_GROUP = 3
@@ -28,7 +28,7 @@ MAX_RUN = len(RANKS)
 HIGH_ACE = 14
 
 
-class GroupKind(enum.Enum):
+class GroupKind(Kind):
     """The kinds of group."""
 
     SAME_RANK = "SAME_RANK"

@@ -8,9 +8,10 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from referee.game.errors import InvalidOptionError, rooted_at
+from referee.game.kinds import Kind
 
 
-class JokerLimit(enum.Enum):
+class JokerLimit(Kind):
     """How many jokers a group may hold (RULES §2)."""
 
     UNLIMITED = "UNLIMITED"
@@ -26,7 +27,7 @@ class JokerLimit(enum.Enum):
         return True
 
 
-class JokerDiscard(enum.Enum):
+class JokerDiscard(Kind):
     """What a joker laid face down as the close discard does (RULES §4)."""
 
     CLEAN = "CLEAN"  # nothing: "no joker" is about the 10 shown cards
@@ -34,14 +35,14 @@ class JokerDiscard(enum.Enum):
     FORBIDDEN = "FORBIDDEN"  # a joker may not be the discard
 
 
-class DiscardTaken(enum.Enum):
+class DiscardTaken(Kind):
     """Whether a card taken from the discard pile may be thrown back face up on the same turn (RULES §9.2)."""
 
     ALLOWED = "ALLOWED"
     FORBIDDEN = "FORBIDDEN"  # laying it face down to close is allowed either way
 
 
-class CloseKind(enum.Enum):
+class CloseKind(Kind):
     """The kinds of close, from the highest default multiplier down (RULES §4)."""
 
     REMIGIO = "REMIGIO"
@@ -66,7 +67,7 @@ DEFAULT_MULTIPLIERS: Mapping[CloseKind, int] = MappingProxyType(
 )
 
 
-class ScoringMode(enum.Enum):
+class ScoringMode(Kind):
     """How a deal is scored and a match progresses (RULES §5)."""
 
     HEAD_TO_HEAD = "HEAD_TO_HEAD"

@@ -36,6 +36,7 @@ from operator import attrgetter
 from referee.game.cards import Card, check_copies, deck, deck_counts, deck_size, format_cards, parse_cards
 from referee.game.deal import MIN_PLAYERS, most_players
 from referee.game.errors import InvalidCardError, InvalidNotationError, InvalidRecordError, RefereeError, rooted_at
+from referee.game.kinds import Kind
 from referee.game.limits import ELIMINATED, NAME, PILE_CARDS, PLAYERS, RESTOCK_CARDS, TURNS
 from referee.game.rules import (
     DEFAULT_MULTIPLIERS,
@@ -49,7 +50,7 @@ from referee.game.scoring import check_reachable
 from referee.play.shuffle import ALGORITHM, Shuffle, ShuffleProof, dealt_deck
 
 
-class DrawSource(enum.Enum):
+class DrawSource(Kind):
     """Where a turn's card is drawn from (RULES §9.2)."""
 
     STOCK = "STOCK"  # the top of the stock

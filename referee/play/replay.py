@@ -15,7 +15,6 @@ turn costs a few list operations; cards are sorted and messages written only for
 
 from __future__ import annotations
 
-import enum
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,12 +23,13 @@ from itertools import chain, compress, repeat
 from referee.game.cards import CARD_BY_INDEX, CARD_KINDS, Card, format_cards, sort_cards
 from referee.game.closing import Close, check_dealt_close
 from referee.game.deal import HAND, Deal, PlayerHand
+from referee.game.kinds import Kind
 from referee.game.rules import DiscardTaken
 from referee.play.record import DrawSource, Record, Turn, check_record
 from referee.play.shuffle import ALGORITHM, ShuffleProof, reshuffled
 
 
-class ViolationCode(enum.Enum):
+class ViolationCode(Kind):
     """Why a turn is illegal (RULES §9.6)."""
 
     NOT_YOUR_TURN = "NOT_YOUR_TURN"

@@ -11,7 +11,6 @@ a flag starts a human review.
 
 from __future__ import annotations
 
-import enum
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from fractions import Fraction
 
 from referee.game.cards import CARD_BY_INDEX, CARD_KINDS, Card, deck_counts
 from referee.game.closing import best_close
+from referee.game.kinds import Kind
 from referee.game.linking import check_time_left
 from referee.game.rules import DiscardTaken, RuleSet
 from referee.play.measure import (
@@ -77,7 +77,7 @@ __all__ = [
 # --- reviewing a deal -----------------------------------------------------------------------------
 
 
-class DecisionKind(enum.Enum):
+class DecisionKind(Kind):
     """The decisions of a turn (RULES §9.2)."""
 
     DRAW = "DRAW"  # the stock or the face-up card
@@ -85,7 +85,7 @@ class DecisionKind(enum.Enum):
     THROW = "THROW"  # which card to throw face up
 
 
-class Mark(enum.Enum):
+class Mark(Kind):
     """What a decision is flagged with (``docs/review.md``)."""
 
     INACCURACY = "INACCURACY"  # loss of at least INACCURACY_LOSS

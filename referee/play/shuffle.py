@@ -9,7 +9,6 @@ from them. The test vectors are in ``docs/records.md``.
 
 from __future__ import annotations
 
-import enum
 import hashlib
 import hmac
 import struct
@@ -22,6 +21,7 @@ from typing import TypeVar
 
 from referee.game.cards import Card, deck
 from referee.game.errors import InvalidShuffleError
+from referee.game.kinds import Kind
 
 ALGORITHM = "remigio-shuffle-v1"
 SEED_BYTES = 32
@@ -44,7 +44,7 @@ def _hex_field(value: object, field: str, what: str) -> str:
     return text
 
 
-class ShuffleProof(enum.Enum):
+class ShuffleProof(Kind):
     """What a record proves about its deck order (RULES §9.5):
 
     - ``COMMITTED``: a seeded shuffle whose seed's hash was committed before the deal

@@ -23,7 +23,6 @@ such players at random over many deals, the load of ``bench.fairplay``.
 
 from __future__ import annotations
 
-import enum
 import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -43,6 +42,7 @@ from referee.game.cards import (
 from referee.game.closing import best_close, check_close, discard_allowed
 from referee.game.deal import HAND, most_players
 from referee.game.groups import judge_group
+from referee.game.kinds import Kind
 from referee.game.limits import NAME
 from referee.game.linking import best_linking, links_fully
 from referee.game.rules import DiscardTaken, RuleSet, ScoringMode
@@ -58,7 +58,7 @@ _CLIENT_SEEDS = ("", "table 7", "lucky", "mesa-3:ronda 2", "ñandú")
 _CLOSE_SHAPES = ("REMIGIO", "RUN", "COLOR", "LINKED")
 
 
-class Style(enum.Enum):
+class Style(Kind):
     """How a simulated player plays (``docs/review.md``, "Planted players")."""
 
     PLAIN = "plain"  # the honest bot: keeps cards with partners, throws at random now and then

@@ -289,7 +289,7 @@ def _walk_finds(data: bytes, descriptor: Descriptor) -> str | None:
 
 
 @pytest.mark.parametrize("method", UNARY)
-@settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_counts_within_a_decoded_request_means_the_walk_finds_nothing(method: str, data: st.DataObject) -> None:
     # Messages with up to 12 elements in each repeated field (over several limits: 7 multipliers,

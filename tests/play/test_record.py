@@ -311,7 +311,7 @@ from referee.play.record import format_notation, parse_notation
 from referee.game.cards import deck
 from referee.play.record import Record, Seat
 
-help_text = build_parser(serving=False)._subparsers._group_actions[0].choices["solve"].format_help()
+help_text = build_parser("solve")._subparsers._group_actions[0].choices["solve"].format_help()
 assert "--house-bonus" in help_text and "a throwaway option (default 0)" in help_text, help_text
 record = Record(seats=(Seat("ana"), Seat("beto")), deck=deck(2), rules=WithBonus(house_bonus=7))
 text = format_notation(record)

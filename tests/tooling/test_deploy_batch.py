@@ -59,7 +59,7 @@ def _rayjob_errors(obj: dict[str, Any]) -> list[str]:
 
 
 def _parsed(argv: list[str]) -> argparse.Namespace:
-    parser = cli.build_parser(serving=False)
+    parser = cli.build_parser("batch")
     try:
         return parser.parse_args(argv)
     except SystemExit:
