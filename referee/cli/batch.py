@@ -326,33 +326,74 @@ def _scan(source: TextIO, name: str, pool: Pool | None = None) -> int:
     """The number of cases (non-blank lines) of ``source``, rewound for reading; ValueError naming
     both lines when two cases have the same id, or when the text is not UTF-8.
 
-    Reading an id reads its line's whole JSON, a twentieth of the work of judging a deal record;
-    the workers of ``pool``, when given, read them (the blocks of the file still taken in order),
-    so no core waits while this process reads the whole file alone; this process only cuts the
-    file into blocks of bytes."""
+    The workers of ``pool``, when given, read the lines (the blocks of the file still taken in
+    order), so no core waits while this process reads the whole file alone; this process only
+    cuts the file into blocks of bytes. Most lines name their id first and plainly, and for them
+    the first pass reads only that (``_candidate_ids``): the line's id is one of two candidates,
+    and when no two lines share a candidate, no two share an id. Only when two do (a file that is
+    likely refused) is every line read whole, which says exactly which lines share an id."""
+    cases = _scanned(source, name, pool, _candidate_ids)
+    if cases is None:
+        cases = _scanned(source, name, pool, _ids_of)
+    source.seek(0)
+    assert cases is not None  # ids, not candidates: a repeat raised
+    return cases
+
+
+def _scanned(
+    source: TextIO, name: str, pool: Pool | None, ids_of: Callable[[int, bytes], list[tuple[str, int]]]
+) -> int | None:
+    """One pass of ``_scan`` with ``ids_of``: the number of cases when no id (or candidate) is given
+    twice; otherwise None for candidates, ValueError naming the lines for ids."""
     seen: dict[str, int] = {}
+    cases, last = 0, 0
+    source.seek(0)
     raw = source.buffer
     try:
         tasks = ((first, block) for first, block in _blocks(raw, SCAN_CHUNK))
         if pool is None:
-            found: Iterable[tuple[str, int]] = (pair for task in tasks for pair in _ids_of(*task))
+            found: Iterable[tuple[str, int]] = (pair for task in tasks for pair in ids_of(*task))
         else:
-            found = (pair for ids in _in_order(pool, _ids_of, tasks, SCAN_IN_FLIGHT) for pair in ids)
+            found = (pair for ids in _in_order(pool, ids_of, tasks, SCAN_IN_FLIGHT) for pair in ids)
         for case_id, number in found:
+            if number != last:  # the pairs come in the order of the lines, a line's together
+                cases, last = cases + 1, number
             first = seen.setdefault(case_id, number)
             if first != number:
+                if ids_of is _candidate_ids:
+                    return None
                 raise ValueError(
                     f"{name}: lines {first} and {number} both have the id {case_id!r} (ids must be unique in a batch)"
                 )
     except UnicodeDecodeError:
         raise ValueError(f"{name}: not UTF-8 text") from None
-    source.seek(0)
-    return len(seen)  # no id given twice: one per case
+    return cases
 
 
 def _ids_of(first: int, block: bytes) -> list[tuple[str, int]]:
     """The ids of a block's cases, with their line numbers (in a worker, for ``_scan``)."""
     return [(_line_id(line), line.number) for line in _lines_of(first, block)]
+
+
+# A line that begins by naming its id plainly: no escape in it, within the limit, more keys after.
+_PLAIN_ID = re.compile(rf'\{{"id":"([^"\\]{{1,{CASE_ID.most}}})",')
+
+
+def _candidate_ids(first: int, block: bytes) -> list[tuple[str, int]]:
+    """Like ``_ids_of``, but a line that begins ``{"id":"ID",``, holds no backslash and spells
+    ``"id"`` nowhere else is not decoded: its id is ID when the line is JSON (no other key can be
+    ``id``: a key would spell it, escapes aside), ``line:N`` when it is not, and both are given
+    as its candidates. Other lines are read whole, their one id given."""
+    pairs = []
+    for line in _lines_of(first, block):
+        text = line.text
+        plain = _PLAIN_ID.match(text) if "\\" not in text and text.count('"id"') == 1 else None
+        if plain is None:
+            pairs.append((_line_id(line), line.number))
+        else:
+            pairs.append((plain.group(1), line.number))
+            pairs.append((f"line:{line.number}", line.number))
+    return pairs
 
 
 # The blocks of an input ------------------------------------------------------------------------

@@ -6,6 +6,8 @@ construction. Every subprocess and every wait is bounded.
 
 from __future__ import annotations
 
+import io
+import itertools
 import json
 import os
 import random
@@ -678,3 +680,51 @@ def _line_count(path: Path) -> int:
         return path.read_bytes().count(b"\n")
     except FileNotFoundError:
         return 0
+
+
+# The first pass's plain ids --------------------------------------------------------------------
+
+# Lines whose first key names an id plainly, and the ways such a line's id can still differ from
+# that start: not JSON at all, the key given again (plainly or escaped), "id" within a value, an
+# explicit id of the form a line without one is known by, ids over the limit; and lines read whole.
+_SCAN_LINES = (
+    '{"id":"a","hand":{}}',
+    '{"id":"b","hand":{}}',
+    '{"id":"a","hand":{',  # not JSON: its id is line:N
+    '{"id":"a","id":"b"}',  # the last key given wins
+    '{"id":"b","\\u0069d":"a"}',  # the same key, escaped
+    '{"id":"a","name":"id"}',
+    '{"id":"line:2","hand":{}}',
+    '{"id":"line:3","x":1}',
+    '{"id":"' + "c" * 128 + '","x":1}',
+    '{"id":"' + "c" * 129 + '","x":1}',
+    '{"id": "a", "hand": {}}',
+    '{"hand":{},"id":"a"}',
+    '{"hand":{}}',
+    "[1,2]",
+    "not json",
+    "   ",
+)
+
+
+def _scanned(lines: tuple[str, ...], whole: bool) -> int | str:
+    """The first pass over ``lines``: the number of cases, or the error; ``whole``: every line read whole."""
+    from referee.cli import batch as command
+
+    source = io.TextIOWrapper(io.BytesIO("".join(f"{line}\n" for line in lines).encode()), encoding="utf-8")
+    try:
+        if whole:
+            cases = command._scanned(source, "cases.jsonl", None, command._ids_of)
+            assert cases is not None
+            return cases
+        return command._scan(source, "cases.jsonl")
+    except ValueError as error:
+        return str(error)
+
+
+def test_the_first_pass_reads_plain_ids_as_reading_every_line_whole_does() -> None:
+    # Every file of three such lines: a repeat takes two lines, and a line:N id a third.
+    for lines in itertools.product(_SCAN_LINES, repeat=3):
+        found = _scanned(lines, whole=False)
+        assert found == _scanned(lines, whole=True), lines
+        assert isinstance(found, str) or found == sum(1 for line in lines if line.strip()), lines
