@@ -378,6 +378,18 @@ def fresh_replay_and_score(cases: Path, count: int = CORES_SAMPLE) -> float:
     return statistics.median(timings)
 
 
+def compiled_active(repo: Path) -> bool:
+    """Whether the checkout ``repo`` judges records with its compiled modules (a build for its
+    exact sources; none before the compiled modules existed)."""
+    probe = (
+        "import referee.api.record_lines\n"
+        "try:\n    from referee.game import compiled\nexcept ImportError:\n    print(False)\n"
+        "else:\n    print(bool(compiled.active()) and all(compiled.active().values()))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], cwd=repo, capture_output=True, text=True, timeout=60)
+    return done.stdout.strip() == "True"
+
+
 def time_records(
     args: argparse.Namespace, folder: Path, progress: Callable[[str], None]
 ) -> tuple[list[str], list[str]]:
@@ -433,6 +445,18 @@ def time_records(
             f"this build / baseline: {medians['this'] / medians['baseline']:.2f}x the records/s, "
             f"{cpu['this'] / cpu['baseline']:.2f}x the CPU per record (medians)"
         )
+        # The two runs of a round are seconds apart: their ratio leaves out most of a machine's
+        # drift from round to round, which the ratio of the medians keeps.
+        paired = [a.rate / b.rate for a, b in zip(runs["this"], runs["baseline"])]
+        lines.append(
+            f"paired by round: {statistics.median(paired):.2f}x the records/s (median of "
+            + ", ".join(f"{ratio:.2f}" for ratio in paired)
+            + ")"
+        )
+    lines.append(
+        "compiled modules: "
+        + ", ".join(f"{name} {'yes' if compiled_active(repo) else 'NO (Python)'}" for name, repo in builds)
+    )
     lines.append(
         "of the cores' limit: " + ", ".join(f"{name} {medians[name] * fresh / cores:.0%}" for name, _ in builds)
     )
