@@ -105,15 +105,15 @@ h2load: ## install Debian's h2load (nghttp2-client) for bench.floor, where apt-g
 # compiles every module again (about 8 s of CPU per pytest process).
 PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -ra
 
-# Two runs. First every tier on three workers: the tests that compute fill both cores while those
-# that wait on server processes wait beside them (a process or hostile module stays on one worker,
-# so its servers start once). Then the tests that bound a latency or a rate (marked alone), one at
+# Two runs. First every tier on four workers: the tests that compute fill both cores while those
+# that wait on server processes (and Ray clusters) wait beside them; three left the cores idle a
+# quarter of the time (a process or hostile module stays on one worker, so its servers start once). Then the tests that bound a latency or a rate (marked alone), one at
 # a time, so their bounds measure the server, not a neighbour test.
 # The tools (npm), the browser (apt) and the compiled modules (one core of mypyc and gcc) are made
 # side by side: two wait on the network while the third computes.
 test: $(VENV_STAMP) ## run every tier of the tests (slow ones deselected)
 	$(MAKE) --jobs=3 --no-print-directory $(TOOLS_STAMP) browser compile
-	$(PYTEST) -n 3 --dist loadgroup -m 'not alone and not slow' $(PYTEST_ARGS)
+	$(PYTEST) -n 4 --dist loadgroup -m 'not alone and not slow' $(PYTEST_ARGS)
 	$(PYTEST) -m 'alone and not slow' $(PYTEST_ARGS)
 
 test-fast: $(VENV_STAMP) ## the unit tier only: the domain, the adapter and the command line (no server)

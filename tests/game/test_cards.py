@@ -209,3 +209,30 @@ def test_the_index_vocabulary_names_every_natural_card_and_the_joker() -> None:
 
 def test_the_clock_of_ranks_goes_round_past_the_king() -> None:
     assert [clock_rank(p) for p in (1, 13, 14, 15, 0, -1)] == [1, 13, 1, 2, 13, 12]
+
+
+def test_the_games_enumerations_are_kinds_hashed_by_identity() -> None:
+    import enum
+    import importlib
+    import pkgutil
+
+    import referee.game
+    import referee.play
+    from referee.game.kinds import Kind
+
+    found = []
+    for package in (referee.game, referee.play):
+        for info in pkgutil.iter_modules(package.__path__, package.__name__ + "."):
+            module = importlib.import_module(info.name)
+            found += [
+                value
+                for value in vars(module).values()
+                if isinstance(value, type) and issubclass(value, enum.Enum) and value.__module__ == module.__name__
+            ]
+    # Every enumeration of the game is a Kind, but the engine's names (a StrEnum: hashed as text).
+    assert {kind.__name__ for kind in found if not issubclass(kind, Kind)} == {"Engine"}
+    assert len(found) > 10
+    for kind in found:
+        for member in kind:
+            assert hash(member) == (hash(member.value) if kind.__name__ == "Engine" else object.__hash__(member))
+            assert {member: 1}[member] == 1 and member in set(kind)

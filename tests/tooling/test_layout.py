@@ -62,11 +62,12 @@ FOLDERS = (
     "referee.server",
     "referee.cli",
     "referee.client",
+    "referee.connection",
 )
 
 
 def layer_of(name: str) -> str:
-    """The layer a module of the package is in: its folder (or, for render, its module)."""
+    """The layer a module of the package is in: its folder (or, for render and connection, its module)."""
     for folder in FOLDERS:
         if name == folder or name.startswith(folder + "."):
             return folder.removeprefix("referee.")
@@ -81,9 +82,11 @@ MAY_IMPORT = {
     # The adapter draws answers (DrawAnswer, the report's cases) with the one drawing.
     "api": {"game", "play", "render", "api"},
     "server": {"game", "play", "api", "server"},
-    "client": {"game", "play", "api", "client"},
+    "client": {"game", "play", "api", "client", "connection"},
+    # How a client connects (TLS files, the key, keepalive): read by the client and batch alike.
+    "connection": set(),
     # The command line's serve and keygen start the server's own code; batch is a client too.
-    "cli": {"game", "play", "render", "api", "server", "client", "cli"},
+    "cli": {"game", "play", "render", "api", "server", "client", "connection", "cli"},
 }
 DOMAIN = [name for name in MODULES if layer_of(name) in ("game", "play", "render")]
 ADAPTER = [name for name in MODULES if layer_of(name) == "api"]
@@ -200,6 +203,7 @@ TESTED_BY = {
     "api/records.py": ("api/test_replay_deal.py",),
     "api/reviews.py": ("api/test_review_deal.py",),
     "cli/app.py": ("cli/test_cli.py",),
+    "connection.py": ("client/test_client.py", "server/test_access.py"),
     "cli/common.py": ("cli/test_cli.py", "cli/test_cli_json.py"),
     "cli/fairplay.py": ("play/test_fairplay.py",),
     "cli/hands.py": ("cli/test_cli.py", "cli/test_cli_json.py"),
@@ -208,6 +212,7 @@ TESTED_BY = {
     "cli/serve.py": ("cli/test_cli.py", "server/test_server_process.py"),
     "cli/shards.py": ("cli/test_cluster.py",),
     "game/deal.py": ("game/test_deal_checks.py",),
+    "game/kinds.py": ("game/test_cards.py",),
     "game/rules.py": ("game/test_close_rules.py", "cli/test_cli.py"),
     "game/linking/audit.py": ("game/test_engines.py",),
     "game/linking/base.py": ("game/test_engines.py", "game/test_oracle.py"),
