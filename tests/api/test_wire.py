@@ -37,7 +37,7 @@ UNARY = {
     "ReviewDeal": pb.ReviewDealRequest,
     "DrawAnswer": pb.DrawAnswerRequest,
 }
-FUZZ = settings(max_examples=120, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(max_examples=80, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 
 CARDS = sorted({card.code() for card in deck(1)})
 CODES = CARDS + ["", "1H", "11S", "ah", "A\u2665", "10", "KK", "J K", "AH "]
@@ -289,7 +289,7 @@ def _walk_finds(data: bytes, descriptor: Descriptor) -> str | None:
 
 
 @pytest.mark.parametrize("method", UNARY)
-@settings(max_examples=100, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_counts_within_a_decoded_request_means_the_walk_finds_nothing(method: str, data: st.DataObject) -> None:
     # Messages with up to 12 elements in each repeated field (over several limits: 7 multipliers,
