@@ -195,6 +195,8 @@ class Stack:
                 self.referee_port = int(found.group(1))
                 break
         else:
+            os.killpg(self.referee.pid, signal.SIGKILL)
+            self.referee.wait()
             raise SystemExit("the referee did not start")
         # Its log, a line per call, read and dropped: a full pipe would stop the referee.
         threading.Thread(target=lambda: [None for _ in self.referee.stderr or ()], daemon=True).start()
@@ -219,6 +221,7 @@ class Stack:
                         return
             except OSError:
                 time.sleep(0.1)
+        self.stop()  # neither is left running behind the error
         raise SystemExit("the gateway did not become healthy")
 
     def measured(self, run: Callable[[], Mode]) -> Mode:
