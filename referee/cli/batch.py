@@ -332,19 +332,19 @@ def _scan(source: TextIO, name: str, pool: Pool | None = None) -> int:
     the first pass reads only that (``_candidate_ids``): the line's id is one of two candidates,
     and when no two lines share a candidate, no two share an id. Only when two do (a file that is
     likely refused) is every line read whole, which says exactly which lines share an id."""
-    cases = _scanned(source, name, pool, _candidate_ids)
+    cases = _scanned(source, name, pool, candidates=True)
     if cases is None:
-        cases = _scanned(source, name, pool, _ids_of)
+        cases = _scanned(source, name, pool, candidates=False)
     source.seek(0)
     assert cases is not None  # ids, not candidates: a repeat raised
     return cases
 
 
-def _scanned(
-    source: TextIO, name: str, pool: Pool | None, ids_of: Callable[[int, bytes], list[tuple[str, int]]]
-) -> int | None:
-    """One pass of ``_scan`` with ``ids_of``: the number of cases when no id (or candidate) is given
-    twice; otherwise None for candidates, ValueError naming the lines for ids."""
+def _scanned(source: TextIO, name: str, pool: Pool | None, candidates: bool) -> int | None:
+    """One pass of ``_scan``, over each line's candidate ids (``_candidate_ids``) or its id
+    (``_ids_of``): the number of cases when none is given twice; otherwise None for candidates,
+    ValueError naming the lines for ids."""
+    ids_of = _candidate_ids if candidates else _ids_of
     seen: dict[str, int] = {}
     cases, last = 0, 0
     source.seek(0)
@@ -360,7 +360,7 @@ def _scanned(
                 cases, last = cases + 1, number
             first = seen.setdefault(case_id, number)
             if first != number:
-                if ids_of is _candidate_ids:
+                if candidates:
                     return None
                 raise ValueError(
                     f"{name}: lines {first} and {number} both have the id {case_id!r} (ids must be unique in a batch)"

@@ -714,7 +714,7 @@ def _scanned(lines: tuple[str, ...], whole: bool) -> int | str:
     source = io.TextIOWrapper(io.BytesIO("".join(f"{line}\n" for line in lines).encode()), encoding="utf-8")
     try:
         if whole:
-            cases = command._scanned(source, "cases.jsonl", None, command._ids_of)
+            cases = command._scanned(source, "cases.jsonl", None, candidates=False)
             assert cases is not None
             return cases
         return command._scan(source, "cases.jsonl")

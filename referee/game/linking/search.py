@@ -603,6 +603,21 @@ def _same_rank_options(
                     lo += 1
 
 
+def _suit_scale(cards: list[int], first_field: int, wrap: bool) -> tuple[list[int], list[int], list[int]]:
+    """A suit's distinct naturals held (``cards``, ascending, in the fields from ``first_field`` on)
+    as its runs are listed from: the cards, their fields' units and their ranks up the scale
+    (rank - 1: the ace 0, the king 12), then past the king the ace again above it (13, its field
+    the suit's first) or, round the clock (``wrap``), every rank again (+13)."""
+    units = list(_UNIT[first_field : first_field + len(cards)])
+    base = index_of(ACE, _SUIT[cards[0]])
+    scale = [i - base for i in cards]
+    if wrap:
+        return cards + cards, units + units, scale + [r + RANKS_PER_SUIT for r in scale]
+    if scale[0] == 0:
+        return cards + cards[:1], units + units[:1], scale + [RANKS_PER_SUIT]
+    return cards, units, scale
+
+
 def _run_options(
     cards: list[int], first_field: int, jokers: int, wrap: bool, cap: list[int], options: list[list[Option]], junit: int
 ) -> None:
@@ -611,19 +626,7 @@ def _run_options(
     ``jokers`` fill. A set that fits two ways (the ace low and high, or round the clock) may be
     listed twice, which changes no answer."""
     held = len(cards)
-    units = list(_UNIT[first_field : first_field + held])
-    base = index_of(ACE, suit_of(cards[0]))
-    # The ranks up the scale (rank - 1: the ace 0, the king 12), then past the king the ace again
-    # above it (13) or, round the clock, every rank again (+13).
-    scale = [i - base for i in cards]
-    if wrap:
-        scale += [r + RANKS_PER_SUIT for r in scale]
-        cards = cards + cards
-        units += units
-    elif scale[0] == 0:
-        scale.append(RANKS_PER_SUIT)
-        cards = cards + cards[:1]
-        units.append(units[0])
+    cards, units, scale = _suit_scale(cards, first_field, wrap)
     for a in range(held):
         first = scale[a]
         end = min(len(scale), a + held)  # a run holds a rank once
@@ -662,13 +665,7 @@ def _plain_run_options(cards: list[int], first_field: int, options: list[list[Op
     held rank, the stretches of three or more consecutive ranks held on from it, the ace also above
     the king; the same groups in the same lists."""
     held = len(cards)
-    units = list(_UNIT[first_field : first_field + held])
-    base = index_of(ACE, _SUIT[cards[0]])
-    scale = [i - base for i in cards]
-    if scale[0] == 0:  # the ace again above the king: its field is the suit's first
-        scale.append(RANKS_PER_SUIT)
-        cards = cards + cards[:1]
-        units.append(units[0])
+    cards, units, scale = _suit_scale(cards, first_field, False)
     for a in range(held):
         first = scale[a]
         end = min(len(scale), a + held)  # a run holds a rank once
