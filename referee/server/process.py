@@ -183,12 +183,17 @@ async def _serve(config: ServerConfig, granted: Access, port: int, reuse_port: b
     stop = asyncio.Event()
     caught: list[signal.Signals] = []
 
-    def on_signal(signum: signal.Signals) -> None:
-        caught.append(signum)
-        stop.set()
+    def on_signal(signum: int, _frame: object) -> None:
+        caught.append(signal.Signals(signum))
+        loop.call_soon_threadsafe(stop.set)
 
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, on_signal, signum)
+    # asyncio's handler for SIGHUP (here until the keys are read) points the interpreter's wakeup
+    # descriptor at the loop, so the plain handlers below wake it from any thread a signal lands on.
+    loop.add_signal_handler(signal.SIGHUP, _no_reload)
+    # Plain handlers, not the loop's: a closed loop puts back SIGTERM's default, which kills; a
+    # process that has drained must still exit 0 when one more comes (``supervisor.stop_signals_ignored``).
+    for signum in supervisor.STOP_SIGNALS:
+        signal.signal(signum, on_signal)
     plan = granted.plan
     try:
         proxies = access.TrustedProxies.parse(config.trusted_proxies)
@@ -238,6 +243,7 @@ async def _serve(config: ServerConfig, granted: Access, port: int, reuse_port: b
     if beat is not None:
         beat.cancel()
     tracing.shutdown()  # the spans still waiting go to the collector
+    supervisor.stop_signals_ignored()
     say(f"remigio-referee: stopped (pid {os.getpid()})")
     return 0
 

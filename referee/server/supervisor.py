@@ -16,7 +16,9 @@
   (``START_RETRY_BACKOFF``); a failed start closes whatever it opened, and the parent never
   dies of it.
 - SIGTERM and SIGINT are forwarded to the workers, which drain; the parent exits 0 when all of
-  them did.
+  them did. Once stopped, a process ignores both (``stop_signals_ignored``): the terminal's Ctrl-C
+  reaches every process of the group and the parent's SIGTERM follows it, so a worker may get its
+  second signal after it drained, when the interpreter's own handler is gone and the default kills.
 
 Process figures (workers up, restarts) are in ``Supervisor.restarts`` and ``Supervisor.up()``.
 """
@@ -51,6 +53,8 @@ START_TIMEOUT_SECONDS = 30.0
 STABLE_SECONDS = 10.0
 # Waits before forking again a worker that keeps dying: 0 s, then 0.5 s, 1 s, 2 s, ... 10 s.
 RESTART_BACKOFF = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 10.0)
+# The signals that make a server, or the parent of its workers, drain and exit.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 # Waits before trying again to start a worker whose start failed (no descriptor, no memory).
 START_RETRY_BACKOFF = (0.5, 1.0, 2.0, 5.0)
 
@@ -180,6 +184,8 @@ class Supervisor:
         slot.process, slot.beats = None, None
         metrics.workers_running(self.up())
         if self.stopping:
+            if exitcode != 0:  # the parent's own status says so; this says which worker and how
+                log.error("worker pid %s %s while draining", pid, _how_it_ended(exitcode))
             return exitcode == 0
         lived = now - slot.started
         slot.quick_deaths = slot.quick_deaths + 1 if lived < STABLE_SECONDS else 0
@@ -263,12 +269,25 @@ def serve_workers(
                 return 1
             health_port = health.getsockname()[1]
         supervisor = Supervisor(workers, target, port, health_port, heartbeat_timeout)
-        for signum in (signal.SIGTERM, signal.SIGINT):
+        for signum in STOP_SIGNALS:
             signal.signal(signum, lambda _signum, _frame: supervisor.stop())
         # SIGHUP (read the key file again) goes to every worker; the parent itself holds no keys.
         signal.signal(signal.SIGHUP, lambda _signum, _frame: supervisor.forward(signal.SIGHUP))
         say(f"remigio-referee: {workers} workers on {address(host, port)} (parent pid {os.getpid()})")
-        return supervisor.run()
+        status = supervisor.run()
+        stop_signals_ignored()
+        return status
+
+
+def stop_signals_ignored() -> None:
+    """From now on this process ignores SIGTERM and SIGINT: it has stopped and only exits.
+
+    Ignored, not handled: the interpreter puts back the default of every signal it handles as it
+    exits (asyncio does as its loop closes), and the default of both ends the process by the
+    signal, which its parent reads as a failed stop. An ignored signal stays ignored to the end.
+    """
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, signal.SIG_IGN)
 
 
 def port_in_use(host: str, port: int) -> str | None:
@@ -311,7 +330,7 @@ def _worker(target: Target, port: int, health_port: int | None, heartbeat_fd: in
     if os.getppid() != parent:  # the parent died before the request above took effect
         sys.exit(1)
     # The parent's handlers (forward to workers) must not run here; the server sets its own.
-    for signum in (signal.SIGTERM, signal.SIGINT):
+    for signum in STOP_SIGNALS:
         signal.signal(signum, signal.SIG_DFL)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)  # until the server takes it (its default would kill)
     sys.exit(target(port, health_port, heartbeat_fd))
@@ -342,4 +361,4 @@ def _how_it_ended(exitcode: int | None) -> str:
 
 assert HEARTBEAT_EVERY_SECONDS < 1.0  # the parent's default timeout allows several missed beats
 
-__all__ = ["Supervisor", "port_in_use", "serve_workers"]
+__all__ = ["STOP_SIGNALS", "Supervisor", "port_in_use", "serve_workers", "stop_signals_ignored"]

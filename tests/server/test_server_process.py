@@ -396,3 +396,39 @@ def test_a_text_line_made_without_a_record_is_the_line_its_record_makes(fmt: str
             line = formatter.line(created, logging.getLevelName(level), name, "a 100% message")
             assert line == formatter.format(record)
     assert (formatter._middle is None) == ("threadName" in fmt or not fmt.startswith("%(asctime)s"))
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_second_stop_signal_while_stopping_never_kills_a_server_process(workers: str) -> None:
+    """A server stopping (by its first SIGTERM) may get more: the terminal's Ctrl-C reaches every
+    process of the group and the parent then sends each worker SIGTERM too. Until its last
+    instruction no process may die of one: a worker killed by SIGTERM after it had drained made
+    its parent exit 1 (its event loop, once closed, had put back SIGTERM's default, which kills)."""
+    from servers import server_env
+
+    server = subprocess.Popen(
+        [sys.executable, "-m", "referee.server", "--port", "0", "--workers", workers, "--dispute-jobs", "1"],
+        env=server_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+    )  # fmt: skip
+    assert server.stdout is not None
+    lines = []
+    listening = 0
+    for line in server.stdout:
+        lines.append(line)
+        listening += bool(LISTENING.search(line))
+        if listening == int(workers):
+            break
+    reader = threading.Thread(target=lambda: lines.extend(server.stdout), daemon=True)  # type: ignore[arg-type]
+    reader.start()
+    deadline = time.monotonic() + 30
+    # Every process of the group, again and again, until the server is gone: each stage of the
+    # stop (draining, the loop closing, the interpreter's exit) gets its share of signals.
+    while server.poll() is None and time.monotonic() < deadline:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(server.pid, signal.SIGTERM)
+        time.sleep(0.002)
+    server.wait(timeout=30)
+    reader.join(timeout=10)
+    text = "".join(lines)
+    assert server.returncode == 0, text
+    assert "Traceback" not in text, text
