@@ -314,6 +314,35 @@ def test_blocks_cut_the_lines_a_text_file_reads(pieces: list[str], lines: int, r
     assert got == expected
 
 
+def test_a_local_worker_collects_its_garbage_between_chunks_not_within(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A worker judges with the collector off and collects the young generations after each chunk
+    # (everything after every FULL_COLLECTION_EVERY chunks); a process with the collector on (one
+    # job, no pool) is left to it.
+    import gc
+
+    from referee.cli import batch
+
+    collected: list[int] = []
+    monkeypatch.setattr(gc, "collect", lambda generation=2: collected.append(generation) or 0)
+    block = ("\n".join(_many_mixed_lines(6)) + "\n").encode()
+    was_enabled = gc.isenabled()
+    try:
+        batch._worker_starts()
+        assert not gc.isenabled()
+        monkeypatch.setattr(batch, "_chunks_done", 0)
+        batch.judge_block(1, block, "search")
+        batch.judge_lines([(1, _many_mixed_lines(1)[0])], "search")
+        assert collected == [1, 1]
+        monkeypatch.setattr(batch, "_chunks_done", batch.FULL_COLLECTION_EVERY - 1)
+        batch.judge_block(1, block, "search")
+        assert collected == [1, 1, 2]
+        gc.enable()
+        batch.judge_block(1, block, "search")
+        assert collected == [1, 1, 2]
+    finally:
+        (gc.enable if was_enabled else gc.disable)()
+
+
 def test_the_blocks_verdicts_are_the_bytes_of_judging_each_line(tmp_path: Path) -> None:
     # Every case judged (the workers read blocks of bytes) and a resumed run (this process reads
     # the lines, as when a report is drawn): the same bytes as judging each line alone, on a
