@@ -331,8 +331,12 @@ def _scan(source: TextIO, name: str, pool: Pool | None = None) -> int:
     cuts the file into blocks of bytes. Most lines name their id first and plainly, and for them
     the first pass reads only that (``_candidate_ids``): the line's id is one of two candidates,
     and when no two lines share a candidate, no two share an id. Only when two do (a file that is
-    likely refused) is every line read whole, which says exactly which lines share an id."""
-    cases = _scanned(source, name, pool, candidates=True)
+    likely refused) is every line read whole, which says exactly which lines share an id.
+    A file whose every line is such a line is read here, as bytes, without the workers
+    (``_plain_scanned``): handing its blocks to them cost more than the reading."""
+    cases = _plain_scanned(source.buffer)
+    if cases is None:
+        cases = _scanned(source, name, pool, candidates=True)
     if cases is None:
         cases = _scanned(source, name, pool, candidates=False)
     source.seek(0)
@@ -370,6 +374,42 @@ def _scanned(source: TextIO, name: str, pool: Pool | None, candidates: bool) -> 
     return cases
 
 
+def _plain_scanned(raw: BinaryIO) -> int | None:
+    """The number of cases of a file in which every line is blank or a plain line of
+    ``_candidate_ids``, and no two lines share a candidate; None otherwise (and for a file that
+    holds a carriage return or is not UTF-8: the lines are then cut as text, by ``_scanned``).
+
+    Read as bytes, line by line, which the same rules allow: no byte of a character beyond ASCII
+    is a quote or a backslash, and a line blank as bytes is blank as text (a line blank only as
+    text is not a plain one)."""
+    seen: set[bytes] = set()
+    cases = 0
+    raw.seek(0)
+    try:
+        for first, block in _blocks(raw, SCAN_CHUNK):
+            if b"\r" in block:
+                return None
+            block.decode("utf-8")  # raises when it is not UTF-8
+            for number, line in enumerate(block.split(b"\n"), first):
+                if not line.strip():
+                    continue
+                plain = _PLAIN_ID_BYTES.match(line) if b"\\" not in line and line.count(b'"id"') == 1 else None
+                if plain is None:
+                    return None
+                by_line = b"line:%d" % number
+                case_id = plain.group(1)
+                if case_id in seen or by_line in seen or case_id == by_line:
+                    return None
+                seen.add(case_id)
+                seen.add(by_line)
+                cases += 1
+    except UnicodeDecodeError:
+        return None
+    finally:
+        raw.seek(0)
+    return cases
+
+
 def _ids_of(first: int, block: bytes) -> list[tuple[str, int]]:
     """The ids of a block's cases, with their line numbers (in a worker, for ``_scan``)."""
     return [(_line_id(line), line.number) for line in _lines_of(first, block)]
@@ -377,6 +417,9 @@ def _ids_of(first: int, block: bytes) -> list[tuple[str, int]]:
 
 # A line that begins by naming its id plainly: no escape in it, within the limit, more keys after.
 _PLAIN_ID = re.compile(rf'\{{"id":"([^"\\]{{1,{CASE_ID.most}}})",')
+# The same on a line's bytes: at most CASE_ID.most bytes, so no more characters (maybe fewer:
+# such a line is then read as text).
+_PLAIN_ID_BYTES = re.compile(_PLAIN_ID.pattern.encode())
 
 
 def _candidate_ids(first: int, block: bytes) -> list[tuple[str, int]]:
