@@ -114,7 +114,13 @@ class Supervisor:
                 name=f"referee-worker-{slot.number}",
                 daemon=False,
             )
-            process.start()
+            # The child starts with the stop signals blocked (``_worker``); here they are blocked
+            # only for the fork, and one that came meanwhile is handled as the mask comes back.
+            blocked = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+            try:
+                process.start()
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         except OSError as error:
             # multiprocessing's start opens two pipes before it forks and leaves them open when the
             # fork (or the second pipe) fails: close every pipe this start opened.
@@ -129,6 +135,8 @@ class Supervisor:
         os.set_blocking(read, False)
         slot.process, slot.beats, slot.started = process, read, time.monotonic()
         slot.last_beat = slot.restart_at = None
+        if self.stopping:  # told to stop while it was being forked: ``stop`` did not know it yet
+            _signal(process, signal.SIGTERM)
         if slot.failed_starts:
             log.warning(
                 "worker %d started (pid %s) after %d failed starts", slot.number, process.pid, slot.failed_starts
@@ -151,7 +159,8 @@ class Supervisor:
     def run(self) -> int:
         """Start the workers and keep them up until ``stop``; 0 if every worker drained cleanly."""
         for slot in self.slots:
-            self._start(slot, time.monotonic())
+            if not self.stopping:  # a stop signal may come before the first worker is forked
+                self._start(slot, time.monotonic())
         clean = True
         while True:
             self._read_beats(0.2)
@@ -329,7 +338,10 @@ def _worker(target: Target, port: int, health_port: int | None, heartbeat_fd: in
     _stop_with_parent()
     if os.getppid() != parent:  # the parent died before the request above took effect
         sys.exit(1)
-    # The parent's handlers (forward to workers) must not run here; the server sets its own.
+    # The parent's handlers (forward to workers) must not run here; the server sets its own and
+    # only then unblocks the stop signals (``serve_one``). Blocked since the fork, a stop signal
+    # that comes before waits for them: the parent's handler, a copy in this process until the
+    # line below, took one and the worker served on while its parent waited for it to stop.
     for signum in STOP_SIGNALS:
         signal.signal(signum, signal.SIG_DFL)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)  # until the server takes it (its default would kill)

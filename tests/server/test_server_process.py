@@ -432,3 +432,40 @@ def test_a_second_stop_signal_while_stopping_never_kills_a_server_process(worker
     text = "".join(lines)
     assert server.returncode == 0, text
     assert "Traceback" not in text, text
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.01, 0.03, 0.1, 0.3])
+def test_a_stop_signal_while_the_workers_start_stops_them_all(delay: float) -> None:
+    """SIGTERM to the group at any instant after the parent's first line: before, while or after
+    it forks its workers, before or after they serve. Every process stops and the parent exits 0.
+    One that came before the first fork left the workers to be started and never told (the
+    parent waited for ever); one that reached a worker just after its fork ran the parent's
+    handler, inherited, and was lost there."""
+    from servers import server_env
+
+    server = subprocess.Popen(
+        [sys.executable, "-m", "referee.server", "--port", "0", "--workers", "2", "--dispute-jobs", "1"],
+        env=server_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+    )  # fmt: skip
+    assert server.stdout is not None
+    first = server.stdout.readline()
+    assert WORKERS.search(first), first
+    time.sleep(delay)
+    os.killpg(server.pid, signal.SIGTERM)
+    try:
+        out, _ = server.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(server.pid, signal.SIGKILL)
+        out, _ = server.communicate(timeout=10)
+        pytest.fail(f"the server did not stop within 30 s of SIGTERM:\n{first}{out}")
+    assert server.returncode == 0, first + out
+    assert "Traceback" not in out, first + out
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:  # no process of the group is left (its jobs included)
+        try:
+            os.killpg(server.pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail("a process of the server's group outlived it")
