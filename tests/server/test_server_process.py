@@ -298,16 +298,14 @@ def test_the_server_says_which_build_it_runs_in_its_start_up_line_and_its_metric
     assert f'referee_build_info{{api="v1",version="{__version__}"}} 1.0' in text
 
 
-@pytest.mark.parametrize("pause", [0.0, 2.0], ids=["jobs-starting", "jobs-up"])
-@pytest.mark.parametrize("workers", ["1", "2"])
-def test_ctrl_c_in_a_terminal_stops_every_process_without_a_traceback(workers: str, pause: float) -> None:
-    """Ctrl-C signals the terminal's whole process group: the server, its workers and their
-    dispute job processes alike. It drains, says "stopped", exits 0, and no process prints a
-    traceback (a job's KeyboardInterrupt did, also from a job still importing as it came)."""
+def _group_server(workers: str, jobs: str) -> tuple[subprocess.Popen[str], list[str]]:
+    """A server in a process group of its own (a signal to the group reaches every process, as a
+    terminal's Ctrl-C does), and its output read until every server process listens (their
+    dispute jobs were spawned just before)."""
     from servers import server_env
 
     server = subprocess.Popen(
-        [sys.executable, "-m", "referee.server", "--port", "0", "--workers", workers, "--dispute-jobs", "2"],
+        [sys.executable, "-m", "referee.server", "--port", "0", "--workers", workers, "--dispute-jobs", jobs],
         env=server_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
     )  # fmt: skip
     assert server.stdout is not None
@@ -317,7 +315,17 @@ def test_ctrl_c_in_a_terminal_stops_every_process_without_a_traceback(workers: s
         lines.append(line)
         listening += bool(LISTENING.search(line))
         if listening == int(workers):
-            break  # every server process is up; its dispute jobs were spawned just before
+            break
+    return server, lines
+
+
+@pytest.mark.parametrize("pause", [0.0, 2.0], ids=["jobs-starting", "jobs-up"])
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_ctrl_c_in_a_terminal_stops_every_process_without_a_traceback(workers: str, pause: float) -> None:
+    """Ctrl-C signals the terminal's whole process group: the server, its workers and their
+    dispute job processes alike. It drains, says "stopped", exits 0, and no process prints a
+    traceback (a job's KeyboardInterrupt did, also from a job still importing as it came)."""
+    server, lines = _group_server(workers, jobs="2")
     time.sleep(pause)
     os.killpg(server.pid, signal.SIGINT)
     out, _ = server.communicate(timeout=60)
@@ -404,20 +412,7 @@ def test_a_second_stop_signal_while_stopping_never_kills_a_server_process(worker
     process of the group and the parent then sends each worker SIGTERM too. Until its last
     instruction no process may die of one: a worker killed by SIGTERM after it had drained made
     its parent exit 1 (its event loop, once closed, had put back SIGTERM's default, which kills)."""
-    from servers import server_env
-
-    server = subprocess.Popen(
-        [sys.executable, "-m", "referee.server", "--port", "0", "--workers", workers, "--dispute-jobs", "1"],
-        env=server_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
-    )  # fmt: skip
-    assert server.stdout is not None
-    lines = []
-    listening = 0
-    for line in server.stdout:
-        lines.append(line)
-        listening += bool(LISTENING.search(line))
-        if listening == int(workers):
-            break
+    server, lines = _group_server(workers, jobs="1")
     reader = threading.Thread(target=lambda: lines.extend(server.stdout), daemon=True)  # type: ignore[arg-type]
     reader.start()
     deadline = time.monotonic() + 30
