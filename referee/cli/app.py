@@ -15,7 +15,15 @@ import sys
 from collections.abc import Sequence
 
 from referee import __version__
-from referee.cli.common import EXIT_ERROR, EXIT_OK, EXIT_USAGE, UsageError, add_rule_flags, add_svg_flag
+from referee.cli.common import (
+    EXIT_ERROR,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    UsageError,
+    add_rule_flags,
+    add_svg_flag,
+)
 from referee.cli.hands import run_close, run_score, run_solve
 from referee.cli.serve import add_keygen_arguments, run_keygen, run_serve
 from referee.game.errors import RefereeError
@@ -45,6 +53,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except BrokenPipeError:
         return EXIT_OK
+    except KeyboardInterrupt:
+        # Ctrl-C: one line, no traceback, and the status a shell gives a process SIGINT ended
+        # (128 + 2). ``batch`` has flushed every chunk it wrote, which ``--resume`` goes on from.
+        print(f"remigio-referee {args.command}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

@@ -38,6 +38,7 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 
 from referee.api import handlers, jsonmsg
+from referee.cli.common import worker_ignores_ctrl_c
 from referee.game.errors import shorten
 from referee.game.limits import CASE_ID, MESSAGE_BYTES
 from referee.game.linking import engine_for
@@ -624,8 +625,10 @@ _chunks_done = 0
 
 
 def _worker_starts() -> None:
-    """A local worker collects its garbage between chunks, not while it judges (``_between_chunks``)."""
+    """A local worker collects its garbage between chunks, not while it judges (``_between_chunks``),
+    and leaves Ctrl-C to the main process, which stops it (``worker_ignores_ctrl_c``)."""
     gc.disable()
+    worker_ignores_ctrl_c()
 
 
 def _between_chunks() -> None:

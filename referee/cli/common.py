@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 from collections.abc import Iterable
 from typing import Any, TextIO
 
@@ -16,10 +17,18 @@ from referee.game.errors import RefereeError
 from referee.game.rules import RULE_OPTIONS
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+EXIT_INTERRUPTED = 130  # Ctrl-C: 128 + SIGINT, as a shell reports a process the signal ended
 
 
 class UsageError(Exception):
     """The command cannot start as asked (a file it cannot open): exit status 2, one line."""
+
+
+def worker_ignores_ctrl_c() -> None:
+    """In a worker process of a command (its pool's initializer): Ctrl-C, which the terminal
+    sends to every process of the group, is the main process's to act on; it ends its workers
+    with the pool, and no worker prints a KeyboardInterrupt of its own."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def add_rule_flags(parser: argparse.ArgumentParser) -> None:
@@ -159,6 +168,7 @@ def format_deal(response: Any) -> str:
 
 __all__ = [
     "EXIT_ERROR",
+    "EXIT_INTERRUPTED",
     "EXIT_OK",
     "EXIT_USAGE",
     "UsageError",
@@ -172,6 +182,7 @@ __all__ = [
     "pretty",
     "read_input",
     "rule_options",
+    "worker_ignores_ctrl_c",
     "write_drawing",
     "write_svg",
 ]

@@ -21,7 +21,7 @@ import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, TextIO
 
-from referee.cli.common import EXIT_OK, EXIT_USAGE
+from referee.cli.common import EXIT_OK, EXIT_USAGE, worker_ignores_ctrl_c
 
 if TYPE_CHECKING:
     from referee.play.fairplay import Observation, PairResult, PlayerResult, Results
@@ -116,7 +116,7 @@ def _observed(lines: list[tuple[str, int, str]], jobs: int) -> Iterator[tuple[Ob
     import referee.play.fairplay  # noqa: F401
 
     context = multiprocessing.get_context("fork")
-    with context.Pool(min(jobs, len(lines))) as pool:
+    with context.Pool(min(jobs, len(lines)), initializer=worker_ignores_ctrl_c) as pool:
         yield from pool.imap_unordered(observe_line, lines, CHUNK)
 
 

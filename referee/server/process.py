@@ -194,7 +194,7 @@ async def _serve(config: ServerConfig, granted: Access, port: int, reuse_port: b
     # process that has drained must still exit 0 when one more comes (``supervisor.stop_signals_ignored``).
     for signum in supervisor.STOP_SIGNALS:
         signal.signal(signum, on_signal)
-    # A worker starts with them blocked (``supervisor._worker``): one that came since is handled now.
+    # A worker starts with them blocked (its supervisor forks it so): one that came since is handled now.
     signal.pthread_sigmask(signal.SIG_UNBLOCK, supervisor.STOP_SIGNALS)
     plan = granted.plan
     try:

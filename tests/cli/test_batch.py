@@ -343,6 +343,42 @@ def test_a_local_worker_collects_its_garbage_between_chunks_not_within(monkeypat
         (gc.enable if was_enabled else gc.disable)()
 
 
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_ctrl_c_stops_a_batch_in_one_line_and_resume_finishes_it(tmp_path: Path, jobs: str) -> None:
+    # Ctrl-C reaches every process of the terminal's group, the pool's workers too: the batch
+    # says so in one line, exits 130 (128 + SIGINT), prints no traceback from any process, and the
+    # verdicts it wrote are whole lines from which --resume finishes the file as one run would.
+    from referee.game.cards import deck
+
+    rng = random.Random(36)
+    codes = [card.code() for card in deck(2)]
+    lines = [
+        json.dumps({"id": f"h{n}", "hand": {"cards": rng.sample(codes, 10), "claimed_points": 1}}) for n in range(3000)
+    ]
+    path = tmp_path / "hands.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    batch = subprocess.Popen(
+        batch_command(path, "-o", out, "--jobs", jobs, "--engine", "cpsat"),
+        cwd=ROOT, env=server_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and batch.poll() is None and not (out.exists() and out.stat().st_size):
+        time.sleep(0.05)
+    assert batch.poll() is None, "the batch ended before its first verdicts were written"
+    os.killpg(batch.pid, signal.SIGINT)
+    _, stderr = batch.communicate(timeout=60)
+    assert batch.returncode == 130, stderr
+    assert stderr.strip().splitlines()[-1] == "remigio-referee batch: interrupted", stderr
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
+    written = read_verdicts(out)  # whole lines only
+    assert 0 < len(written) < len(lines)
+    result = run_batch(path, "-o", out, "--jobs", jobs, "--engine", "cpsat", "--resume", timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert [verdict["id"] for verdict in read_verdicts(out)] == [f"h{n}" for n in range(len(lines))]
+
+
 def test_the_blocks_verdicts_are_the_bytes_of_judging_each_line(tmp_path: Path) -> None:
     # Every case judged (the workers read blocks of bytes) and a resumed run (this process reads
     # the lines, as when a report is drawn): the same bytes as judging each line alone, on a
