@@ -185,7 +185,8 @@ async def _serve(config: ServerConfig, granted: Access, port: int, reuse_port: b
 
     def on_signal(signum: int, _frame: object) -> None:
         caught.append(signal.Signals(signum))
-        loop.call_soon_threadsafe(stop.set)
+        if not loop.is_closed():  # closed: a start that failed, on its way out with status 1
+            loop.call_soon_threadsafe(stop.set)
 
     # asyncio's handler for SIGHUP (here until the keys are read) points the interpreter's wakeup
     # descriptor at the loop, so the plain handlers below wake it from any thread a signal lands on.
