@@ -147,6 +147,7 @@ TIERS: dict[str, tuple[str, ...]] = {
         "test_scaling",
         "test_server_process",
         "test_tracing",
+        "test_workers",
     ),
     "hostile": (
         "test_fair_share",

@@ -19,7 +19,6 @@ import functools
 import gc
 import io
 import json
-import multiprocessing
 import os
 import queue
 import re
@@ -29,16 +28,17 @@ import sys
 import tempfile
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, BinaryIO, TextIO, TypeVar
+from typing import TYPE_CHECKING, BinaryIO, TextIO
 
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
 from referee.api import handlers, jsonmsg
 from referee.cli.common import worker_ignores_ctrl_c
+from referee.cli.workers import Workers, WorkersLost
 from referee.game.errors import shorten
 from referee.game.limits import CASE_ID, MESSAGE_BYTES
 from referee.game.linking import engine_for
@@ -46,14 +46,11 @@ from referee.game.rules import Engine, RuleSet
 from referee.server.cpus import usable_cpus
 
 if TYPE_CHECKING:
-    from multiprocessing.pool import AsyncResult, Pool
-
     import grpc
 
     from referee._gen.remigio.referee.v1 import referee_pb2
     from referee.cli.report import Report
 
-_R = TypeVar("_R")
 
 EXIT_OK = 0
 EXIT_MALFORMED = 3  # every case was judged, some were MALFORMED
@@ -201,7 +198,7 @@ def run(args: argparse.Namespace) -> int:
         return _judge_all(args, source, pool)
 
 
-def _judge_all(args: argparse.Namespace, source: TextIO, pool: Pool | None) -> int:
+def _judge_all(args: argparse.Namespace, source: TextIO, pool: Workers | None) -> int:
     """``run`` once the input is open and the local workers (if any) have started."""
     # A file whose ids repeat is bad usage too (--resume could not tell its cases apart): refused
     # before any case is judged and before the output is touched.
@@ -211,6 +208,10 @@ def _judge_all(args: argparse.Namespace, source: TextIO, pool: Pool | None) -> i
         source.close()
         print(f"remigio-referee batch: {error}", file=sys.stderr)
         return 2
+    except WorkersLost as error:
+        source.close()
+        print(f"remigio-referee batch: {error}", file=sys.stderr)
+        return EXIT_UNREACHABLE
     if args.report and not _writable(args.report):
         source.close()
         return 2
@@ -259,6 +260,9 @@ def _judge_all(args: argparse.Namespace, source: TextIO, pool: Pool | None) -> i
             progress.step(chunk.cases)
     except _Unreachable as error:
         print(f"\nremigio-referee batch: {error}", file=sys.stderr)
+        status = EXIT_UNREACHABLE
+    except WorkersLost as error:
+        print(f"\nremigio-referee batch: {error}; the verdicts so far are kept: rerun with --resume", file=sys.stderr)
         status = EXIT_UNREACHABLE
     finally:
         progress.close()
@@ -323,7 +327,7 @@ def _spooled_stdin() -> TextIO:
     return io.TextIOWrapper(spool, encoding="utf-8")
 
 
-def _scan(source: TextIO, name: str, pool: Pool | None = None) -> int:
+def _scan(source: TextIO, name: str, pool: Workers | None = None) -> int:
     """The number of cases (non-blank lines) of ``source``, rewound for reading; ValueError naming
     both lines when two cases have the same id, or when the text is not UTF-8.
 
@@ -345,7 +349,7 @@ def _scan(source: TextIO, name: str, pool: Pool | None = None) -> int:
     return cases
 
 
-def _scanned(source: TextIO, name: str, pool: Pool | None, candidates: bool) -> int | None:
+def _scanned(source: TextIO, name: str, pool: Workers | None, candidates: bool) -> int | None:
     """One pass of ``_scan``, over each line's candidate ids (``_candidate_ids``) or its id
     (``_ids_of``): the number of cases when none is given twice; otherwise None for candidates,
     ValueError naming the lines for ids."""
@@ -359,7 +363,7 @@ def _scanned(source: TextIO, name: str, pool: Pool | None, candidates: bool) -> 
         if pool is None:
             found: Iterable[tuple[str, int]] = (pair for task in tasks for pair in ids_of(*task))
         else:
-            found = (pair for ids in _in_order(pool, ids_of, tasks, SCAN_IN_FLIGHT) for pair in ids)
+            found = (pair for ids in pool.in_order(ids_of, tasks, SCAN_IN_FLIGHT) for pair in ids)
         for case_id, number in found:
             if number != last:  # the pairs come in the order of the lines, a line's together
                 cases, last = cases + 1, number
@@ -667,7 +671,7 @@ def load_judging(engine: str | None) -> None:
 
 
 @contextlib.contextmanager
-def _local_workers(args: argparse.Namespace) -> Iterator[Pool | None]:
+def _local_workers(args: argparse.Namespace) -> Iterator[Workers | None]:
     """The worker processes of a local run of more than one job (None otherwise), forked once
     what every case needs is loaded, so they share it instead of each importing it: the engine
     the cases default to, and the judging code."""
@@ -691,14 +695,14 @@ def _local_workers(args: argparse.Namespace) -> Iterator[Pool | None]:
         if args.jobs == 1:
             yield None
         else:
-            with multiprocessing.get_context("fork").Pool(args.jobs, initializer=_worker_starts) as pool:
+            with Workers(args.jobs, _worker_starts, "batch") as pool:
                 yield pool
     finally:
         gc.set_threshold(*thresholds)
         gc.unfreeze()
 
 
-def _local(lines: Iterable[Line], args: argparse.Namespace, cases: int, pool: Pool | None) -> Iterator[list[str]]:
+def _local(lines: Iterable[Line], args: argparse.Namespace, cases: int, pool: Workers | None) -> Iterator[list[str]]:
     """The verdicts in chunks, in the order of the lines: judged by ``pool``, or here when None."""
     chunks = _windows(lines, chunk_size(cases, args.jobs))
     if pool is None:
@@ -706,10 +710,10 @@ def _local(lines: Iterable[Line], args: argparse.Namespace, cases: int, pool: Po
             yield judge_lines(((line.number, line.text) for line in chunk), args.engine)
         return
     tasks = (([(line.number, line.text) for line in chunk], args.engine) for chunk in chunks)
-    yield from _in_order(pool, judge_lines, tasks, CHUNKS_PER_JOB * args.jobs)
+    yield from pool.in_order(judge_lines, tasks, CHUNKS_PER_JOB * args.jobs)
 
 
-def _local_blocks(source: TextIO, args: argparse.Namespace, cases: int, pool: Pool | None) -> Iterator[Judged]:
+def _local_blocks(source: TextIO, args: argparse.Namespace, cases: int, pool: Workers | None) -> Iterator[Judged]:
     """The verdicts on every case of ``source`` in chunks, in the order of the lines: each chunk
     a block of the input's bytes that a worker of ``pool`` (or this process, when None) cuts into
     lines, judges and writes as one text, so this process only moves bytes."""
@@ -717,21 +721,7 @@ def _local_blocks(source: TextIO, args: argparse.Namespace, cases: int, pool: Po
     if pool is None:
         yield from (judge_block(*task) for task in tasks)
         return
-    yield from _in_order(pool, judge_block, tasks, CHUNKS_PER_JOB * args.jobs)
-
-
-def _in_order(pool: Pool, work: Callable[..., _R], tasks: Iterable[tuple[Any, ...]], in_flight: int) -> Iterator[_R]:
-    """``work(*task)`` for each task on ``pool``, the results in the order of the tasks.
-
-    A bounded number of tasks in flight keeps memory flat however long the input; the oldest is
-    awaited first, so the results leave in order."""
-    pending: deque[AsyncResult[_R]] = deque()
-    for task in tasks:
-        pending.append(pool.apply_async(work, task))
-        if len(pending) >= in_flight:
-            yield pending.popleft().get()
-    while pending:
-        yield pending.popleft().get()
+    yield from pool.in_order(judge_block, tasks, CHUNKS_PER_JOB * args.jobs)
 
 
 # Judging on servers ------------------------------------------------------------------------

@@ -16,19 +16,21 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, TextIO
 
 from referee.cli.common import EXIT_OK, EXIT_USAGE, worker_ignores_ctrl_c
+from referee.cli.workers import Workers, WorkersLost
 
 if TYPE_CHECKING:
     from referee.play.fairplay import Observation, PairResult, PlayerResult, Results
     from referee.play.record import Record
 
 EXIT_SKIPPED = 3  # every line was read; some were left out (bad or illegal)
+EXIT_WORKERS_LOST = 4  # the local workers died too often (cli/workers.py): no results
 CHUNK = 4  # records a worker takes at once: a review costs a good part of a second
+CHUNKS_PER_JOB = 2  # chunks in flight per job: a worker always has the next at hand
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -83,16 +85,21 @@ def run(args: argparse.Namespace) -> int:
     progress = Progress(len(lines), enabled=args.progress or sys.stderr.isatty())
     totals: dict[tuple[str, str], Observation] = {}
     skipped = 0
-    for outcome in _observed(lines, args.jobs):
-        progress.step()
-        if isinstance(outcome, str):
-            skipped += 1
-            end = "\n" if progress.enabled else ""  # off the progress line
-            print(f"{end}remigio-referee fairplay: {outcome}", file=sys.stderr)
-            continue
-        for row in outcome:  # exact integer sums: the order the workers answer in does not matter
-            known = totals.get(row.key)
-            totals[row.key] = row if known is None else merge(known, row)
+    try:
+        for outcome in _observed(lines, args.jobs):
+            progress.step()
+            if isinstance(outcome, str):
+                skipped += 1
+                end = "\n" if progress.enabled else ""  # off the progress line
+                print(f"{end}remigio-referee fairplay: {outcome}", file=sys.stderr)
+                continue
+            for row in outcome:  # exact integer sums: the order the workers answer in does not matter
+                known = totals.get(row.key)
+                totals[row.key] = row if known is None else merge(known, row)
+    except WorkersLost as error:
+        progress.close()
+        print(f"\nremigio-referee fairplay: {error}; no results", file=sys.stderr)
+        return EXIT_WORKERS_LOST
     progress.close()
     results = judge(totals)
     sys.stdout.write(format_json(results) if args.json else format_text(results))
@@ -115,9 +122,15 @@ def _observed(lines: list[tuple[str, int, str]], jobs: int) -> Iterator[tuple[Ob
     # Forked once the review's code is loaded, so the workers share it instead of importing it.
     import referee.play.fairplay  # noqa: F401
 
-    context = multiprocessing.get_context("fork")
-    with context.Pool(min(jobs, len(lines)), initializer=worker_ignores_ctrl_c) as pool:
-        yield from pool.imap_unordered(observe_line, lines, CHUNK)
+    chunks = ((lines[start : start + CHUNK],) for start in range(0, len(lines), CHUNK))
+    with Workers(min(jobs, len(lines)), worker_ignores_ctrl_c, "fairplay") as workers:
+        for outcomes in workers.in_order(observe_lines, chunks, CHUNKS_PER_JOB * jobs):
+            yield from outcomes
+
+
+def observe_lines(lines: list[tuple[str, int, str]]) -> list[tuple[Observation, ...] | str]:
+    """``observe_line`` on each of a chunk of lines (a worker's task)."""
+    return [observe_line(line) for line in lines]
 
 
 def observe_line(line: tuple[str, int, str]) -> tuple[Observation, ...] | str:

@@ -6,6 +6,7 @@ construction. Every subprocess and every wait is bounded.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import itertools
 import json
@@ -343,40 +344,108 @@ def test_a_local_worker_collects_its_garbage_between_chunks_not_within(monkeypat
         (gc.enable if was_enabled else gc.disable)()
 
 
-@pytest.mark.parametrize("jobs", ["1", "2"])
-def test_ctrl_c_stops_a_batch_in_one_line_and_resume_finishes_it(tmp_path: Path, jobs: str) -> None:
-    # Ctrl-C reaches every process of the terminal's group, the pool's workers too: the batch
-    # says so in one line, exits 130 (128 + SIGINT), prints no traceback from any process, and the
-    # verdicts it wrote are whole lines from which --resume finishes the file as one run would.
+def _slow_hands(tmp_path: Path, count: int = 3000) -> tuple[Path, list[str]]:
+    """A file of ``count`` random hands (seconds of work with --engine cpsat) and its ids."""
     from referee.game.cards import deck
 
     rng = random.Random(36)
     codes = [card.code() for card in deck(2)]
-    lines = [
-        json.dumps({"id": f"h{n}", "hand": {"cards": rng.sample(codes, 10), "claimed_points": 1}}) for n in range(3000)
-    ]
+    ids = [f"h{n}" for n in range(count)]
     path = tmp_path / "hands.jsonl"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    out = tmp_path / "out.jsonl"
+    path.write_text(
+        "".join(
+            json.dumps({"id": case_id, "hand": {"cards": rng.sample(codes, 10), "claimed_points": 1}}) + "\n"
+            for case_id in ids
+        ),
+        encoding="utf-8",
+    )
+    return path, ids
+
+
+def _sigint_as_a_shell_leaves_it() -> None:
+    """SIGINT at its default in a command started from a test, as a terminal's shell starts one:
+    pytest-xdist's workers ignore it, and an ignored signal is inherited (Python then leaves it
+    ignored, rightly: a shell ignores it for a command it runs in the background)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def _started_batch(path: Path, out: Path, jobs: str) -> subprocess.Popen[str]:
+    """``batch`` on ``path`` in a process group of its own, once its first verdicts are written."""
     batch = subprocess.Popen(
         batch_command(path, "-o", out, "--jobs", jobs, "--engine", "cpsat"),
         cwd=ROOT, env=server_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True,
+        start_new_session=True, preexec_fn=_sigint_as_a_shell_leaves_it,
     )  # fmt: skip
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and batch.poll() is None and not (out.exists() and out.stat().st_size):
         time.sleep(0.05)
     assert batch.poll() is None, "the batch ended before its first verdicts were written"
+    return batch
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_ctrl_c_stops_a_batch_in_one_line_and_resume_finishes_it(tmp_path: Path, jobs: str) -> None:
+    # Ctrl-C reaches every process of the terminal's group, the pool's workers too: the batch
+    # says so in one line, exits 130 (128 + SIGINT), prints no traceback from any process, and the
+    # verdicts it wrote are whole lines from which --resume finishes the file as one run would.
+    path, ids = _slow_hands(tmp_path)
+    out = tmp_path / "out.jsonl"
+    batch = _started_batch(path, out, jobs)
     os.killpg(batch.pid, signal.SIGINT)
     _, stderr = batch.communicate(timeout=60)
     assert batch.returncode == 130, stderr
     assert stderr.strip().splitlines()[-1] == "remigio-referee batch: interrupted", stderr
     assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
     written = read_verdicts(out)  # whole lines only
-    assert 0 < len(written) < len(lines)
+    assert 0 < len(written) < len(ids)
     result = run_batch(path, "-o", out, "--jobs", jobs, "--engine", "cpsat", "--resume", timeout=120)
     assert result.returncode == 0, result.stderr
-    assert [verdict["id"] for verdict in read_verdicts(out)] == [f"h{n}" for n in range(len(lines))]
+    assert [verdict["id"] for verdict in read_verdicts(out)] == ids
+
+
+def test_a_local_worker_killed_mid_run_is_replaced_and_no_case_is_lost_or_doubled(tmp_path: Path) -> None:
+    # A worker killed (SIGKILL: the out-of-memory killer's way) hung the run for ever, waiting on
+    # the chunk it held. The workers are started again, the chunks they held judged again, and
+    # the output is byte for byte a run's that lost no worker.
+    from servers import descendants
+
+    path, _ = _slow_hands(tmp_path)
+    out = tmp_path / "out.jsonl"
+    batch = _started_batch(path, out, "2")
+    os.kill(descendants(batch.pid)[0], signal.SIGKILL)
+    _, stderr = batch.communicate(timeout=120)
+    assert batch.returncode == 0, stderr
+    assert stderr.count("a worker process ended abruptly") == 1, stderr
+    whole = tmp_path / "whole.jsonl"
+    assert run_batch(path, "-o", whole, "--jobs", "2", "--engine", "cpsat", timeout=120).returncode == 0
+    assert out.read_bytes() == whole.read_bytes()
+
+
+def test_workers_killed_again_and_again_stop_the_run_keeping_its_verdicts(tmp_path: Path) -> None:
+    # Whatever kills the workers each time they start is not chance: after LOSSES losses the run
+    # stops with status 4, saying so in a line, the verdicts written so far whole, and --resume
+    # finishes the file.
+    from servers import descendants
+
+    from referee.cli.workers import LOSSES
+
+    path, ids = _slow_hands(tmp_path)
+    out = tmp_path / "out.jsonl"
+    batch = _started_batch(path, out, "2")
+    deadline = time.monotonic() + 60
+    while batch.poll() is None and time.monotonic() < deadline:
+        for pid in descendants(batch.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.05)
+    _, stderr = batch.communicate(timeout=30)
+    assert batch.returncode == 4, stderr
+    assert f"a worker process ended abruptly {LOSSES} times" in stderr and "--resume" in stderr, stderr
+    assert "Traceback" not in stderr, stderr
+    written = [verdict["id"] for verdict in read_verdicts(out)]
+    assert written == ids[: len(written)]
+    assert run_batch(path, "-o", out, "--jobs", "2", "--engine", "cpsat", "--resume", timeout=120).returncode == 0
+    assert [verdict["id"] for verdict in read_verdicts(out)] == ids
 
 
 def test_the_blocks_verdicts_are_the_bytes_of_judging_each_line(tmp_path: Path) -> None:
