@@ -115,3 +115,17 @@ def test_a_worker_killed_while_it_writes_its_result_does_not_hang_the_run() -> N
         done.set()
     assert got == [(n, (64 << 20) + 1) for n in range(3)]
     assert workers.losses == 1
+
+
+def test_the_executor_still_has_what_the_watch_reads() -> None:
+    # The watch on the workers reads two attributes of the standard library's executor (no public
+    # way to see its processes or reach its result pipe): a Python that renames them fails here.
+    from multiprocessing.connection import Connection
+    from multiprocessing.process import BaseProcess
+
+    with Workers(1, _quiet, "test") as workers:
+        assert list(workers.in_order(_square, [(3,)], in_flight=1)) == [(3, 9)]
+        pool = workers._pool
+        assert all(isinstance(process, BaseProcess) for process in pool._processes.values())
+        assert pool._processes
+        assert isinstance(pool._result_queue._writer, Connection)
