@@ -315,3 +315,35 @@ def test_the_command_as_a_process_gives_the_same_bytes_whatever_the_order_and_th
     assert sum(p["deals"] for p in players) == 16
     text = cli_process("fairplay", "-", stdin=forward.read_text(encoding="utf-8"))
     assert text.returncode == 0 and "flags:" in text.stdout and "HIDDEN_KNOWLEDGE" in text.stdout
+
+
+def test_a_worker_killed_mid_run_is_replaced_and_the_results_are_the_same(seeded, tmp_path: Path) -> None:
+    # A review worker killed (the out-of-memory killer's SIGKILL) hung the run; now it is
+    # replaced, the records it held reviewed again, and the results are a clean run's bytes.
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from commands import ROOT
+    from servers import descendants
+
+    records, _ = seeded
+    path = tmp_path / "records.jsonl"
+    path.write_text("\n".join(_lines(records[:16])) + "\n", encoding="utf-8")
+    run = subprocess.Popen(
+        [sys.executable, "-m", "referee.cli", "fairplay", "--json", "--jobs", "2", str(path)],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and run.poll() is None and len(descendants(run.pid)) < 2:
+        time.sleep(0.02)
+    time.sleep(0.3)  # the workers are reviewing their first records
+    os.kill(descendants(run.pid)[0], signal.SIGKILL)
+    stdout, stderr = run.communicate(timeout=120)
+    assert run.returncode == 0, stderr
+    assert "a worker process ended abruptly" in stderr, stderr
+    clean = cli_process("fairplay", "--json", "--jobs", "2", str(path))
+    assert clean.returncode == 0, clean.stderr
+    assert stdout == clean.stdout
