@@ -111,9 +111,9 @@ def test_a_worker_killed_while_it_writes_its_result_does_not_hang_the_run() -> N
     killer = threading.Thread(target=_kill_while_writing, args=(others, done), daemon=True)
     with Workers(1, _quiet, "test") as workers:
         killer.start()
-        got = [(result[0], len(result)) for result in workers.in_order(_big, ((n,) for n in range(3)), in_flight=1)]
+        got = [(result[0], len(result)) for result in workers.in_order(_big, ((n,) for n in range(6)), in_flight=1)]
         done.set()
-    assert got == [(n, (64 << 20) + 1) for n in range(3)]
+    assert got == [(n, (64 << 20) + 1) for n in range(6)]
     assert workers.losses == 1
 
 
