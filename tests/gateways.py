@@ -84,37 +84,47 @@ class Gateway:
             "--port", "0", "--log-format", "json", "--trusted-proxies", ENVOY_ADDRESS, *referee_args
         ).listening()  # fmt: skip
         upstream_port = int(self.referee.address.rsplit(":", 1)[1])
-        self.port = free_port()
         options.setdefault("health_interval", "0.5s")
         options.setdefault("access_log", str(folder / "access.log"))
         options.setdefault("desk_file", str(desk_page()))
-        self.config = GatewayConfig(
-            descriptor_set=str(descriptor_set()),
-            listen_port=self.port,
-            admin_port=free_port(),
-            upstream_port=upstream_port,
-            **options,
-        )
-        self.config_path = folder / "envoy.yaml"
-        self.config_path.write_text(render(self.config), encoding="utf-8")
-        self.log_path = folder / "envoy.log"
-        self.log = self.log_path.open("w")
-        command = [envoy_binary(), "-c", str(self.config_path)]
-        if launcher:
-            command = [sys.executable, "-m", "gateway", "serve", "--listen", f"127.0.0.1:{self.port}",
-                       "--upstream", f"127.0.0.1:{upstream_port}", "--admin-port", str(self.config.admin_port),
-                       "--descriptor-set", str(descriptor_set()), "--runtime-dir", str(folder), *launcher]  # fmt: skip
-        self.envoy = subprocess.Popen(
-            [*command, "--concurrency", "1", "--log-level", "warn", *([] if launcher else ["--disable-hot-restart"])],
-            stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True, cwd=ROOT,
-        )  # fmt: skip
-        self.url = f"{scheme}://127.0.0.1:{self.port}"
         self.scheme = scheme
-        try:
-            self.wait_healthy()
-        except BaseException:
-            self.stop()
-            raise
+        # A free port is free when it is picked, not when Envoy binds it: another test's process
+        # may take it meanwhile. Envoy then exits saying so, and the gateway starts on others.
+        for attempt in range(3):
+            self.port = free_port()
+            self.config = GatewayConfig(
+                descriptor_set=str(descriptor_set()),
+                listen_port=self.port,
+                admin_port=free_port(),
+                upstream_port=upstream_port,
+                **options,
+            )
+            self.config_path = folder / "envoy.yaml"
+            self.config_path.write_text(render(self.config), encoding="utf-8")
+            self.log_path = folder / "envoy.log"
+            self.log = self.log_path.open("w")
+            command = [envoy_binary(), "-c", str(self.config_path)]
+            if launcher:
+                command = [sys.executable, "-m", "gateway", "serve", "--listen", f"127.0.0.1:{self.port}",
+                           "--upstream", f"127.0.0.1:{upstream_port}", "--admin-port", str(self.config.admin_port),
+                           "--descriptor-set", str(descriptor_set()), "--runtime-dir", str(folder), *launcher]  # fmt: skip
+            self.envoy = subprocess.Popen(
+                [*command, "--concurrency", "1", "--log-level", "warn", *([] if launcher else ["--disable-hot-restart"])],
+                stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True, cwd=ROOT,
+            )  # fmt: skip
+            self.url = f"{scheme}://127.0.0.1:{self.port}"
+            try:
+                self.wait_healthy()
+                return
+            except AssertionError as error:
+                if attempt < 2 and self.envoy.poll() is not None and "Address already in use" in str(error):
+                    self.log.close()
+                    continue
+                self.stop()
+                raise
+            except BaseException:
+                self.stop()
+                raise
 
     def wait_healthy(self, timeout: float = 30) -> None:
         """Until GET /healthz answers 200 (Envoy up, and its checks see the referee serving)."""

@@ -520,3 +520,30 @@ def test_json_the_gateway_cannot_read_is_logged_by_the_referee_as_no_request(gat
     assert reply.status_code == 400
     line = gateway.logged_call(reply.headers["x-request-id"])
     assert line["code"] == "CANCELLED" and line.get("no_request") is True, line
+
+
+def test_a_gateway_whose_port_was_taken_before_envoy_bound_it_starts_on_another(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The tests' own harness: a free port picked, then taken by another process before Envoy binds
+    # it, made a test fail (Envoy exits: address in use). The gateway starts again on other ports.
+    import socket
+
+    import gateways
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    ports = iter([taken.getsockname()[1]])
+    real = gateways.free_port
+    monkeypatch.setattr(gateways, "free_port", lambda: next(ports, None) or real())
+    try:
+        started = Gateway(tmp_path / "gw")
+        try:
+            assert started.port != taken.getsockname()[1]
+            with _client(False) as client:
+                assert client.get(started.url + "/healthz").status_code == 200
+        finally:
+            started.stop()
+    finally:
+        taken.close()
