@@ -187,10 +187,12 @@ class Supervisor:
         pid, exitcode = process.pid, process.exitcode
         if pid is not None and not metrics.process_died(pid):
             self._unmarked.append(pid)
+        # Forgotten before it is closed: a stop signal's handler may run between any two lines
+        # here, and it signals every process its slots hold (a closed one raises).
+        beats, slot.process, slot.beats = slot.beats, None, None
         process.close()  # its pipes to the parent, now rather than when collected
-        if slot.beats is not None:
-            os.close(slot.beats)
-        slot.process, slot.beats = None, None
+        if beats is not None:
+            os.close(beats)
         metrics.workers_running(self.up())
         if self.stopping:
             if exitcode != 0:  # the parent's own status says so; this says which worker and how
