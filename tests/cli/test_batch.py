@@ -21,7 +21,7 @@ import threading
 import time
 import urllib.request
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -369,27 +369,41 @@ def _sigint_as_a_shell_leaves_it() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def _started_batch(path: Path, out: Path, jobs: str) -> subprocess.Popen[str]:
-    """``batch`` on ``path`` in a process group of its own, once its first verdicts are written."""
-    batch = subprocess.Popen(
-        batch_command(path, "-o", out, "--jobs", jobs, "--engine", "cpsat"),
-        cwd=ROOT, env=server_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True, preexec_fn=_sigint_as_a_shell_leaves_it,
-    )  # fmt: skip
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and batch.poll() is None and not (out.exists() and out.stat().st_size):
-        time.sleep(0.05)
-    assert batch.poll() is None, "the batch ended before its first verdicts were written"
-    return batch
+@pytest.fixture
+def started_batch() -> Iterator[Callable[[Path, Path], subprocess.Popen[str]]]:
+    """``start(path, out)``: ``batch --jobs 2 --engine cpsat`` on ``path`` in a process group of its
+    own, returned once its first verdicts are written; a group still running after the test is
+    killed (a failed test leaves no batch behind)."""
+    started: list[subprocess.Popen[str]] = []
+
+    def start(path: Path, out: Path) -> subprocess.Popen[str]:
+        batch = subprocess.Popen(
+            batch_command(path, "-o", out, "--jobs", "2", "--engine", "cpsat"),
+            cwd=ROOT, env=server_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            start_new_session=True, preexec_fn=_sigint_as_a_shell_leaves_it,
+        )  # fmt: skip
+        started.append(batch)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and batch.poll() is None and not (out.exists() and out.stat().st_size):
+            time.sleep(0.05)
+        assert batch.poll() is None, "the batch ended before its first verdicts were written"
+        return batch
+
+    yield start
+    for batch in started:
+        if batch.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(batch.pid, signal.SIGKILL)
+            batch.communicate(timeout=10)
 
 
-def test_ctrl_c_stops_a_batch_in_one_line_and_resume_finishes_it(tmp_path: Path) -> None:
+def test_ctrl_c_stops_a_batch_in_one_line_and_resume_finishes_it(tmp_path: Path, started_batch) -> None:
     # Ctrl-C reaches every process of the terminal's group, the pool's workers too: the batch
     # says so in one line, exits 130 (128 + SIGINT), prints no traceback from any process, and the
     # verdicts it wrote are whole lines from which --resume finishes the file as one run would.
     path, ids = _slow_hands(tmp_path)
     out = tmp_path / "out.jsonl"
-    batch = _started_batch(path, out, "2")
+    batch = started_batch(path, out)
     os.killpg(batch.pid, signal.SIGINT)
     _, stderr = batch.communicate(timeout=60)
     assert batch.returncode == 130, stderr
@@ -402,7 +416,9 @@ def test_ctrl_c_stops_a_batch_in_one_line_and_resume_finishes_it(tmp_path: Path)
     assert [verdict["id"] for verdict in read_verdicts(out)] == ids
 
 
-def test_a_local_worker_killed_mid_run_is_replaced_and_no_case_is_lost_or_doubled(tmp_path: Path) -> None:
+def test_a_local_worker_killed_mid_run_is_replaced_and_no_case_is_lost_or_doubled(
+    tmp_path: Path, started_batch
+) -> None:
     # A worker killed (SIGKILL: the out-of-memory killer's way) hung the run for ever, waiting on
     # the chunk it held. The workers are started again, the chunks they held judged again, and
     # the output is byte for byte a run's that lost no worker.
@@ -410,7 +426,7 @@ def test_a_local_worker_killed_mid_run_is_replaced_and_no_case_is_lost_or_double
 
     path, _ = _slow_hands(tmp_path)
     out = tmp_path / "out.jsonl"
-    batch = _started_batch(path, out, "2")
+    batch = started_batch(path, out)
     os.kill(descendants(batch.pid)[0], signal.SIGKILL)
     _, stderr = batch.communicate(timeout=120)
     assert batch.returncode == 0, stderr
@@ -420,7 +436,7 @@ def test_a_local_worker_killed_mid_run_is_replaced_and_no_case_is_lost_or_double
     assert out.read_bytes() == whole.read_bytes()
 
 
-def test_workers_killed_again_and_again_stop_the_run_keeping_its_verdicts(tmp_path: Path) -> None:
+def test_workers_killed_again_and_again_stop_the_run_keeping_its_verdicts(tmp_path: Path, started_batch) -> None:
     # Whatever kills the workers each time they start is not chance: after LOSSES losses the run
     # stops with status 4, saying so in a line, the verdicts written so far whole, and --resume
     # finishes the file.
@@ -430,7 +446,7 @@ def test_workers_killed_again_and_again_stop_the_run_keeping_its_verdicts(tmp_pa
 
     path, ids = _slow_hands(tmp_path)
     out = tmp_path / "out.jsonl"
-    batch = _started_batch(path, out, "2")
+    batch = started_batch(path, out)
     deadline = time.monotonic() + 60
     while batch.poll() is None and time.monotonic() < deadline:
         for pid in descendants(batch.pid):
