@@ -344,23 +344,25 @@ def test_a_killed_dispute_job_fails_only_the_stream_that_lost_it(server: Server)
     assert len(jobs) == 2, jobs
     other = server.stub.CheckDisputes(_cases(4, 0), timeout=30)  # ends before the kill
     assert len(list(other)) == 4
-    # Cases that each keep a job busy, so both jobs hold some of the stream's cases when one is
-    # killed: a stream with no case on a job that dies goes on, its next case on the job's
-    # replacement. Quick cases were judged as fast as a busy client sent them, one at a time.
+    # Cases that each keep a job busy, and both jobs killed: a stream with no case on a job that
+    # dies goes on, its next case on the job's replacement, and on a busy machine one job could
+    # hold none of the stream's cases at the instant it was killed (the stream then ran to its
+    # deadline). Quick cases were judged as fast as a busy client sent them, one at a time.
     victim = server.stub.CheckDisputes(_lasting_cases(100_000), timeout=60)
     verdicts = 0
     with pytest.raises(grpc.RpcError) as lost:
         for _ in victim:
             verdicts += 1
             if verdicts == 4:
-                os.kill(jobs[0], signal.SIGKILL)
+                for job in jobs:
+                    os.kill(job, signal.SIGKILL)
     assert lost.value.code() == grpc.StatusCode.UNAVAILABLE
     assert "dispute job process died" in lost.value.details()
     # The job is replaced: a new stream gets every verdict, and health never stopped saying SERVING.
     assert server.available()
     assert [v.id for v in server.stub.CheckDisputes(_cases(30, 0), timeout=60)] == [f"c{n}" for n in range(30)]
     jobs_now = [pid for pid in descendants(server.pids[0]) if "spawn_main" in _cmdline(pid)]
-    assert len(jobs_now) == 2 and jobs[0] not in jobs_now
+    assert len(jobs_now) == 2 and not set(jobs) & set(jobs_now)
 
 
 def _cmdline(pid: int) -> str:
