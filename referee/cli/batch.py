@@ -37,7 +37,6 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 
 from referee.api import handlers, jsonmsg
-from referee.cli.common import worker_ignores_ctrl_c
 from referee.cli.workers import Workers, WorkersLost
 from referee.game.errors import shorten
 from referee.game.limits import CASE_ID, MESSAGE_BYTES
@@ -629,10 +628,8 @@ _chunks_done = 0
 
 
 def _worker_starts() -> None:
-    """A local worker collects its garbage between chunks, not while it judges (``_between_chunks``),
-    and leaves Ctrl-C to the main process, which stops it (``worker_ignores_ctrl_c``)."""
+    """A local worker collects its garbage between chunks, not while it judges (``_between_chunks``)."""
     gc.disable()
-    worker_ignores_ctrl_c()
 
 
 def _between_chunks() -> None:
@@ -695,7 +692,7 @@ def _local_workers(args: argparse.Namespace) -> Iterator[Workers | None]:
         if args.jobs == 1:
             yield None
         else:
-            with Workers(args.jobs, _worker_starts, "batch") as pool:
+            with Workers(args.jobs, "batch", _worker_starts) as pool:
                 yield pool
     finally:
         gc.set_threshold(*thresholds)

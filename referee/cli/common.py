@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 from collections.abc import Iterable
 from typing import Any, TextIO
 
@@ -22,13 +21,6 @@ EXIT_INTERRUPTED = 130  # Ctrl-C: 128 + SIGINT, as a shell reports a process the
 
 class UsageError(Exception):
     """The command cannot start as asked (a file it cannot open): exit status 2, one line."""
-
-
-def worker_ignores_ctrl_c() -> None:
-    """In a worker process of a command (its pool's initializer): Ctrl-C, which the terminal
-    sends to every process of the group, is the main process's to act on; it ends its workers
-    with the pool, and no worker prints a KeyboardInterrupt of its own."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def add_rule_flags(parser: argparse.ArgumentParser) -> None:
@@ -182,7 +174,6 @@ __all__ = [
     "pretty",
     "read_input",
     "rule_options",
-    "worker_ignores_ctrl_c",
     "write_drawing",
     "write_svg",
 ]

@@ -20,7 +20,7 @@ import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, TextIO
 
-from referee.cli.common import EXIT_OK, EXIT_USAGE, worker_ignores_ctrl_c
+from referee.cli.common import EXIT_OK, EXIT_USAGE
 from referee.cli.workers import Workers, WorkersLost
 
 if TYPE_CHECKING:
@@ -123,7 +123,7 @@ def _observed(lines: list[tuple[str, int, str]], jobs: int) -> Iterator[tuple[Ob
     import referee.play.fairplay  # noqa: F401
 
     chunks = ((lines[start : start + CHUNK],) for start in range(0, len(lines), CHUNK))
-    with Workers(min(jobs, len(lines)), worker_ignores_ctrl_c, "fairplay") as workers:
+    with Workers(min(jobs, len(lines)), "fairplay") as workers:
         for outcomes in workers.in_order(observe_lines, chunks, CHUNKS_PER_JOB * jobs):
             yield from outcomes
 

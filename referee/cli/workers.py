@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
+import signal
 import sys
 import time
 from collections import deque
@@ -24,6 +25,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures import TimeoutError as FuturesTimeout
 from concurrent.futures.process import BrokenProcessPool
+from multiprocessing.process import BaseProcess
 from typing import Any, TypeVar
 
 _R = TypeVar("_R")
@@ -38,9 +40,12 @@ class WorkersLost(Exception):
 
 
 class Workers:
-    """``jobs`` forked worker processes, each running ``initializer`` first; a context manager."""
+    """``jobs`` forked worker processes, each running ``initializer`` (if any) first; a context
+    manager. Ctrl-C, which the terminal sends to every process of the group, is the main
+    process's to act on: a worker ignores it (no KeyboardInterrupt of its own), and ends with
+    the pool."""
 
-    def __init__(self, jobs: int, initializer: Callable[[], None], command: str) -> None:
+    def __init__(self, jobs: int, command: str, initializer: Callable[[], None] | None = None) -> None:
         self.jobs = jobs
         self.initializer = initializer
         self.command = command  # named in what the run says of a lost worker
@@ -49,7 +54,10 @@ class Workers:
 
     def _new(self) -> ProcessPoolExecutor:
         return ProcessPoolExecutor(
-            self.jobs, mp_context=multiprocessing.get_context("fork"), initializer=self.initializer
+            self.jobs,
+            mp_context=multiprocessing.get_context("fork"),
+            initializer=_worker_starts,
+            initargs=(self.initializer,),
         )
 
     def __enter__(self) -> Workers:
@@ -105,17 +113,18 @@ class Workers:
                 self._unstick()
                 dead_since = None
 
-    def _a_worker_ended(self) -> bool:
+    def _processes(self) -> list[BaseProcess]:
         # The executor's own table of its processes: no public way to see them.
-        processes = getattr(self._pool, "_processes", None) or {}
-        return any(process.exitcode is not None for process in list(processes.values()))
+        return list((getattr(self._pool, "_processes", None) or {}).values())
+
+    def _a_worker_ended(self) -> bool:
+        return any(process.exitcode is not None for process in self._processes())
 
     def _unstick(self) -> None:
         """Make the pool find out that it is broken: its other workers are killed and this
         process's end of the result pipe closed, so the half message's reader meets the pipe's
         end, and the executor fails every task in flight (BrokenProcessPool)."""
-        processes = getattr(self._pool, "_processes", None) or {}
-        for process in list(processes.values()):
+        for process in self._processes():
             with contextlib.suppress(OSError):
                 process.kill()
         results = getattr(self._pool, "_result_queue", None)
@@ -135,6 +144,12 @@ class Workers:
             file=sys.stderr,
         )
         self._pool = self._new()
+
+
+def _worker_starts(initializer: Callable[[], None] | None) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if initializer is not None:
+        initializer()
 
 
 __all__ = ["LOSSES", "Workers", "WorkersLost"]

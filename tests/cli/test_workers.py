@@ -19,10 +19,6 @@ from referee.cli.workers import LOSSES, Workers, WorkersLost
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="forked workers and /proc")
 
 
-def _quiet() -> None:
-    pass
-
-
 def _square(n: int) -> tuple[int, int]:
     time.sleep(0.001 * (n % 3))  # finished out of order, given back in order
     return n, n * n
@@ -43,7 +39,7 @@ def _always_dies(n: int) -> int:
 
 
 def test_results_come_in_the_order_of_the_tasks() -> None:
-    with Workers(2, _quiet, "test") as workers:
+    with Workers(2, "test") as workers:
         got = list(workers.in_order(_square, ((n,) for n in range(40)), in_flight=5))
     assert got == [(n, n * n) for n in range(40)]
     assert workers.losses == 0
@@ -52,7 +48,7 @@ def test_results_come_in_the_order_of_the_tasks() -> None:
 def test_a_worker_killed_in_a_task_is_replaced_and_every_task_answered_once(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with Workers(2, _quiet, "test") as workers:
+    with Workers(2, "test") as workers:
         got = list(workers.in_order(_dies_once, ((n, str(tmp_path)) for n in range(20)), in_flight=4))
     assert got == list(range(20))
     assert workers.losses == 1
@@ -64,7 +60,7 @@ def test_workers_killed_between_tasks_are_replaced_at_the_next_submit() -> None:
     # workers are found by the next submit (or the pool's own watch), not by a result.
     got = []
     others = set(descendants(os.getpid()))  # this process's other children are not the test's to kill
-    with Workers(2, _quiet, "test") as workers:
+    with Workers(2, "test") as workers:
         for n, _ in workers.in_order(_square, ((n,) for n in range(6)), in_flight=1):
             got.append(n)
             if n == 1:
@@ -76,7 +72,7 @@ def test_workers_killed_between_tasks_are_replaced_at_the_next_submit() -> None:
 
 
 def test_workers_that_keep_dying_stop_the_run() -> None:
-    with Workers(2, _quiet, "test") as workers, pytest.raises(WorkersLost, match=f"{LOSSES} times"):
+    with Workers(2, "test") as workers, pytest.raises(WorkersLost, match=f"{LOSSES} times"):
         list(workers.in_order(_always_dies, ((n,) for n in range(4)), in_flight=2))
     assert workers.losses == LOSSES
 
@@ -109,7 +105,7 @@ def test_a_worker_killed_while_it_writes_its_result_does_not_hang_the_run() -> N
     others = set(descendants(os.getpid()))
     done = threading.Event()
     killer = threading.Thread(target=_kill_while_writing, args=(others, done), daemon=True)
-    with Workers(1, _quiet, "test") as workers:
+    with Workers(1, "test") as workers:
         killer.start()
         got = [(result[0], len(result)) for result in workers.in_order(_big, ((n,) for n in range(6)), in_flight=1)]
         done.set()
@@ -123,7 +119,7 @@ def test_the_executor_still_has_what_the_watch_reads() -> None:
     from multiprocessing.connection import Connection
     from multiprocessing.process import BaseProcess
 
-    with Workers(1, _quiet, "test") as workers:
+    with Workers(1, "test") as workers:
         assert list(workers.in_order(_square, [(3,)], in_flight=1)) == [(3, 9)]
         pool = workers._pool
         assert all(isinstance(process, BaseProcess) for process in pool._processes.values())
