@@ -105,6 +105,7 @@ TIERS: dict[str, tuple[str, ...]] = {
         "test_groups",
         "test_jsonmsg",
         "test_limits",
+        "test_logs",
         "test_record",
         "test_render",
         "test_replay",

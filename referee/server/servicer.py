@@ -106,7 +106,6 @@ _CODE_NAMES = {code: code.name for code in grpc.StatusCode}
 def _log_call(call: CallEnd) -> None:
     if not log.isEnabledFor(logging.INFO):
         return
-    name = call.method if call.items is None else f"{call.method}[{call.items}]"
     more = ""
     if call.code is grpc.StatusCode.RESOURCE_EXHAUSTED:
         # A client refused over its share (or its quota) may be refused thousands of times a second:
@@ -115,13 +114,27 @@ def _log_call(call: CallEnd) -> None:
         if held_back is None:
             return
         more = f" ({held_back} refusal lines left out before this one)" if held_back else ""
-    duration_ms = round(call.seconds * 1000, 2)
-    code = _CODE_NAMES[call.code]
-    # The JSON line's method is the method alone, a stream's case count in a field of its own.
+    name = call.method if call.items is None else f"{call.method}[{call.items}]"
+    extras = f" key={call.key}" if call.key else ""
+    if call.no_request:
+        extras += " no_request (cancelled before its request came: by the client, by a gateway that refused it, or over --max-message-bytes)"
+    if call.trace_id is not None:
+        extras += f" trace_id={call.trace_id}"
+    args = (name, _CODE_NAMES[call.code], round(call.seconds * 1000, 2), call.request_id, extras, more)
+    # Made and handled here rather than by ``log.info``, which walks the stack for the caller's
+    # file and line (no format prints them) on every call.
+    if not logs.write_direct(log, _LINE % args, _call_fields, call):
+        fields = _call_fields(call)
+        log.handle(log.makeRecord(log.name, logging.INFO, "", 0, _LINE, args, None, extra={"rpc": fields}))
+
+
+def _call_fields(call: CallEnd) -> dict[str, object]:
+    """The call's fields in a JSON line. The method is the method alone, a stream's case count
+    in a field of its own."""
     fields: dict[str, object] = {
         "method": call.method,
-        "code": code,
-        "duration_ms": duration_ms,
+        "code": _CODE_NAMES[call.code],
+        "duration_ms": round(call.seconds * 1000, 2),
         "request_id": call.request_id,
         "peer": call.peer,
     }
@@ -129,18 +142,11 @@ def _log_call(call: CallEnd) -> None:
         fields["cases"] = call.items
     if call.key:
         fields["key"] = call.key
-    extras = f" key={call.key}" if call.key else ""
     if call.no_request:
         fields["no_request"] = True
-        extras += " no_request (cancelled before its request came: by the client, by a gateway that refused it, or over --max-message-bytes)"
     if call.trace_id is not None:
         fields["trace_id"] = call.trace_id
-        extras += f" trace_id={call.trace_id}"
-    # Made and handled here rather than by ``log.info``, which walks the stack for the caller's
-    # file and line (no format prints them) on every call.
-    args = (name, code, duration_ms, call.request_id, extras, more)
-    if not logs.write_direct(log, _LINE % args, fields):
-        log.handle(log.makeRecord(log.name, logging.INFO, "", 0, _LINE, args, None, extra={"rpc": fields}))
+    return fields
 
 
 def _count_call(call: CallEnd) -> None:

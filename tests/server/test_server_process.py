@@ -359,11 +359,11 @@ def test_a_call_line_written_straight_to_the_handler_is_the_line_its_record_make
     ]
     try:
         logs.configure_logging(log_format)
-        assert logs.write_direct(logging.getLogger("referee.service"), "probe", {})
+        assert logs.write_direct(logging.getLogger("referee.service"), "probe")
         for end in ends:
             servicer._log_call(end)  # straight to the handler
             logging.root.addHandler(extra := logging.NullHandler())
-            assert not logs.write_direct(logging.getLogger("referee.service"), "probe", {})
+            assert not logs.write_direct(logging.getLogger("referee.service"), "probe")
             servicer._log_call(end)  # through a record
             logging.root.removeHandler(extra)
     finally:

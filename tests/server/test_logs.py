@@ -1,0 +1,162 @@
+"""The server's log handler: call lines held through the event loop's turn, and the log's order kept."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import logging
+import os
+import sys
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from referee.server import console, logs
+
+LOGGER = logging.getLogger("referee.service")
+
+
+class CountedWrites(io.StringIO):
+    """A stream that counts its writes, line-buffered like stderr."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes = 0
+
+    @property
+    def line_buffering(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        self.writes += 1
+        return super().write(text)
+
+
+@pytest.fixture
+def set_up(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[], CountedWrites]]:
+    """The server's logging set up on a counted stderr, and put back as it was afterwards. Called
+    in the test's body: pytest puts its own stderr and its own handler on the root logger after the
+    fixtures (the server's handler must be the only one for lines to be held)."""
+    saved = logging.root.handlers[:], logging.root.level, logs._direct
+
+    def start() -> CountedWrites:
+        written = CountedWrites()
+        monkeypatch.setattr(sys, "stderr", written)
+        logs.configure_logging("text")
+        return written
+
+    try:
+        yield start
+    finally:
+        logging.root.handlers[:], _, logs._direct = saved
+        logging.root.setLevel(saved[1])
+
+
+def _messages(written: CountedWrites) -> list[str]:
+    return [line.rsplit(": ", 1)[1] for line in written.getvalue().splitlines()]
+
+
+def test_the_lines_of_one_turn_of_the_loop_are_written_together_when_it_ends(
+    set_up: Callable[[], CountedWrites],
+) -> None:
+    stream = set_up()
+    seen_within: list[str] = []
+
+    async def turn() -> None:
+        for n in range(5):
+            assert logs.write_direct(LOGGER, f"call {n}")
+        seen_within.append(stream.getvalue())  # nothing written yet: the turn has not ended
+        await asyncio.sleep(0)  # the turn ends: the held lines go out
+        assert logs.write_direct(LOGGER, "call 5")
+        await asyncio.sleep(0)
+
+    asyncio.run(turn())
+    assert seen_within == [""]
+    assert _messages(stream) == [f"call {n}" for n in range(6)]
+    assert stream.writes == 2
+
+
+def test_a_record_or_a_status_line_comes_after_the_lines_held_before_it(
+    set_up: Callable[[], CountedWrites], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stream = set_up()
+    # A status line is written to stderr's descriptor directly; here it goes to the same stream.
+    monkeypatch.setattr(stream, "fileno", lambda: 2, raising=False)
+    monkeypatch.setattr(os, "write", lambda _fd, data: stream.write(data.decode()))
+
+    async def turn() -> None:
+        logs.write_direct(LOGGER, "held 1")
+        LOGGER.warning("a record")
+        logs.write_direct(LOGGER, "held 2")
+        console.say("remigio-referee: stopped")
+        logs.write_direct(LOGGER, "held 3")
+
+    asyncio.run(turn())
+    lines = stream.getvalue().splitlines()
+    assert [line.rsplit(": ", 1)[-1] for line in lines] == ["held 1", "a record", "held 2", "stopped", "held 3"]
+
+
+def test_a_line_written_off_the_loop_is_written_at_once_after_those_held(set_up: Callable[[], CountedWrites]) -> None:
+    stream = set_up()
+
+    async def turn() -> None:
+        logs.write_direct(LOGGER, "held")
+        # A compute thread's line, while the loop's is still held.
+        await asyncio.to_thread(logs.write_direct, LOGGER, "from a thread")
+        assert _messages(stream) == ["held", "from a thread"]
+
+    asyncio.run(turn())
+    assert _messages(stream) == ["held", "from a thread"]
+
+
+def test_held_lines_are_written_when_logging_shuts_down(set_up: Callable[[], CountedWrites]) -> None:
+    stream = set_up()
+    handler = logs._direct
+    assert handler is not None
+
+    async def turn() -> None:
+        # The process exits within the turn (``sys.exit`` in a callback): logging's flush at exit
+        # writes what was held.
+        logs.write_direct(LOGGER, "the last call")
+        assert handler.held
+        logging.shutdown([lambda: handler])  # type: ignore[list-item]
+        assert _messages(stream) == ["the last call"]
+
+    asyncio.run(turn())
+    assert _messages(stream) == ["the last call"]
+
+
+async def _write(message: str) -> None:
+    logs.write_direct(LOGGER, message)
+
+
+def test_a_failing_stream_loses_its_lines_without_an_error(set_up: Callable[[], CountedWrites]) -> None:
+    stream = set_up()
+
+    def broken(_text: str) -> int:
+        raise BrokenPipeError
+
+    stream.write = broken  # type: ignore[method-assign]
+    asyncio.run(_write("nowhere to go"))
+    handler = logs._direct
+    assert handler is not None and not handler.held
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")
+def test_a_forked_child_does_not_write_the_lines_its_parent_held(set_up: Callable[[], CountedWrites]) -> None:
+    stream = set_up()
+    handler = logs._direct
+    assert handler is not None
+    handler.held.append("the parent's line\n")
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: what it would write at its exit
+        os.write(write, str(len(handler.held)).encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        held_in_child = pipe.read()
+    os.waitpid(pid, 0)
+    assert held_in_child == "0"
+    handler.write_held()
+    assert stream.getvalue() == "the parent's line\n"
