@@ -92,15 +92,21 @@ class TextFormatter(logging.Formatter):
         return self._fmt % values  # type: ignore[operator]
 
 
-class LineHandler(logging.StreamHandler[TextIO]):
-    """A ``StreamHandler`` that holds the call lines the event loop writes (``write_direct``) until
-    the loop's turn ends, and writes them in one go.
+# How long the event loop's call lines are held at most, and how many: a loop ends about one
+# call a turn, so lines held only to the turn's end were still written one by one.
+HOLD_SECONDS = 0.02
+HOLD_LINES = 256
 
-    A loop answering thousands of cached calls a second ends several in one turn; a write of its
-    own for each line was a system call per call, a fifth of what the referee adds to gRPC's
-    own cost of a call. The held lines come out before anything else the handler or a status line
-    (``console.say``) writes, so the log keeps its order, and at the latest when the handler is
-    flushed (``logging.shutdown`` at exit).
+
+class LineHandler(logging.StreamHandler[TextIO]):
+    """A ``StreamHandler`` that holds the call lines the event loop writes (``write_direct``) for
+    up to ``HOLD_SECONDS`` (or ``HOLD_LINES`` lines), and writes them in one go.
+
+    A write of its own for each line was a system call per call, about 5 µs of the 30 or so that
+    the referee's Python adds to gRPC's own cost of a cached call. The held lines come out before
+    anything else the handler or a status line (``console.say``) writes, so the log keeps its
+    order, and at the latest when the handler is flushed (``logging.shutdown`` at exit); a process
+    killed outright loses the lines of its last ``HOLD_SECONDS``.
     """
 
     def __init__(self, stream: TextIO) -> None:
@@ -110,12 +116,15 @@ class LineHandler(logging.StreamHandler[TextIO]):
         self._flushes = not getattr(stream, "line_buffering", False)
 
     def hold(self, text: str, loop: asyncio.AbstractEventLoop) -> None:
-        """Write ``text`` (a whole line, its terminator included) once the loop's turn ends."""
+        """Write ``text`` (a whole line, its terminator included) within ``HOLD_SECONDS``."""
         self.acquire()
         try:
-            if not self.held:
-                loop.call_soon(self.write_held)
-            self.held.append(text)
+            held = self.held
+            if not held:
+                loop.call_later(HOLD_SECONDS, self.write_held)
+            held.append(text)
+            if len(held) >= HOLD_LINES:
+                self.write_held()
         finally:
             self.release()
 
@@ -178,8 +187,8 @@ def write_direct(
     ``fields_of(subject)`` at the top level) straight to the handler ``configure_logging`` set up,
     the line that handler writes for the record; False, writing nothing, when the line must go
     through ``logging`` (another handler or a filter on its way: a test's, a library's; or no
-    handler set up here). On the event loop the line is held till the loop's turn ends
-    (``LineHandler``); elsewhere it is written now.
+    handler set up here). On the event loop the line is held for a moment (``LineHandler``);
+    elsewhere it is written now.
 
     The server writes a line per call: a record, the walk up the loggers, the handler's lock and
     the formatter's steps cost more than the rest of a cached call's bookkeeping together. The
@@ -284,6 +293,8 @@ def _log_uncaught_in_thread(args: threading.ExceptHookArgs) -> None:
 __all__ = [
     "TEXT_FORMAT",
     "JsonLinesFormatter",
+    "HOLD_LINES",
+    "HOLD_SECONDS",
     "LineHandler",
     "TextFormatter",
     "configure_logging",

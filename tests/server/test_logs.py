@@ -56,24 +56,40 @@ def _messages(written: CountedWrites) -> list[str]:
     return [line.rsplit(": ", 1)[1] for line in written.getvalue().splitlines()]
 
 
-def test_the_lines_of_one_turn_of_the_loop_are_written_together_when_it_ends(
-    set_up: Callable[[], CountedWrites],
-) -> None:
+def test_the_loops_lines_are_held_a_moment_and_written_together(set_up: Callable[[], CountedWrites]) -> None:
     stream = set_up()
-    seen_within: list[str] = []
+    seen: list[str] = []
 
-    async def turn() -> None:
+    async def calls() -> None:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
         for n in range(5):
             assert logs.write_direct(LOGGER, f"call {n}")
-        seen_within.append(stream.getvalue())  # nothing written yet: the turn has not ended
-        await asyncio.sleep(0)  # the turn ends: the held lines go out
+            await asyncio.sleep(0)  # a call a turn, as under load
+        seen.append(stream.getvalue())  # nothing written yet
+        while not stream.getvalue():
+            await asyncio.sleep(0.001)
+        seen.append(f"{loop.time() - started:.3f}")
         assert logs.write_direct(LOGGER, "call 5")
-        await asyncio.sleep(0)
+        await asyncio.sleep(logs.HOLD_SECONDS * 2)
 
-    asyncio.run(turn())
-    assert seen_within == [""]
+    asyncio.run(calls())
+    assert seen[0] == ""
+    assert logs.HOLD_SECONDS <= float(seen[1]) < 1.0
     assert _messages(stream) == [f"call {n}" for n in range(6)]
     assert stream.writes == 2
+
+
+def test_at_most_hold_lines_are_held(set_up: Callable[[], CountedWrites]) -> None:
+    stream = set_up()
+
+    async def calls() -> None:
+        for n in range(logs.HOLD_LINES + 1):
+            logs.write_direct(LOGGER, f"call {n}")
+        assert stream.writes == 1  # the first HOLD_LINES, at once
+        assert len(_messages(stream)) == logs.HOLD_LINES
+
+    asyncio.run(calls())
 
 
 def test_a_record_or_a_status_line_comes_after_the_lines_held_before_it(
@@ -90,6 +106,7 @@ def test_a_record_or_a_status_line_comes_after_the_lines_held_before_it(
         logs.write_direct(LOGGER, "held 2")
         console.say("remigio-referee: stopped")
         logs.write_direct(LOGGER, "held 3")
+        await asyncio.sleep(logs.HOLD_SECONDS * 2)
 
     asyncio.run(turn())
     lines = stream.getvalue().splitlines()
@@ -128,6 +145,7 @@ def test_held_lines_are_written_when_logging_shuts_down(set_up: Callable[[], Cou
 
 async def _write(message: str) -> None:
     logs.write_direct(LOGGER, message)
+    await asyncio.sleep(logs.HOLD_SECONDS * 2)  # the held line's time is up
 
 
 def test_a_failing_stream_loses_its_lines_without_an_error(set_up: Callable[[], CountedWrites]) -> None:
