@@ -63,6 +63,11 @@ def json_line(created: float, level: str, logger: str, message: str, fields: dic
 _pid = os.getpid()
 
 
+def process_id() -> int:
+    """This process's id, without a system call (``os.getpid`` is one; the log reads it per line)."""
+    return _pid
+
+
 def _forked() -> None:
     global _pid
     _pid = os.getpid()
@@ -76,4 +81,4 @@ def address(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host and not host.startswith("[") else f"{host}:{port}"
 
 
-__all__ = ["address", "json_line", "say", "use_json"]
+__all__ = ["address", "json_line", "process_id", "say", "use_json"]

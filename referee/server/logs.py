@@ -20,7 +20,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, TextIO, TypeVar
 
 from referee.server import console
-from referee.server.console import json_line
+from referee.server.console import json_line, process_id
 
 if TYPE_CHECKING:
     import asyncio
@@ -81,14 +81,15 @@ class TextFormatter(logging.Formatter):
             self._second = second
         asctime = f"{self._stamp},{int((created - second) * 1000):03d}"
         if self._middle is not None:
-            middle = self._middles.get((levelname, name, _pid))
+            pid = process_id()
+            middle = self._middles.get((levelname, name, pid))
             if middle is None:
                 if len(self._middles) >= _MIDDLES:
                     self._middles.clear()
-                middle = self._middle % {"levelname": levelname, "process": _pid, "name": name}
-                self._middles[(levelname, name, _pid)] = middle
+                middle = self._middle % {"levelname": levelname, "process": pid, "name": name}
+                self._middles[(levelname, name, pid)] = middle
             return f"{asctime}{middle}{message}"
-        values = {"asctime": asctime, "levelname": levelname, "process": _pid, "name": name, "message": message}
+        values = {"asctime": asctime, "levelname": levelname, "process": process_id(), "name": name, "message": message}
         return self._fmt % values  # type: ignore[operator]
 
 
@@ -158,23 +159,14 @@ class LineHandler(logging.StreamHandler[TextIO]):
 
 # The handler ``configure_logging`` set up (None before): ``write_direct`` writes to it.
 _direct: LineHandler | None = None
-# This process's id, kept (``os.getpid`` is a system call); a forked worker reads its own.
-_pid = os.getpid()
 
 
 def _forked() -> None:
-    global _pid
-    _pid = os.getpid()
     if _direct is not None:
         _direct.held.clear()  # the parent's to write, not the child's
 
 
 os.register_at_fork(after_in_child=_forked)
-
-
-def process_id() -> int:
-    """This process's id, without a system call (``os.getpid`` is one; read on every call)."""
-    return _pid
 
 
 def write_direct(
@@ -211,7 +203,7 @@ def write_direct(
         text = formatter.line(now, "INFO", logger.name, message)
     elif isinstance(formatter, JsonLinesFormatter):
         fields = {} if fields_of is None else fields_of(subject)  # type: ignore[arg-type]
-        text = json_line(now, "INFO", logger.name, message, {"pid": _pid, **fields})
+        text = json_line(now, "INFO", logger.name, message, fields)
     else:
         return False
     # Not imported here: a dispute job process, which logs too, loads no asyncio (nor has a loop).

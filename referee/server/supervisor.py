@@ -347,7 +347,12 @@ def _worker(target: Target, port: int, health_port: int | None, heartbeat_fd: in
     for signum in STOP_SIGNALS:
         signal.signal(signum, signal.SIG_DFL)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)  # until the server takes it (its default would kill)
-    sys.exit(target(port, health_port, heartbeat_fd))
+    try:
+        code = target(port, health_port, heartbeat_fd)
+    finally:
+        # A forked worker ends without the interpreter's exit handlers: the log's held lines go now.
+        logging.shutdown()
+    sys.exit(code)
 
 
 def _stop_with_parent() -> None:
