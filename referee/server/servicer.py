@@ -123,7 +123,7 @@ def _log_call(call: CallEnd) -> None:
     args = (name, _CODE_NAMES[call.code], round(call.seconds * 1000, 2), call.request_id, extras, more)
     # Made and handled here rather than by ``log.info``, which walks the stack for the caller's
     # file and line (no format prints them) on every call.
-    if not logs.write_direct(log, _LINE % args, _call_fields, call):
+    if not logs.write_direct(log, _LINE, args, _call_fields, call):
         fields = _call_fields(call)
         log.handle(log.makeRecord(log.name, logging.INFO, "", 0, _LINE, args, None, extra={"rpc": fields}))
 

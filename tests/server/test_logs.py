@@ -7,6 +7,7 @@ import io
 import logging
 import os
 import sys
+import time
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -165,7 +166,7 @@ def test_a_forked_child_does_not_write_the_lines_its_parent_held(set_up: Callabl
     stream = set_up()
     handler = logs._direct
     assert handler is not None
-    handler.held.append("the parent's line\n")
+    handler.held.append((time.time(), LOGGER.name, "the parent's line", (), None, None))
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: what it would write at its exit
@@ -177,4 +178,41 @@ def test_a_forked_child_does_not_write_the_lines_its_parent_held(set_up: Callabl
     os.waitpid(pid, 0)
     assert held_in_child == "0"
     handler.write_held()
-    assert stream.getvalue() == "the parent's line\n"
+    assert _messages(stream) == ["the parent's line"]
+
+
+@pytest.mark.parametrize("log_format", ["text", "json"])
+def test_a_held_line_keeps_the_time_it_was_written_and_its_arguments(
+    log_format: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import datetime
+    import json
+
+    written = CountedWrites()
+    saved = logging.root.handlers[:], logging.root.level, logs._direct
+    monkeypatch.setattr(sys, "stderr", written)
+    monkeypatch.setattr(logs, "HOLD_SECONDS", 0.3)
+    wrote: list[float] = []
+    try:
+        logs.configure_logging(log_format)
+
+        async def call() -> None:
+            wrote.append(time.time())
+            logs.write_direct(LOGGER, "SolveHand %s %.2fms", ("OK", 1.234), lambda n: {"cases": n}, 7)
+            await asyncio.sleep(0.5)
+
+        asyncio.run(call())
+    finally:
+        logging.root.handlers[:], _, logs._direct = saved
+        logging.root.setLevel(saved[1])
+    (line,) = written.getvalue().splitlines()
+    if log_format == "json":
+        logged = json.loads(line)
+        assert logged["message"] == "SolveHand OK 1.23ms" and logged["cases"] == 7
+        stamp = datetime.datetime.strptime(logged["time"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.UTC)
+    else:
+        assert line.endswith("referee.service: SolveHand OK 1.23ms")
+        stamp = datetime.datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f")
+        stamp = stamp.replace(tzinfo=datetime.datetime.now().astimezone().tzinfo)
+    # Made 0.3 s later, it still says when it was written.
+    assert abs(stamp.timestamp() - wrote[0]) < 0.1
