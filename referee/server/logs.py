@@ -20,7 +20,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from referee.server import console
-from referee.server.console import json_line, process_id
+from referee.server.console import SecondStamp, json_line, process_id
 
 if TYPE_CHECKING:
     import asyncio
@@ -52,8 +52,7 @@ class TextFormatter(logging.Formatter):
 
     def __init__(self, fmt: str) -> None:
         super().__init__(fmt)
-        self._second = -1
-        self._stamp = ""
+        self._stamp = SecondStamp(self.default_time_format, self.converter)
         # A format that begins with the time and ends with the message, with only the level, the
         # process and the logger's name between (``TEXT_FORMAT``): the text between is the same on
         # every line of a logger, made once (``line``) rather than formatted from a dictionary.
@@ -66,20 +65,12 @@ class TextFormatter(logging.Formatter):
 
     def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802 (logging's name)
         """The record's local time as ``logging.Formatter`` writes it (``2026-12-04 05:30:41,123``)."""
-        second = int(record.created)
-        if second != self._second:
-            self._stamp = time.strftime(self.default_time_format, self.converter(record.created))
-            self._second = second
-        return f"{self._stamp},{int(record.msecs):03d}"  # default_msec_format, "%s,%03d"
+        return f"{self._stamp.of(record.created)},{int(record.msecs):03d}"  # default_msec_format, "%s,%03d"
 
     def line(self, created: float, levelname: str, name: str, message: str) -> str:
         """The line ``format`` writes for a record of this time, level, logger and message, with no
         arguments, no error and the process's own id (``write_direct``)."""
-        second = int(created)
-        if second != self._second:
-            self._stamp = time.strftime(self.default_time_format, self.converter(created))
-            self._second = second
-        asctime = f"{self._stamp},{int((created - second) * 1000):03d}"
+        asctime = f"{self._stamp.of(created)},{int(created % 1 * 1000):03d}"
         if self._middle is not None:
             pid = process_id()
             middle = self._middles.get((levelname, name, pid))
